@@ -1,0 +1,139 @@
+"""Reading TOML scenarios strictly: every bad value becomes one line naming file and key.
+
+`Reader` wraps one TOML table, tracks which keys were read, and `finish()` rejects the rest, so a
+typo in a preset is an error rather than a silently ignored setting. Section parsers for the
+model, the emulator and the scheduler all read through it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from emulator.units import UnitError
+
+T = TypeVar("T")
+_MISSING = object()
+
+
+class PresetError(ValueError):
+    """A scenario file that cannot be used; str() is the one line a user sees."""
+
+    def __init__(self, path: str | Path | None, key: str, message: str):
+        self.path, self.key, self.message = str(path) if path else "<preset>", key, message
+        super().__init__(f"{self.path}: {key}: {message}" if key else f"{self.path}: {message}")
+
+
+class Reader:
+    """A view of one TOML table with strict, typed access."""
+
+    def __init__(self, data: dict, path: str | Path | None, prefix: str = ""):
+        if not isinstance(data, dict):
+            raise PresetError(path, prefix, f"must be a table, got {type(data).__name__}")
+        self.data, self.path, self.prefix = data, path, prefix
+        self.used: set[str] = set()
+
+    def key(self, name: str) -> str:
+        return f"{self.prefix}.{name}" if self.prefix else name
+
+    def error(self, name: str, message: str) -> PresetError:
+        return PresetError(self.path, self.key(name) if name else self.prefix, message)
+
+    def has(self, name: str) -> bool:
+        return name in self.data
+
+    def raw(self, name: str, default: Any = _MISSING) -> Any:
+        self.used.add(name)
+        if name not in self.data:
+            if default is _MISSING:
+                raise self.error(name, "missing (required)")
+            return default
+        return self.data[name]
+
+    def get(self, name: str, conv: Callable[[Any], T], default: Any = _MISSING, *,
+            check: Callable[[T], str | None] | None = None) -> T:
+        """Read `name`, convert with `conv` (a unit parser or a type), run `check`, which returns
+        an error text or None."""
+        value = self.raw(name, default)
+        if value is default and default is not _MISSING:
+            return value
+        try:
+            out = _convert(conv, value)
+        except (UnitError, ValueError, TypeError) as exc:
+            raise self.error(name, str(exc)) from None
+        if check is not None and (msg := check(out)):
+            raise self.error(name, f"{msg} (got {value!r})")
+        return out
+
+    def section(self, name: str, required: bool = False) -> Reader | None:
+        if name not in self.data:
+            if required:
+                raise self.error(name, "missing section (required)")
+            self.used.add(name)
+            return None
+        return Reader(self.raw(name), self.path, self.key(name))
+
+    def sections(self, name: str) -> list[Reader]:
+        """An array of tables ([[name]])."""
+        items = self.raw(name, [])
+        if not isinstance(items, list):
+            raise self.error(name, "must be an array of tables ([[...]])")
+        return [Reader(x, self.path, f"{self.key(name)}[{i}]") for i, x in enumerate(items)]
+
+    def finish(self) -> None:
+        extra = sorted(set(self.data) - self.used)
+        if extra:
+            raise self.error(extra[0], "unknown key" + _suggest(extra[0], self.used))
+
+
+def _suggest(name: str, known: set[str]) -> str:
+    import difflib
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _convert(conv: Callable[[Any], T], value: Any) -> T:
+    if conv is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                return int(value)  # type: ignore[return-value]
+            raise ValueError(f"must be a whole number, got {value!r}")
+        return value  # type: ignore[return-value]
+    if conv is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"must be a number, got {value!r}")
+        if not math.isfinite(value):
+            raise ValueError(f"must be finite, got {value!r}")
+        return float(value)  # type: ignore[return-value]
+    if conv is str:
+        if not isinstance(value, str):
+            raise ValueError(f"must be a string, got {value!r}")
+        return value  # type: ignore[return-value]
+    if conv is bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"must be true or false, got {value!r}")
+        return value  # type: ignore[return-value]
+    return conv(value)
+
+
+# common checks ---------------------------------------------------------------------------
+def positive(x: float) -> str | None:
+    return None if x > 0 else "must be > 0"
+
+
+def non_negative(x: float) -> str | None:
+    return None if x >= 0 else "must be >= 0"
+
+
+def at_most(limit: float, what: str) -> Callable[[float], str | None]:
+    return lambda x: None if x <= limit else f"is absurd: more than {what}"
+
+
+def between(lo: float, hi: float) -> Callable[[float], str | None]:
+    return lambda x: None if lo <= x <= hi else f"must be between {lo:g} and {hi:g}"
+
+
+def one_of(*options: str) -> Callable[[str], str | None]:
+    return lambda x: None if x in options else f"must be one of {', '.join(options)}"

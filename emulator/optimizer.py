@@ -1,0 +1,115 @@
+"""Exhaustive 2-D search over (t, N_p) and the three deployment paradigms.
+
+The search evaluates every threshold that changes the split (the support points of a discrete or
+empirical distribution, a fine quantile grid of a continuous one) against every split of the
+local pool, as one numpy array. Ties go to the first maximum: the lowest t, then the lowest N_p.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from emulator.model import Knobs, OperatingPoint, System, ceilings, evaluate, split_stats
+
+PARADIGMS = ("prfaas-pd", "homogeneous", "naive-heterogeneous")
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The optimum and the two Figure-5 curves."""
+
+    best: OperatingPoint
+    n_p_values: np.ndarray  # 0..pool
+    lambda_vs_np: np.ndarray  # Lambda_max against N_p at the best t
+    t_values: np.ndarray  # the threshold grid
+    prfaas_ceiling_vs_t: np.ndarray  # at the best split
+    pdp_ceiling_vs_t: np.ndarray
+    lambda_vs_t: np.ndarray
+    evaluated: int  # grid points
+
+
+def search(system: System, mode: str = "paper", *, n_prfaas: int | None = None,
+           bandwidth: float | None = None, pool: int | None = None,
+           thresholds: np.ndarray | None = None) -> SearchResult:
+    """Best (t, N_p, N_d = pool - N_p) for Lambda_max; decode takes what prefill leaves."""
+    n_prfaas = system.n_prfaas if n_prfaas is None else n_prfaas
+    bandwidth = system.bandwidth if bandwidth is None else bandwidth
+    pool = system.local_pool if pool is None else pool
+    t_grid = system.lengths.threshold_grid() if thresholds is None else np.asarray(thresholds, float)
+    st = split_stats(system.lengths, system.prfaas, system.local, t_grid, mode)
+    n_p = np.arange(pool + 1)
+    *_, stack, lam = ceilings(st, n_prfaas, n_p, pool - n_p, bandwidth, system.decode)
+    flat = int(np.argmax(lam))
+    it, ip = np.unravel_index(flat, lam.shape)
+    knobs = Knobs(t=float(t_grid[it]), n_p=int(ip), n_d=int(pool - ip), n_prfaas=n_prfaas,
+                  bandwidth=bandwidth)
+    best = evaluate(system, knobs, mode)
+    return SearchResult(
+        best=best, n_p_values=n_p, lambda_vs_np=lam[it].copy(), t_values=t_grid,
+        prfaas_ceiling_vs_t=stack[0, :, ip].copy(), pdp_ceiling_vs_t=stack[1, :, ip].copy(),
+        lambda_vs_t=lam[:, ip].copy(), evaluated=int(lam.size),
+    )
+
+
+def homogeneous(system: System, mode: str = "paper") -> OperatingPoint | None:
+    """All prefill and decode in one pool of local-type instances (p = 0), its own best split."""
+    pool = system.homogeneous_pool
+    if pool <= 0:
+        return None
+    prof = system.homogeneous_profile or system.local
+    lo, hi = system.lengths.support
+    st = split_stats(system.lengths, prof, prof, np.array([hi]), mode)
+    n_p = np.arange(pool + 1)
+    *_, lam = ceilings(st, 0, n_p, pool - n_p, system.bandwidth, system.decode)
+    ip = int(np.argmax(lam[0]))
+    knobs = Knobs(t=hi, n_p=ip, n_d=pool - ip, n_prfaas=0, bandwidth=system.bandwidth)
+    return evaluate(system, knobs, mode, profiles=(prof, prof))
+
+
+def naive(system: System, mode: str = "paper", *, n_prfaas: int | None = None,
+          bandwidth: float | None = None) -> OperatingPoint:
+    """Every request prefilled remotely (t below the support, p = 1); all local decode."""
+    lo, _ = system.lengths.support
+    knobs = Knobs(t=max(lo - 1.0, 0.0), n_p=0, n_d=system.local_pool,
+                  n_prfaas=system.n_prfaas if n_prfaas is None else n_prfaas,
+                  bandwidth=system.bandwidth if bandwidth is None else bandwidth)
+    return evaluate(system, knobs, mode)
+
+
+def cost_per_hour(system: System, paradigm: str) -> float | None:
+    if system.price_local is None:
+        return None
+    if paradigm == "homogeneous":
+        return system.homogeneous_pool * system.price_local
+    if system.price_prfaas is None:
+        return None
+    return system.n_prfaas * system.price_prfaas + system.local_pool * system.price_local
+
+
+def paradigms(system: System, mode: str = "paper",
+              best: OperatingPoint | None = None) -> dict[str, dict]:
+    """The three paradigms on the same hardware, with ratios against homogeneous and, when the
+    system has prices, requests per dollar."""
+    pts = {
+        "prfaas-pd": best or search(system, mode).best,
+        "homogeneous": homogeneous(system, mode),
+        "naive-heterogeneous": naive(system, mode),
+    }
+    base = pts["homogeneous"].lambda_max if pts["homogeneous"] else None
+    base_cost = cost_per_hour(system, "homogeneous")
+    base_per_cost = base * 3600 / base_cost if base and base_cost else None
+    out: dict[str, dict] = {}
+    for name, op in pts.items():
+        if op is None:
+            continue
+        d = op.to_dict()
+        d["vs_homogeneous"] = op.lambda_max / base if base else None
+        cost = cost_per_hour(system, name)
+        d["cost_per_hour"] = cost
+        d["requests_per_dollar"] = op.lambda_max * 3600 / cost if cost else None
+        d["per_cost_vs_homogeneous"] = (d["requests_per_dollar"] / base_per_cost
+                                        if cost and base_per_cost else None)
+        out[name] = d
+    return out

@@ -1,0 +1,125 @@
+"""Profiles: what one (model, hardware) instance costs per request of length l.
+
+A profile holds two curves, `T_prefill(l)` in seconds and `S_kv(l)` in bytes. Every curve is a
+piecewise polynomial of degree <= 2 in l: a table is piecewise linear between its points with a
+stated rule beyond the ends, a fitted form `a + b*l + c*l^2` is one piece, and an affine map of
+either stays in the family. That closure is what lets the model take *exact* conditional
+expectations E[f(L) | L > t] from a distribution's partial moments, with no Monte Carlo.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from emulator.distributions import LengthDistribution
+
+ArrayLike = float | np.ndarray
+BEYOND_RULES = ("linear", "clamp")
+
+
+@dataclass(frozen=True, eq=False)
+class Curve:
+    """f(l) = c0 + c1*l + c2*l^2 on each piece; pieces split at `breaks` (sorted)."""
+
+    breaks: np.ndarray  # shape (m,)
+    coefs: np.ndarray  # shape (m + 1, 3): piece i covers (breaks[i-1], breaks[i]]
+    points: tuple[tuple[float, float], ...] = field(default=())  # the table, for display
+
+    @classmethod
+    def poly(cls, a: float, b: float = 0.0, c: float = 0.0) -> Curve:
+        return cls(np.zeros(0), np.array([[a, b, c]], dtype=float))
+
+    @classmethod
+    def table(cls, lengths: Sequence[float], values: Sequence[float], beyond: str = "linear") -> Curve:
+        """Piecewise linear through the points; `beyond` extends the end pieces ('linear') or
+        holds the end values ('clamp'). One point gives a constant."""
+        x = np.asarray(lengths, dtype=float)
+        y = np.asarray(values, dtype=float)
+        if x.ndim != 1 or x.shape != y.shape or len(x) == 0:
+            raise ValueError("a table needs as many lengths as values, at least one")
+        if np.any(np.diff(x) <= 0):
+            raise ValueError("table lengths must be strictly increasing")
+        if beyond not in BEYOND_RULES:
+            raise ValueError(f"beyond must be one of {', '.join(BEYOND_RULES)}, got {beyond!r}")
+        pts = tuple(zip(x.tolist(), y.tolist(), strict=True))
+        if len(x) == 1:
+            return cls(np.zeros(0), np.array([[y[0], 0.0, 0.0]]), pts)
+        slope = np.diff(y) / np.diff(x)
+        inner = np.stack([y[:-1] - slope * x[:-1], slope, np.zeros_like(slope)], axis=1)
+        if beyond == "linear":
+            first, last = inner[0], inner[-1]
+        else:
+            first, last = np.array([y[0], 0, 0.0]), np.array([y[-1], 0, 0.0])
+        return cls(x.copy(), np.vstack([first, inner, last]), pts)
+
+    def __call__(self, length: ArrayLike) -> ArrayLike:
+        arr = np.asarray(length, dtype=float)
+        idx = np.searchsorted(self.breaks, arr, side="left")
+        c = self.coefs[idx]
+        out = c[..., 0] + arr * (c[..., 1] + arr * c[..., 2])
+        return float(out) if np.ndim(out) == 0 else out
+
+    def affine(self, a: float, b: float) -> Curve:
+        """a + b * f(l): how slower hardware is derived from a measured profile."""
+        coefs = self.coefs * b
+        coefs[:, 0] += a
+        pts = tuple((x, a + b * y) for x, y in self.points)
+        return Curve(self.breaks.copy(), coefs, pts)
+
+    def integrate(self, dist: LengthDistribution, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """E[f(L) 1{lo < L <= hi}] exactly, vectorized over the bounds."""
+        lo = np.asarray(lo, dtype=float)
+        hi = np.asarray(hi, dtype=float)
+        edges = np.concatenate([[-np.inf], self.breaks, [np.inf]])
+        total = np.zeros(np.broadcast(lo, hi).shape)
+        for i, (c0, c1, c2) in enumerate(self.coefs):
+            a = np.maximum(lo, edges[i])
+            b = np.minimum(hi, edges[i + 1])
+            m0, m1, m2 = dist.partial_moments(a, np.maximum(a, b))
+            total = total + c0 * m0 + c1 * m1 + c2 * m2
+        return total
+
+    @property
+    def is_linear(self) -> bool:
+        return bool(np.all(self.coefs[:, 2] == 0))
+
+
+@dataclass(frozen=True, eq=False)
+class Profile:
+    """One (model, hardware) pair: prefill seconds and KV bytes as functions of length."""
+
+    name: str
+    prefill_time: Curve
+    kv_size: Curve
+    description: str = ""
+
+    def t_prefill(self, length: ArrayLike) -> ArrayLike:
+        return self.prefill_time(length)
+
+    def s_kv(self, length: ArrayLike) -> ArrayLike:
+        return self.kv_size(length)
+
+    def phi_kv(self, length: ArrayLike) -> ArrayLike:
+        """Eq. 1: KV throughput of one instance, bytes per second."""
+        return self.kv_size(length) / self.prefill_time(length)
+
+    def derived(self, name: str, *, time_scale: float = 1.0, time_offset: float = 0.0,
+                description: str = "") -> Profile:
+        """Slower (or faster) hardware running the same model: T' = offset + scale * T; the KV
+        a request produces depends on the model only, so S_kv is shared."""
+        return Profile(name, self.prefill_time.affine(time_offset, time_scale), self.kv_size,
+                       description or f"{self.name} with T' = {time_offset:+g} + {time_scale:g} T")
+
+    def check_positive(self, lengths: np.ndarray) -> str | None:
+        """The first length in range where a curve is not positive, as a message, else None."""
+        for label, curve in (("prefill_time", self.prefill_time), ("kv_size", self.kv_size)):
+            vals = np.asarray(curve(lengths))
+            bad = np.flatnonzero(~(vals > 0))
+            if bad.size:
+                return f"{label} is {vals[bad[0]]:.4g} at length {lengths[bad[0]]:.0f} (must be > 0)"
+        return None

@@ -1,0 +1,66 @@
+"""`prfaas-tui` entry point: no subcommand opens the dashboard; subcommands run headless.
+
+Every expected failure (a broken preset, a bad flag value, a malformed trace) ends as one line
+on stderr and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from emulator.config import PresetError
+from emulator.traces import TraceError
+from emulator.units import UnitError
+from prfaas_tui.commands.common import UsageError
+
+# subcommand -> module under prfaas_tui.commands (imported lazily: `solve` must not pay for Textual)
+COMMANDS = ("presets", "solve", "run", "drill", "profile", "plan", "snapshot")
+DEFAULT_PRESET = "paper-case-study"
+
+
+def _parser(argv: list[str]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="prfaas-tui",
+        description="What-if dashboard, emulator and throughput model for cross-datacenter "
+                    "prefill-decode serving (PrfaaS-PD). Without a subcommand, opens the dashboard.")
+    parser.add_argument("--preset", default=DEFAULT_PRESET,
+                        help=f"preset name or TOML path for the dashboard (default {DEFAULT_PRESET})")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    wanted = next((a for a in argv if a in COMMANDS), None)
+    for name in COMMANDS:
+        try:
+            mod = importlib.import_module(f"prfaas_tui.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name and exc.name.startswith("prfaas_tui.commands"):
+                continue  # a command not built in this checkout
+            if name == wanted:
+                raise
+            continue
+        p = mod.add_parser(sub)
+        p.set_defaults(func=mod.main)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = _parser(argv)
+    args = parser.parse_args(argv)
+    try:
+        if getattr(args, "func", None) is None:
+            from prfaas_tui.app import run_app
+            return run_app(args.preset)
+        return int(args.func(args) or 0)
+    except (PresetError, TraceError, UnitError, UsageError) as exc:
+        print(f"prfaas-tui: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("prfaas-tui: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

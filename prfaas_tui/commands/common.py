@@ -1,0 +1,55 @@
+"""Flags shared by the headless commands, and turning them into a validated Scenario."""
+
+from __future__ import annotations
+
+import argparse
+
+from emulator import presets
+from emulator.presets import Scenario
+from emulator.units import UnitError, parse_bandwidth, parse_tokens
+
+
+class UsageError(ValueError):
+    """A bad command-line value; str() is the one line the user sees."""
+
+
+def add_scenario_flags(p: argparse.ArgumentParser, default_preset: str = "paper-case-study") -> None:
+    p.add_argument("--preset", default=default_preset, help="preset name or TOML path")
+    p.add_argument("--t", dest="t", metavar="TOKENS", help="routing threshold, e.g. 19400 or 32K")
+    p.add_argument("--np", dest="n_p", type=int, metavar="N", help="local prefill instances (PD-P)")
+    p.add_argument("--nd", dest="n_d", type=int, metavar="N", help="local decode instances (PD-D)")
+    p.add_argument("--nprfaas", dest="n_prfaas", type=int, metavar="N", help="PrfaaS instances")
+    p.add_argument("--bandwidth", metavar="GBPS",
+                   help="cross-datacenter egress B_out: a number in Gbps or '1000 MB/s'")
+
+
+def _flag(name: str, conv, raw: str):
+    try:
+        return conv(raw)
+    except (UnitError, ValueError) as exc:
+        raise UsageError(f"{name}: {exc}") from None
+
+
+def scenario_from_args(args: argparse.Namespace) -> Scenario:
+    """Load the preset and apply --t/--np/--nd/--nprfaas/--bandwidth, validated like a preset."""
+    sc = presets.load(args.preset)
+    t = _flag("--t", parse_tokens, args.t) if args.t is not None else None
+    bw = _flag("--bandwidth", parse_bandwidth, args.bandwidth) if args.bandwidth is not None else None
+    for flag, val in (("--np", args.n_p), ("--nd", args.n_d), ("--nprfaas", args.n_prfaas)):
+        if val is not None and val < 0:
+            raise UsageError(f"{flag}: must be >= 0 (got {val})")
+    if bw is not None and not bw > 0:
+        raise UsageError(f"--bandwidth: must be > 0 (got {args.bandwidth})")
+    n_p, n_d = args.n_p, args.n_d
+    pool = sc.system.local_pool
+    if n_p is not None and n_d is None:
+        n_d = pool - n_p
+    elif n_d is not None and n_p is None:
+        n_p = pool - n_d
+    if n_p is not None and n_d is not None and (n_p + n_d > pool or n_d < 1 or n_p < 0):
+        raise UsageError(f"--np/--nd: N_p={n_p} + N_d={n_d} does not fit the local pool "
+                          f"of {pool} instances with at least one decode instance")
+    lo, hi = sc.system.lengths.support
+    if t is not None and not 0 <= t <= hi:
+        raise UsageError(f"--t: {t:.0f} tokens lies outside the length distribution [0, {hi:.0f}]")
+    return sc.with_knobs(t=t, n_p=n_p, n_d=n_d, n_prfaas=args.n_prfaas, bandwidth=bw)

@@ -1,0 +1,189 @@
+"""`prfaas-tui profile`: measure T_prefill, S_kv and Phi_kv of a real model on this machine and
+write a profile TOML that any preset can use.
+
+    prfaas-tui profile --backend torch --model hybrid-small --lengths 1K,4K,16K \
+        [--device cuda|cpu] [--repeats N] [--compare [MODEL]] --out FILE.toml
+
+--compare is opt-in: bare, it profiles the same-size model of the other family
+(hybrid-small <-> dense-small); with a name, that model. It then adds the dense/hybrid Phi_kv
+ratio per length. Every bad input is one line naming the flag, exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from emulator import torch_prefill
+from emulator.torch_prefill.config import MODEL_NAMES, counterpart, get_config
+from emulator.units import parse_tokens
+from prfaas_tui.commands.common import UsageError
+
+BACKENDS = ("torch",)
+PROG = "prfaas-tui"
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register `profile` on a subparsers object. Values are checked in main(), so every error
+    is one line naming its flag."""
+    p = subparsers.add_parser(
+        "profile", help="measure T_prefill / S_kv / Phi_kv of a real model; write a profile",
+        description=__doc__.split("\n\n")[0])
+    _add_arguments(p)
+    p.set_defaults(func=main)
+    return p
+
+
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend", default="torch", help="measurement backend: torch (default)")
+    p.add_argument("--model", default="hybrid-tiny",
+                   help=f"model to profile (default hybrid-tiny): {', '.join(MODEL_NAMES)}")
+    p.add_argument("--lengths", default="1K,4K,16K",
+                   help="comma-separated prompt lengths in tokens, K = 1024 (default 1K,4K,16K)")
+    p.add_argument("--device", default=None, help="cuda or cpu (default: cuda when present)")
+    p.add_argument("--repeats", default="5", help="timed runs per length; the median is kept")
+    p.add_argument("--warmup", default="2", help="untimed runs per length first (default 2)")
+    p.add_argument("--seed", default="0", help="seed of weights and token ids (default 0)")
+    p.add_argument("--compare", nargs="?", const="auto", default=None, metavar="MODEL",
+                   help="also profile MODEL (bare: the same-size model of the other family) "
+                        "and print the dense/hybrid Phi_kv ratio")
+    p.add_argument("--out", default=None, help="write the --model profile here (TOML)")
+    p.add_argument("--compare-out", default=None, help="write the --compare profile here")
+
+
+def _int(flag: str, value: str, lo: int) -> int:
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"{flag}: expected a whole number, got {value!r}") from None
+    if n < lo:
+        raise UsageError(f"{flag}: must be >= {lo}, got {n}")
+    return n
+
+
+def parse_lengths(text: str) -> list[int]:
+    """'1K,4K,16K' -> [1024, 4096, 16384] (sorted, unique, whole tokens >= 1)."""
+    out = []
+    for item in str(text).split(","):
+        try:
+            x = parse_tokens(item.strip())
+        except (ValueError, TypeError) as exc:
+            raise UsageError(f"--lengths: {exc}") from None
+        if x < 1 or x != int(x):
+            raise UsageError(f"--lengths: need whole token counts >= 1, got {item.strip()!r}")
+        out.append(int(x))
+    return sorted(set(out))
+
+
+def _model(flag: str, name: str) -> str:
+    try:
+        get_config(name)
+    except ValueError as exc:
+        raise UsageError(f"{flag}: {exc}") from None
+    return name
+
+
+def _out_path(flag: str, value: str | None) -> Path | None:
+    if value is None:
+        return None
+    path = Path(value)
+    if not path.parent.is_dir():
+        raise UsageError(f"{flag}: directory {str(path.parent)!r} does not exist")
+    return path
+
+
+def _fmt_s(s: float) -> str:
+    return f"{s * 1e3:.1f} ms" if s < 1 else f"{s:.3f} s"
+
+
+def _fmt_b(b: int) -> str:
+    return f"{b / 2**20:.2f} MiB"
+
+
+def _table(profiles: list, ratios: dict[int, float] | None):  # -> rich Table
+    """One row per (length, model); the ratio sits on each length's first row."""
+    from rich.table import Table
+
+    first = profiles[0]
+    t = Table(title=f"prefill on {first.device_name} ({first.dtype}), median of "
+                    f"{first.repeats} after {first.warmup} warm-up(s)")
+    for col in ("tokens", "model", "T_prefill", "S_kv", "Phi_kv"):
+        t.add_column(col, justify="left" if col == "model" else "right")
+    if ratios is not None:
+        t.add_column("Phi_kv dense/hybrid", justify="right")
+    for point in first.points:
+        for i, prof in enumerate(profiles):
+            p = prof.point(point.length)
+            row = [f"{p.length:,}" if i == 0 else "", prof.model, _fmt_s(p.seconds),
+                   _fmt_b(p.kv_bytes), f"{p.phi_gbps:.3f} Gbps"]
+            if ratios is not None:
+                row.append(f"{ratios[p.length]:.2f}x" if i == 0 else "")
+            t.add_row(*row, end_section=i == len(profiles) - 1 and ratios is not None)
+    return t
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.backend not in BACKENDS:
+        raise UsageError(f"--backend: unknown backend {args.backend!r} (choose from torch)")
+    torch_prefill._require_torch()  # the install hint, before anything else needs torch
+    model = _model("--model", args.model)
+    lengths = parse_lengths(args.lengths)
+    repeats = _int("--repeats", args.repeats, 1)
+    warmup = _int("--warmup", args.warmup, 0)
+    seed = _int("--seed", args.seed, 0)
+    other = None
+    if args.compare is not None:
+        other = _model("--compare", counterpart(model) if args.compare == "auto" else args.compare)
+    out = _out_path("--out", args.out)
+    compare_out = _out_path("--compare-out", args.compare_out)
+    if compare_out is not None and other is None:
+        raise UsageError("--compare-out: needs --compare")
+
+    from emulator.torch_prefill.models import resolve_device
+    from emulator.torch_prefill.profiling import Comparison, profile_model, write_profile
+
+    try:
+        device = str(resolve_device(args.device))
+    except (ValueError, RuntimeError) as exc:
+        raise UsageError(f"--device: {exc}") from None
+
+    from rich.console import Console
+
+    console = Console()
+    profiles = []
+    for name in [model] + ([other] if other else []):
+        # a plain line, not a spinner: a refresh thread perturbs CPU timings on small machines
+        console.print(f"profiling {name} on {device} at {args.lengths} tokens ...",
+                      style="dim", highlight=False)
+        profiles.append(profile_model(name, lengths, device=device, repeats=repeats,
+                                      warmup=warmup, seed=seed))
+    ratios = Comparison(*profiles).ratios if other else None
+    console.print(_table(profiles, ratios))
+    for path, prof in ((out, profiles[0]), (compare_out, profiles[-1])):
+        if path is not None:
+            write_profile(prof, path)
+            console.print(f"wrote {path} (profile {prof.name!r})")
+    return 0
+
+
+def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
+    """Run `profile`; returns the exit status (2: bad input or torch missing, 1: failed run)."""
+    if not isinstance(args, argparse.Namespace):
+        parser = argparse.ArgumentParser(prog=f"{PROG} profile")
+        _add_arguments(parser)
+        args = parser.parse_args(args)
+    try:
+        return _run(args)
+    except (UsageError, torch_prefill.TorchUnavailable) as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+    except (RuntimeError, MemoryError, OSError) as exc:  # e.g. CUDA out of memory
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"{PROG}: profile failed: {first}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
