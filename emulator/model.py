@@ -189,11 +189,14 @@ def split_stats(lengths: LengthDistribution, prfaas: Profile, local: Profile,
     return SplitStats(t, p, l_long, l_short, t_long, s_long, t_short)
 
 
-def ceilings(stats: SplitStats, n_prfaas, n_p, n_d, bandwidth: float, decode: DecodeSpec):
-    """Eqs. 3-6 on broadcastable arrays. Returns (theta_c, theta_b, theta_pdp, theta_pdd,
-    ceiling stack of shape (3, ...), lambda_max)."""
-    p = stats.p[:, None] if np.ndim(n_p) else stats.p
-    col = (lambda a: a[:, None]) if np.ndim(n_p) else (lambda a: a)
+def ceilings(stats: SplitStats, n_prfaas, n_p, n_d, bandwidth, decode: DecodeSpec,
+             *, outer: bool | None = None):
+    """Eqs. 3-6 on broadcastable arrays. With `outer` (the default when n_p is an array) the
+    result is a (threshold x split) grid; without, everything is elementwise. Returns
+    (theta_c, theta_b, theta_pdp, theta_pdd, ceiling stack of shape (3, ...), lambda_max)."""
+    outer = bool(np.ndim(n_p)) if outer is None else outer
+    p = stats.p[:, None] if outer else stats.p
+    col = (lambda a: a[:, None]) if outer else (lambda a: a)
     n_p = np.asarray(n_p, dtype=float)
     n_d = np.asarray(n_d, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):

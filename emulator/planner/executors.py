@@ -1,0 +1,57 @@
+"""Where the planner's emulations run: in this process, a local process pool, or a Dask cluster.
+
+Each task is a whole, independent virtual-time emulation sweep for one candidate; nothing inside
+an emulation touches these executors (the emulator's no-executor rule is about its event loop).
+Dask distributed was chosen over Ray: it is pure Python, installs in seconds, and a
+`LocalCluster` starts in about a second, so CI exercises the distributed path for real.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+Task = tuple[str, Callable[..., Any], tuple]  # (key, function, args)
+
+
+def run_serial(tasks: Iterable[Task]) -> Iterator[tuple[str, Any]]:
+    for key, fn, args in tasks:
+        yield key, fn(*args)
+
+
+def run_local(tasks: list[Task], workers: int) -> Iterator[tuple[str, Any]]:
+    """A process pool over `workers` cores; results stream back as they finish."""
+    if workers <= 1:
+        yield from run_serial(tasks)
+        return
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed  # noqa: TID251
+
+    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
+        futs = {pool.submit(fn, *args): key for key, fn, args in tasks}
+        try:
+            for fut in as_completed(futs):
+                yield futs[fut], fut.result()
+        except BaseException:
+            for f in futs:
+                f.cancel()
+            raise
+
+
+def run_dask(tasks: list[Task], address: str | Any) -> Iterator[tuple[str, Any]]:
+    """On an existing Dask cluster (`tcp://host:8786`) or a Client/LocalCluster object."""
+    try:
+        from distributed import Client, as_completed
+    except ImportError:
+        raise RuntimeError("the Dask executor needs the optional extra: "
+                           "pip install 'prfaas-tui[dask]'") from None
+    client = address if isinstance(address, Client) else Client(address, timeout="10s")
+    own = client is not address
+    try:
+        futs = {client.submit(fn, *args, key=f"plan-{key}", pure=False): key
+                for key, fn, args in tasks}
+        for fut in as_completed(futs):
+            yield futs[fut], fut.result()
+    finally:
+        if own:
+            client.close()

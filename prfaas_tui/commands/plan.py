@@ -1,0 +1,170 @@
+"""`prfaas-tui plan`: which deployment, threshold and link serve the most traffic within the
+SLO, per dollar — the model prunes, emulation decides (see emulator/planner)."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from emulator import presets
+from emulator.optimizer import PARADIGMS
+from emulator.planner.goodput import SLO, Settings
+from emulator.planner.space import AUTO_T, Space
+from emulator.planner.sweep import Plan, run_plan
+from emulator.units import parse_bandwidth, parse_duration, parse_tokens
+from prfaas_tui.commands.common import UsageError
+
+
+def _ints(flag: str, text: str | None) -> tuple[int, ...] | None:
+    """'2:6' (inclusive) or '2,4,8'."""
+    if text is None:
+        return None
+    try:
+        if ":" in text:
+            a, b = (int(x) for x in text.split(":", 1))
+            vals = tuple(range(a, b + 1))
+        else:
+            vals = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise UsageError(f"{flag}: expected a range like 2:6 or a list like 2,4,8, got {text!r}") from None
+    if not vals or min(vals) < 0:
+        raise UsageError(f"{flag}: values must be >= 0 and the range non-empty, got {text!r}")
+    return vals
+
+
+def _list(flag: str, text: str | None, conv) -> tuple[float, ...] | None:
+    if text is None:
+        return None
+    try:
+        vals = tuple(conv(x.strip()) for x in text.split(","))
+    except ValueError as exc:
+        raise UsageError(f"{flag}: {exc}") from None
+    if any(not v > 0 for v in vals):
+        raise UsageError(f"{flag}: every value must be > 0, got {text!r}")
+    return vals
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("plan", help="SLO-aware capacity planning by model pruning + emulation")
+    p.add_argument("--preset", default="paper-case-study", help="base preset name or TOML path")
+    p.add_argument("--nprfaas", help="PrfaaS instances: range 2:6 or list 2,4")
+    p.add_argument("--pool", help="local pool sizes to split every way: range or list")
+    p.add_argument("--homogeneous-pool", help="homogeneous baseline pool sizes: range or list")
+    p.add_argument("--t", default="auto", help="'auto' (model picks t per deployment) or a list like 16K,24K")
+    p.add_argument("--bandwidth", help="B_out values in Gbps, e.g. 25,50,100")
+    p.add_argument("--paradigm", default=",".join(PARADIGMS), help="comma list of paradigms")
+    p.add_argument("--slo-ttft", default="5 s", help="P90 TTFT target (default 5 s)")
+    p.add_argument("--slo-tpot", default=None, help="P90 TPOT target, e.g. '30 ms'")
+    p.add_argument("--seeds", type=int, default=3, help="seeds per candidate (default 3)")
+    p.add_argument("--duration", default="10 min", help="simulated time per run (default 10 min)")
+    p.add_argument("--steps", type=int, default=7, help="bisection steps on the rate (default 7)")
+    p.add_argument("--per-config", type=int, default=3, help="model-stage survivors per hardware configuration")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="local processes (default: all cores)")
+    p.add_argument("--dask", metavar="ADDRESS", help="run on a Dask cluster, e.g. tcp://10.0.0.1:8786")
+    p.add_argument("--out", help="results file (JSON lines); an existing one is resumed")
+    p.add_argument("--csv", help="also write the ranked candidates as CSV")
+    p.add_argument("--top", type=int, default=10, help="rows in the table")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    return p
+
+
+def build_plan(args: argparse.Namespace) -> Plan:
+    sc = presets.load(args.preset)
+    paradigms = tuple(x.strip() for x in args.paradigm.split(","))
+    bad = [x for x in paradigms if x not in PARADIGMS]
+    if bad:
+        raise UsageError(f"--paradigm: unknown {bad[0]!r} (use {', '.join(PARADIGMS)})")
+    t = (AUTO_T,) if args.t == "auto" else _list("--t", args.t, parse_tokens)
+    try:
+        slo = SLO(parse_duration(args.slo_ttft),
+                  parse_duration(args.slo_tpot) if args.slo_tpot else None)
+        duration = parse_duration(args.duration)
+    except ValueError as exc:
+        raise UsageError(f"--slo-ttft/--slo-tpot/--duration: {exc}") from None
+    if not (slo.ttft_p90 > 0 and duration > 0 and args.seeds >= 1 and args.steps >= 1):
+        raise UsageError("--slo-ttft, --duration, --seeds and --steps must be positive")
+    space = Space.around(sc, n_prfaas=_ints("--nprfaas", args.nprfaas),
+                         pools=_ints("--pool", args.pool),
+                         homogeneous_pools=_ints("--homogeneous-pool", args.homogeneous_pool),
+                         thresholds=t, bandwidths=_list("--bandwidth", args.bandwidth, parse_bandwidth),
+                         paradigms=paradigms)
+    settings = Settings(slo=slo, seeds=tuple(range(1, args.seeds + 1)), duration=duration,
+                        steps=args.steps)
+    return Plan(sc, space, settings, per_config=args.per_config)
+
+
+def main(args: argparse.Namespace) -> int:
+    plan = build_plan(args)
+    out = args.out or f"plan-{plan.scenario.name}.jsonl"
+    err = Console(stderr=True)
+    progress = Progress(TextColumn("plan"), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("ETA"), TimeRemainingColumn(), console=err,
+                        disable=not sys.stderr.isatty())
+    task = None
+
+    def on_start(total: int, done: int) -> None:
+        nonlocal task
+        task = progress.add_task("plan", total=total, completed=done)
+
+    try:
+        with progress:
+            summary = run_plan(plan, out=out, workers=args.workers, dask=args.dask,
+                               on_start=on_start,
+                               on_result=lambda rec: progress.advance(task))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if args.csv:
+        write_csv(summary["ranked"], args.csv)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    render(summary, Console(), args.top, out)
+    return 0
+
+
+CSV_FIELDS = ("label", "goodput", "goodput_lo", "goodput_hi", "lambda_max", "utilization",
+              "cost_per_hour", "goodput_per_cost", "binding", "bandwidth_gbps", "key")
+
+
+def write_csv(records: list[dict], path: str) -> None:
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=CSV_FIELDS, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(records)
+
+
+def render(summary: dict, console: Console, top: int, out: str) -> None:
+    console.print(f"{summary['candidates']} candidates; the model pruned {summary['pruned']} "
+                  f"({summary['pruned'] / max(summary['candidates'], 1):.0%}: "
+                  + ", ".join(f"{v} {k}" for k, v in summary["pruned_by"].items())
+                  + f"); emulated {summary['emulated']} ({summary['evaluated_now']} now). Results: {out}")
+    t = Table(title="best candidates by SLO goodput", title_justify="left")
+    for col in ("candidate", "goodput (req/s)", "95% band", "Λmax", "util", "cost/h", "per $/h"):
+        t.add_column(col, justify="left" if col == "candidate" else "right")
+    for r in summary["ranked"][:top]:
+        t.add_row(r["label"], f"{r['goodput']:.3f}", f"{r['goodput_lo']:.2f}-{r['goodput_hi']:.2f}",
+                  f"{r['lambda_max']:.2f}", f"{r['utilization']:.0%}",
+                  "-" if r["cost_per_hour"] is None else f"{r['cost_per_hour']:.1f}",
+                  "-" if r["goodput_per_cost"] is None else f"{r['goodput_per_cost']:.3f}")
+    console.print(t)
+    front = summary["pareto"]
+    if len(front) >= 1:
+        import plotext as plt
+        plt.clear_figure()
+        plt.plotsize(min(console.width, 100), 18)
+        allr = summary["ranked"]
+        plt.scatter([r["cost_per_hour"] for r in allr if r["cost_per_hour"] is not None],
+                    [r["goodput"] for r in allr if r["cost_per_hour"] is not None], label="candidates")
+        plt.plot([r["cost_per_hour"] for r in front], [r["goodput"] for r in front],
+                 label="Pareto front", marker="dot")
+        plt.xlabel("cost per hour")
+        plt.ylabel("SLO goodput (req/s)")
+        plt.title("cost / goodput")
+        console.print(plt.build(), markup=False, highlight=False)
