@@ -77,12 +77,12 @@ def kv_bytes_from_config(cfg: ModelConfig, length: int, kv_itemsize: int = 4,
 
 
 # size -> (vocab, d_model, layers, heads, head_dim, d_ff, rope_dim); tiny/small run on CPU,
-# medium (~0.25B params) and large (~0.7B) are for GPUs.
+# medium (~0.26-0.28B params) and large (~0.62-0.69B) are for GPUs.
 _SIZES: dict[str, tuple[int, int, int, int, int, int, int]] = {
     "tiny": (4096, 256, 4, 4, 64, 768, 32),
     "small": (16384, 512, 8, 8, 64, 1536, 32),
     "medium": (32768, 1024, 16, 16, 64, 2816, 32),
-    "large": (32768, 1536, 24, 12, 128, 4096, 64),
+    "large": (32768, 1536, 20, 12, 128, 4096, 64),
 }
 
 

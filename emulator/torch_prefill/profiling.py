@@ -49,6 +49,7 @@ class ModelProfile:
     warmup: int
     points: list[ProfilePoint] = field(default_factory=list)
     torch_version: str = field(default_factory=lambda: torch.__version__.split("+")[0])
+    threads: int | None = None  # CPU intra-op threads when set explicitly
 
     @property
     def name(self) -> str:
@@ -65,6 +66,8 @@ class ModelProfile:
         """The profile file the project's loader reads (lengths tokens, seconds, bytes)."""
         date = date or _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
         where = self.dtype if self.device == "cpu" else f"{self.device_name}, {self.dtype}"
+        if self.threads is not None:
+            where += f", {self.threads} thread{'' if self.threads == 1 else 's'}"
         desc = (f"measured: {self.model} on {self.device} ({where}), "
                 f"median of {self.repeats} after {self.warmup} warm-up{'' if self.warmup == 1 else 's'}")
         lengths = ", ".join(str(p.length) for p in self.points)
@@ -108,19 +111,26 @@ def time_prefill(model: PrefillLM, length: int, *, repeats: int = 5, warmup: int
 
 
 def profile_model(model: str, lengths: Sequence[int], *, device: str | None = None,
-                  repeats: int = 5, warmup: int = 2, seed: int = 0) -> ModelProfile:
-    """Build `model` (random weights, seeded) and time it at each length, shortest first."""
+                  repeats: int = 5, warmup: int = 2, seed: int = 0,
+                  threads: int | None = None) -> ModelProfile:
+    """Build `model` (random weights, seeded) and time it at each length, shortest first.
+    `threads` pins torch's CPU intra-op threads for the run (steadier on a shared machine:
+    one busy neighbour stalls every parallel region when all cores are in use)."""
     get_config(model)  # unknown names fail before any work
     dev = resolve_device(device)
     net = build_model(model, dev, seed)
     dtype = {torch.float32: "fp32", torch.bfloat16: "bf16"}.get(net.embed.weight.dtype, "?")
     name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu"
-    prof = ModelProfile(model, dev.type, name, dtype, repeats, warmup)
+    prof = ModelProfile(model, dev.type, name, dtype, repeats, warmup, threads=threads)
+    saved_threads = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
     try:
         for length in sorted(set(lengths)):
             prof.points.append(time_prefill(net, length, repeats=repeats, warmup=warmup,
                                             seed=seed))
     finally:
+        torch.set_num_threads(saved_threads)
         del net
         gc.collect()
         if dev.type == "cuda":
@@ -165,7 +175,7 @@ class Comparison:
 
 def compare(models: Sequence[str] = ("hybrid-tiny", "dense-tiny"),
             lengths: Sequence[int] = (1024, 4096), device: str | None = None, *,
-            repeats: int = 5, warmup: int = 2, seed: int = 0,
+            repeats: int = 5, warmup: int = 2, seed: int = 0, threads: int | None = None,
             verbose: bool = False) -> Comparison:
     """Profile two models on the same device and lengths; `verbose` prints the ratio table."""
     if len(models) != 2:
@@ -173,7 +183,7 @@ def compare(models: Sequence[str] = ("hybrid-tiny", "dense-tiny"),
     for m in models:
         get_config(m)
     first, second = (profile_model(m, lengths, device=device, repeats=repeats, warmup=warmup,
-                                   seed=seed) for m in models)
+                                   seed=seed, threads=threads) for m in models)
     result = Comparison(first, second)
     if verbose:
         print(result)

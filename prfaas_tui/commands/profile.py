@@ -46,6 +46,8 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeats", default="5", help="timed runs per length; the median is kept")
     p.add_argument("--warmup", default="2", help="untimed runs per length first (default 2)")
     p.add_argument("--seed", default="0", help="seed of weights and token ids (default 0)")
+    p.add_argument("--threads", default=None,
+                   help="CPU threads for torch (default: torch's); 1 is steadier on a busy machine")
     p.add_argument("--compare", nargs="?", const="auto", default=None, metavar="MODEL",
                    help="also profile MODEL (bare: the same-size model of the other family) "
                         "and print the dense/hybrid Phi_kv ratio")
@@ -107,7 +109,8 @@ def _table(profiles: list, ratios: dict[int, float] | None):  # -> rich Table
     from rich.table import Table
 
     first = profiles[0]
-    t = Table(title=f"prefill on {first.device_name} ({first.dtype}), median of "
+    threads = "" if first.threads is None else f", {first.threads} thread(s)"
+    t = Table(title=f"prefill on {first.device_name} ({first.dtype}{threads}), median of "
                     f"{first.repeats} after {first.warmup} warm-up(s)")
     for col in ("tokens", "model", "T_prefill", "S_kv", "Phi_kv"):
         t.add_column(col, justify="left" if col == "model" else "right")
@@ -133,6 +136,7 @@ def _run(args: argparse.Namespace) -> int:
     repeats = _int("--repeats", args.repeats, 1)
     warmup = _int("--warmup", args.warmup, 0)
     seed = _int("--seed", args.seed, 0)
+    threads = None if args.threads is None else _int("--threads", args.threads, 1)
     other = None
     if args.compare is not None:
         other = _model("--compare", counterpart(model) if args.compare == "auto" else args.compare)
@@ -158,7 +162,7 @@ def _run(args: argparse.Namespace) -> int:
         console.print(f"profiling {name} on {device} at {args.lengths} tokens ...",
                       style="dim", highlight=False)
         profiles.append(profile_model(name, lengths, device=device, repeats=repeats,
-                                      warmup=warmup, seed=seed))
+                                      warmup=warmup, seed=seed, threads=threads))
     ratios = Comparison(*profiles).ratios if other else None
     console.print(_table(profiles, ratios))
     for path, prof in ((out, profiles[0]), (compare_out, profiles[-1])):
