@@ -56,9 +56,10 @@ class Reader:
             check: Callable[[T], str | None] | None = None) -> T:
         """Read `name`, convert with `conv` (a unit parser or a type), run `check`, which returns
         an error text or None."""
-        value = self.raw(name, default)
-        if value is default and default is not _MISSING:
-            return value
+        if name not in self.data and default is not _MISSING:
+            self.used.add(name)
+            return default if default is None else _convert(conv, default)
+        value = self.raw(name)
         try:
             out = _convert(conv, value)
         except (UnitError, ValueError, TypeError) as exc:

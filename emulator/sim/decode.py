@@ -1,0 +1,297 @@
+"""Decode (PD-D): continuous batching up to BS_max per instance, admission once the KV has
+arrived, a KV memory budget per instance, a shared FIFO queue for requests waiting for a slot.
+
+Events happen at request and batch boundaries, never per token. With the paper's constant step
+time T_decode an instance steps on a fixed grid while its batch is not empty; a request joins at
+the next step boundary and finishes exactly L_out steps later, so it needs one timer. With a step
+profile (a + b * batch + c * context tokens) the step time changes with the batch: each instance
+keeps one timer for its next batch change (a completion, or a boundary where waiting requests
+join) and computes the time of k steps in closed form, since the context grows by the batch size
+per step.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable
+from operator import attrgetter
+
+from emulator.sim.config import StepProfile
+from emulator.sim.request import Request
+from emulator.sim.stage import Stage, Worker
+
+_STEP_TOL = 1e-6  # a time within this fraction of a step from a boundary is on it
+_load = attrgetter("n")
+
+
+class DecodeWorker(Worker):
+    __slots__ = ("n", "kv", "phase", "reqs", "seg_start", "seg_k", "batch", "ctx", "finish",
+                 "pending", "timer", "k_total")
+
+    def __init__(self, idx: int, machine):
+        super().__init__(idx, machine)
+        self.n = 0  # requests holding a slot (in the batch or joining at the next boundary)
+        self.kv = 0.0  # their KV bytes
+        self.phase = 0.0  # constant mode: origin of the step grid
+        self.reqs: dict[int, Request] = {}
+        # step-profile mode
+        self.seg_start = 0.0  # the batch last changed here...
+        self.k_total = 0  # ...after this many steps since the instance started
+        self.batch = 0  # requests stepping now
+        self.ctx = 0.0  # context tokens they hold at seg_start
+        self.finish: list = []  # heap of (finish step, rid, request)
+        self.pending: list[Request] = []  # joining at the next boundary
+        self.timer = None
+
+    @property
+    def busy(self) -> bool:
+        return self.n > 0
+
+
+class DecodeStage(Stage):
+    def __init__(self, loop, t_decode: float, bs_max: int, kv_budget: float | None,
+                 complete: Callable[[Request, float], None], mean_out: float,
+                 step: StepProfile | None = None):
+        super().__init__(loop, "pd-d")
+        self.t_decode = t_decode
+        self.mean_out = mean_out
+        self.bs_max = bs_max
+        self.kv_budget = math.inf if kv_budget is None else kv_budget
+        self.complete = complete  # (request, now): the last token is out
+        self.step = step
+        self._accepting: list[DecodeWorker] = []
+        self._admit = self._admit_constant if step is None else self._admit_stepped
+
+    def _slots(self, w) -> int:
+        return self.bs_max
+
+    def _recount(self) -> None:
+        super()._recount()
+        self._accepting = [w for w in self.workers if w.accepting and w.machine.alive]
+
+    # -- requests ----------------------------------------------------------------------------
+    def submit(self, req: Request) -> None:
+        """The request's KV has arrived: take a slot now or wait in the queue."""
+        now = self.loop._now
+        self._account(now)
+        self.entered += 1
+        req.t_enq = now
+        if not self.queue:
+            w = self._pick(req.kv)
+            if w is not None:
+                self._admit(w, req, now)
+                return
+        self.queue.append(req)
+
+    def fits(self, kv: float) -> bool:
+        """Whether an instance could ever hold this much KV."""
+        return kv <= self.kv_budget
+
+    def expected_wait(self) -> float:
+        """Seconds a request joining the queue now would wait for a slot (slot turnover)."""
+        if not self.queue:
+            return 0.0
+        slots = len(self._accepting) * self.bs_max
+        if slots == 0:
+            return math.inf
+        return len(self.queue) * self.t_decode * self.mean_out / slots
+
+    def _pick(self, kv: float) -> DecodeWorker | None:
+        """The least-loaded instance with a free slot and room for the KV (lowest index on
+        ties)."""
+        if not self._accepting:
+            return None
+        bs, budget = self.bs_max, self.kv_budget
+        if budget == math.inf:  # slots only: the least loaded one decides (C-level min)
+            best = min(self._accepting, key=_load)
+            return best if best.n < bs else None
+        best = None
+        for w in self._accepting:
+            if w.n < bs and w.kv + kv <= budget and (best is None or w.n < best.n):
+                best = w
+        return best
+
+    def _take(self, w: DecodeWorker, req: Request) -> None:
+        w.n += 1
+        w.kv += req.kv
+        w.reqs[req.rid] = req
+        req.worker = w
+        self.in_service += 1
+
+    def _admit_constant(self, w: DecodeWorker, req: Request, now: float) -> None:
+        td = self.t_decode
+        if w.n == 0:
+            w.phase = boundary = now  # an idle instance starts stepping at once
+        else:
+            boundary = w.phase + math.ceil((now - w.phase) / td - _STEP_TOL) * td
+            if boundary < now:
+                boundary = now
+        self._take(w, req)
+        req.t_first = boundary + td
+        req.timer = self.loop.call_at(boundary + req.out_len * td, self._done_constant, req)
+
+    def _done_constant(self, req: Request) -> None:
+        now = self.loop._now
+        self._account(now)
+        w = req.worker
+        self._release(w, req)
+        self.complete(req, now)
+        self._after_release(w, now)
+
+    def _release(self, w: DecodeWorker, req: Request) -> None:
+        del w.reqs[req.rid]
+        w.n -= 1
+        w.kv = w.kv - req.kv if w.n else 0.0
+        req.worker = None
+        req.timer = None
+        self.in_service -= 1
+        self.done += 1
+        self.sojourn_sum += self.loop._now - req.t_enq
+
+    def _after_release(self, w: DecodeWorker, now: float) -> None:
+        queue = self.queue
+        while queue:
+            nxt = self._pick(queue[0].kv)
+            if nxt is None:
+                break
+            self._admit(nxt, queue.popleft(), now)
+        if not w.accepting and w.n == 0:
+            self._idle(w)
+
+    # -- step-profile mode -------------------------------------------------------------------
+    def _step_costs(self, w: DecodeWorker) -> tuple[float, float]:
+        """(time of the first step of the current segment, growth per step)."""
+        s = self.step
+        return s.a + s.b * w.batch + s.c * w.ctx, s.c * w.batch
+
+    @staticmethod
+    def _time_of(k: int, first: float, grow: float) -> float:
+        return k * first + grow * k * (k - 1) / 2
+
+    @staticmethod
+    def _steps_by(elapsed: float, first: float, grow: float) -> int:
+        """Whole steps finished `elapsed` seconds into a segment."""
+        if grow <= 0:
+            return int(math.floor(elapsed / first + _STEP_TOL))
+        # grow/2 k^2 + (first - grow/2) k - elapsed = 0
+        b = first - grow / 2
+        k = (-b + math.sqrt(b * b + 2 * grow * elapsed)) / grow
+        return int(math.floor(k + _STEP_TOL))
+
+    def _admit_stepped(self, w: DecodeWorker, req: Request, now: float) -> None:
+        self._take(w, req)
+        if w.batch == 0 and not w.pending:
+            w.seg_start = now
+            w.pending.append(req)
+            self._boundary(w)
+        else:
+            w.pending.append(req)
+            self._schedule(w)
+
+    def _boundary(self, w: DecodeWorker) -> None:
+        """At a step boundary: count the steps, let finished requests go, let waiting ones in,
+        start a new segment."""
+        now = self.loop._now
+        self._account(now)
+        w.timer = None
+        first, grow = self._step_costs(w)
+        k = self._steps_by(now - w.seg_start, first, grow) if w.batch else 0
+        w.k_total += k
+        w.ctx += k * w.batch
+        done = []
+        while w.finish and w.finish[0][0] <= w.k_total:
+            _, _, req = heapq.heappop(w.finish)
+            w.batch -= 1
+            w.ctx -= req.length + req.out_len
+            done.append(req)
+        for req in w.pending:
+            w.batch += 1
+            w.ctx += req.length
+            heapq.heappush(w.finish, (w.k_total + req.out_len, req.rid, req))
+        joined, w.pending = w.pending, []
+        if w.batch == 0:
+            w.ctx = 0.0
+        w.seg_start = now
+        first, _ = self._step_costs(w)
+        for req in joined:
+            req.t_first = now + first
+        for req in done:
+            self._release(w, req)
+            self.complete(req, now)
+        self._schedule(w)
+        if done:
+            self._after_release(w, now)
+
+    def _schedule(self, w: DecodeWorker) -> None:
+        """One timer per instance: its next completion, or the next boundary if some request
+        waits to join."""
+        now = self.loop._now
+        first, grow = self._step_costs(w)
+        when = math.inf
+        if w.finish:
+            when = w.seg_start + self._time_of(w.finish[0][0] - w.k_total, first, grow)
+        if w.pending:
+            if w.batch == 0:
+                when = now
+            else:
+                k = self._steps_by(now - w.seg_start, first, grow)
+                t = w.seg_start + self._time_of(k, first, grow)
+                if t < now - _STEP_TOL * first:
+                    t = w.seg_start + self._time_of(k + 1, first, grow)
+                when = min(when, max(t, now))
+        if w.timer is not None:
+            if w.timer.when() == when:
+                return
+            w.timer.cancel()
+            w.timer = None
+        if when < math.inf:
+            w.timer = self.loop.call_at(when, self._boundary, w)
+
+    # -- pool interface ----------------------------------------------------------------------
+    def add_worker(self, machine) -> DecodeWorker:
+        w = DecodeWorker(len(self.workers), machine)
+        self.workers.append(w)
+        return w
+
+    def activate(self, w: DecodeWorker) -> None:
+        w.accepting = True
+        self._recount()
+        self._after_release(w, self.loop._now)
+
+    def drain(self, w: DecodeWorker) -> None:
+        """Stop admitting; the pool hears `on_idle` once the batch has finished."""
+        w.accepting = False
+        if w.n == 0:
+            self._idle(w)
+        else:
+            self._recount()
+
+    def fail(self, w: DecodeWorker) -> list[Request]:
+        """The instance died with its batch: those requests lost their KV and must be
+        prefilled again; they are handed back (in admission order) for re-routing."""
+        now = self.loop._now
+        self._account(now)
+        lost = list(w.reqs.values())
+        for req in lost:
+            if req.timer is not None:
+                req.timer.cancel()
+            req.timer = None
+            req.worker = None
+        self.in_service -= len(lost)
+        self.displaced += len(lost)
+        w.reqs.clear()
+        w.n, w.kv, w.batch, w.ctx = 0, 0.0, 0, 0.0
+        w.finish, w.pending = [], []
+        if w.timer is not None:
+            w.timer.cancel()
+            w.timer = None
+        self._recount()
+        if not w.accepting:
+            self._idle(w)
+        return lost
+
+    def restore(self, w: DecodeWorker) -> None:
+        self._recount()
+        if w.accepting:
+            self._after_release(w, self.loop._now)

@@ -1,0 +1,315 @@
+"""A network link carrying KV flows: processor sharing, token bucket, propagation delay and
+layer-wise pipelining, as a fluid model driven by events at flow boundaries only.
+
+Every flow has a size (bytes) and a production time: prefill produces its KV linearly over that
+time and a flow never sends bytes not produced yet. So while prefill runs, a flow that keeps up
+is capped at size / production time ("paced"); one that fell behind (the link was full) may run
+faster until it catches up; after production ends it takes whatever the link gives it. The link
+shares its capacity max-min fairly (water-filling) and recomputes the rates whenever a flow
+starts or ends, catches up, the capacity changes or the token bucket empties.
+
+Two modes keep the common case cheap. While every flow is paced and their rates fit the nominal
+capacity, nothing competes: each flow ends exactly when its prefill does and gets its own timer
+(O(1) per flow, no rate recomputation). Otherwise the link runs one timer for its next event and
+recomputes all rates on each (O(n log n) in the number of flows).
+
+Token bucket: tokens accrue at the nominal rate up to `burst` bytes while the link sends less
+than that; while tokens remain, a link with waiting bytes may run at `peak_factor` x nominal.
+With burst = 0 (the default) the capacity is simply the nominal rate.
+
+The last byte leaving frees the sender (`on_sent`: the PrfaaS transfer cache); the payload
+reaches the other side `latency` seconds later (`on_delivered`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+INF = float("inf")
+_REL = 1e-9  # a byte gap within this fraction of the flow's size counts as closed
+_DT = 1e-9  # ... or one that the current rate closes within this many seconds
+
+
+class Flow:
+    __slots__ = ("fid", "size", "start", "prod_end", "prod_rate", "sent", "rate", "paced",
+                 "on_sent", "on_delivered", "payload", "timer")
+
+    def produced(self, now: float) -> float:
+        if now >= self.prod_end:
+            return self.size
+        return self.prod_rate * (now - self.start)
+
+
+class Link:
+    def __init__(self, loop, name: str, capacity: float, *, burst: float = 0.0,
+                 peak_factor: float = 2.0, latency: float = 0.0):
+        if not capacity >= 0:
+            raise ValueError(f"{name}: capacity must be >= 0, got {capacity!r}")
+        self.loop = loop
+        self.name = name
+        self.capacity = float(capacity)  # nominal rate, bytes per second (B_out)
+        self.burst = float(burst)
+        self.peak_factor = float(peak_factor)
+        self.latency = float(latency)
+        self.tokens = self.burst
+        self.flows: dict[int, Flow] = {}
+        self._fid = 0
+        self._fast = True  # every flow paced and within the nominal capacity
+        self.used = 0.0  # bytes per second leaving now
+        self._t = loop.time()
+        self._timer = None
+        self._saturated = False  # full, with some flow wanting more than it gets
+        # cumulative, read through `totals()` (integrals up to self._t)
+        self._sent = 0.0
+        self._cap_area = 0.0
+        self._sat_time = 0.0
+        self.flows_done = 0
+        self.propagating = 0.0  # bytes sent and still on the wire
+        self.propagating_flows = 0
+
+    # -- flows -------------------------------------------------------------------------------
+    def open(self, size: float, prod_time: float, on_sent: Callable[[Flow], Any],
+             on_delivered: Callable[[Any], Any], payload: Any) -> Flow:
+        """Start a flow of `size` bytes produced over `prod_time` seconds from now (0: all
+        ready). `on_sent(flow)` runs when its last byte leaves, `on_delivered(payload)` when it
+        arrives."""
+        now = self.loop._now
+        self._account(now)
+        self._fid += 1
+        f = Flow()
+        f.fid = self._fid
+        f.size = size
+        f.start = now
+        f.sent = 0.0
+        f.on_sent = on_sent
+        f.on_delivered = on_delivered
+        f.payload = payload
+        f.timer = None
+        if prod_time > 0:
+            f.prod_end = now + prod_time
+            f.prod_rate = size / prod_time
+            f.paced = True
+        else:
+            f.prod_end = now
+            f.prod_rate = INF
+            f.paced = False
+        self.flows[f.fid] = f
+        if self._fast and f.paced and self.used + f.prod_rate <= self.capacity:
+            f.rate = f.prod_rate
+            self.used += f.rate
+            f.timer = self.loop.call_at(f.prod_end, self._paced_done, f)
+        else:
+            self._general(now)
+            self._reallocate(now)
+        return f
+
+    def cancel(self, f: Flow) -> float:
+        """Abort a flow (its sender failed); returns the bytes it had sent."""
+        now = self.loop._now
+        if f.fid not in self.flows:
+            return f.size
+        self._account(now)
+        del self.flows[f.fid]
+        sent = f.produced(now) if f.paced else f.sent
+        if self._fast:
+            f.timer.cancel()
+            self.used = self.used - f.rate if self.flows else 0.0
+        else:
+            self._reallocate(now)
+        return sent
+
+    def set_capacity(self, capacity: float) -> None:
+        """Change the nominal rate now (brownout, outage = 0, recovery); flows re-share."""
+        if not capacity >= 0:
+            raise ValueError(f"{self.name}: capacity must be >= 0, got {capacity!r}")
+        now = self.loop._now
+        self._account(now)
+        self.capacity = float(capacity)
+        if self._fast and self.used <= self.capacity:
+            return
+        self._general(now)
+        self._reallocate(now)
+
+    # -- metrics (read-only: a snapshot must not perturb the run's arithmetic) ---------------
+    def totals(self, now: float) -> tuple[float, float, float]:
+        """(bytes sent, nominal capacity x seconds, seconds saturated) since the start."""
+        dt = now - self._t
+        return (self._sent + self.used * dt, self._cap_area + self.capacity * dt,
+                self._sat_time + (dt if self._saturated else 0.0))
+
+    def _sent_now(self, f: Flow, now: float) -> float:
+        if self._fast or f.paced:
+            return f.produced(now)
+        return min(f.sent + f.rate * (now - self._t), f.produced(now))
+
+    def bytes_in_flight(self, now: float) -> float:
+        """KV not yet delivered: unsent bytes of open flows plus bytes on the wire."""
+        return sum(f.size - self._sent_now(f, now) for f in self.flows.values()) + self.propagating
+
+    def queued_bytes(self, now: float) -> float:
+        """Bytes produced but not sent: the backlog a full link builds."""
+        if self._fast:
+            return 0.0
+        return sum(max(0.0, f.produced(now) - self._sent_now(f, now)) for f in self.flows.values())
+
+    @property
+    def saturated(self) -> bool:
+        return self._saturated
+
+    # -- internals ---------------------------------------------------------------------------
+    def _account(self, now: float) -> None:
+        dt = now - self._t
+        if dt <= 0:
+            return
+        used = self.used
+        self._sent += used * dt
+        self._cap_area += self.capacity * dt
+        if self._saturated:
+            self._sat_time += dt
+        if self.burst:
+            tok = self.tokens + (self.capacity - used) * dt
+            self.tokens = self.burst if tok > self.burst else (tok if tok > self.burst * _REL else 0.0)
+        if not self._fast:
+            for f in self.flows.values():
+                if not f.paced:
+                    s = f.sent + f.rate * dt
+                    p = f.produced(now)
+                    f.sent = s if s < p else p
+        self._t = now
+
+    def _general(self, now: float) -> None:
+        """Leave the fast mode: flows share one timer and get explicit rates."""
+        if not self._fast:
+            return
+        self._fast = False
+        for f in self.flows.values():
+            if f.timer is not None:
+                f.timer.cancel()
+                f.timer = None
+
+    def _current_capacity(self) -> float:
+        if self.burst and self.tokens > 0:
+            return self.capacity * self.peak_factor
+        return self.capacity
+
+    def _reallocate(self, now: float) -> None:
+        """Water-filling: paced flows get their production rate while it is below the fair
+        share; everyone else splits what is left equally."""
+        flows = self.flows
+        if not flows:
+            self.used = 0.0
+            self._saturated = False
+            self._fast = True
+            self._set_timer(INF)
+            return
+        cap = self._current_capacity()
+        paced = sorted((f for f in flows.values() if f.paced), key=_by_rate)
+        remaining = cap
+        n = len(flows)
+        satisfied = 0
+        for f in paced:
+            if f.prod_rate * n > remaining:
+                break
+            f.rate = f.prod_rate
+            remaining -= f.prod_rate
+            n -= 1
+            satisfied += 1
+        if n == 0 and cap - remaining <= self.capacity:
+            # nothing competes: back to one timer per flow, each ending with its prefill
+            self.used = cap - remaining
+            self._saturated = False
+            self._fast = True
+            self._set_timer(INF)
+            for f in paced:
+                f.timer = self.loop.call_at(f.prod_end, self._paced_done, f)
+            return
+        share = remaining / n if n else 0.0
+        for f in paced[satisfied:]:
+            f.sent = f.produced(now)
+            f.paced = False
+        t_next = INF
+        for f in flows.values():
+            if f.paced:
+                t = f.prod_end
+            else:
+                f.rate = share
+                if share <= 0:
+                    continue
+                t = now + (f.size - f.sent) / share
+                if f.prod_end > now and share > f.prod_rate:
+                    t_catch = now + (f.produced(now) - f.sent) / (share - f.prod_rate)
+                    if t_catch < f.prod_end:
+                        t = t_catch
+            if t < t_next:
+                t_next = t
+        self.used = cap - remaining + share * n
+        self._saturated = n > 0
+        if self.burst and self.tokens > 0 and self.used > self.capacity:
+            t_empty = now + self.tokens / (self.used - self.capacity)
+            if t_empty < t_next:
+                t_next = t_empty
+        self._set_timer(t_next)
+
+    def _set_timer(self, when: float) -> None:
+        timer = self._timer
+        if timer is not None:
+            if timer.when() == when:
+                return
+            timer.cancel()
+            self._timer = None
+        if when < INF:
+            self._timer = self.loop.call_at(when, self._on_timer)
+
+    def _on_timer(self) -> None:
+        now = self.loop._now
+        self._timer = None
+        self._account(now)
+        done = []
+        for f in self.flows.values():
+            if f.paced:
+                if now >= f.prod_end - _DT:
+                    done.append(f)
+                continue
+            rem = f.size - f.sent
+            if rem <= f.size * _REL or rem <= f.rate * _DT:
+                done.append(f)
+            elif now < f.prod_end:
+                gap = f.produced(now) - f.sent
+                if gap <= f.size * _REL or gap <= (f.rate - f.prod_rate) * _DT:
+                    f.sent = f.produced(now)
+                    f.paced = True
+        for f in done:
+            del self.flows[f.fid]
+            f.sent = f.size
+        self._reallocate(now)
+        for f in done:
+            self._finish(f, now)
+
+    def _paced_done(self, f: Flow) -> None:
+        now = self.loop._now
+        self._account(now)
+        del self.flows[f.fid]
+        f.timer = None
+        f.sent = f.size
+        self.used = self.used - f.rate if self.flows else 0.0
+        self._finish(f, now)
+
+    def _finish(self, f: Flow, now: float) -> None:
+        self.flows_done += 1
+        f.on_sent(f)
+        if self.latency > 0:
+            self.propagating += f.size
+            self.propagating_flows += 1
+            self.loop.call_at(now + self.latency, self._deliver, f)
+        else:
+            f.on_delivered(f.payload)
+
+    def _deliver(self, f: Flow) -> None:
+        self.propagating_flows -= 1
+        self.propagating = self.propagating - f.size if self.propagating_flows else 0.0
+        f.on_delivered(f.payload)
+
+
+def _by_rate(f: Flow) -> tuple[float, int]:
+    return f.prod_rate, f.fid

@@ -1,0 +1,196 @@
+"""Metrics with bounded memory: cumulative totals read at sample times, windows as differences
+of two totals, latency histograms, and a time series that halves its resolution when full.
+
+Nothing here keeps per-request data: rates, utilizations and queue trends come from counters
+and time integrals that the stages and links maintain; percentiles from log-bucketed histograms.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import NamedTuple
+
+from emulator.model import STAGES, _num
+from emulator.sim.histogram import LogHistogram
+from emulator.sim.request import Request
+
+QUANTILES = (0.5, 0.9, 0.99)
+
+
+class Totals(NamedTuple):
+    """Everything cumulative at one instant (per-stage tuples in STAGES order)."""
+
+    t: float
+    arrived: int
+    completed: int
+    rejected: int
+    entered: tuple[int, ...]
+    done: tuple[int, ...]
+    busy: tuple[float, ...]  # slot-seconds in service
+    online: tuple[float, ...]  # slot-seconds available
+    queue: tuple[int, ...]  # instantaneous
+    compute: float  # PrfaaS prefill seconds started
+    link_sent: float  # bytes
+    link_cap: float  # nominal bytes the link could have sent
+    link_sat: float  # seconds full with bytes waiting
+    link_in_flight: float  # instantaneous bytes not yet delivered
+    in_flight: int  # instantaneous requests
+
+
+class Window(NamedTuple):
+    """Rates and utilizations between two Totals."""
+
+    seconds: float
+    offered: float
+    served: float
+    rejected: float
+    stage_rate: dict[str, float]  # requests leaving each stage served, per second
+    utilization: dict[str, float]  # busy / online per stage
+    compute: float  # PrfaaS compute utilization (prefill seconds / instance-seconds)
+    link: float  # bytes sent / nominal capacity
+    link_saturated: float  # share of the time the link was full with bytes waiting
+    queue_growth: dict[str, float]  # requests per second
+
+
+def window(a: Totals, b: Totals) -> Window:
+    dt = b.t - a.t
+    inv = 1.0 / dt if dt > 0 else 0.0
+    util, rate, growth = {}, {}, {}
+    for i, s in enumerate(STAGES):
+        online = b.online[i] - a.online[i]
+        util[s] = (b.busy[i] - a.busy[i]) / online if online > 0 else 0.0
+        rate[s] = (b.done[i] - a.done[i]) * inv
+        growth[s] = (b.queue[i] - a.queue[i]) * inv
+    pf_online = b.online[0] - a.online[0]
+    cap = b.link_cap - a.link_cap
+    return Window(
+        seconds=dt, offered=(b.arrived - a.arrived) * inv, served=(b.completed - a.completed) * inv,
+        rejected=(b.rejected - a.rejected) * inv, stage_rate=rate, utilization=util,
+        compute=(b.compute - a.compute) / pf_online if pf_online > 0 else 0.0,
+        link=(b.link_sent - a.link_sent) / cap if cap > 0 else 0.0,
+        link_saturated=(b.link_sat - a.link_sat) * inv, queue_growth=growth)
+
+
+def bottleneck(a: Totals, b: Totals, w: Window | None = None) -> str | None:
+    """The stage that limits throughput between two Totals.
+
+    Saturated stages (utilization >= 0.9 with a growing queue) come first, ranked by how fast
+    their queue grows relative to what they are offered (the lowest ceiling falls furthest
+    behind); otherwise the most utilized stage. PrfaaS counts by its compute; the link counts by
+    its bytes and shares PrfaaS's queue (a full link holds PrfaaS instances while their KV
+    drains), so between the two the higher utilization wins."""
+    w = w or window(a, b)
+    if w.seconds <= 0:
+        return None
+    cand: dict[str, tuple[float, int]] = {}  # name -> (utilization, index of its queue)
+    if b.entered[0] > 0:
+        cand["prfaas"] = (w.compute, 0)
+        cand["link"] = (w.link, 0)
+    if b.entered[1] > 0:
+        cand["pd-p"] = (w.utilization["pd-p"], 1)
+    cand["pd-d"] = (w.utilization["pd-d"], 2)
+    saturated = {}
+    for name, (u, i) in cand.items():
+        grown = b.queue[i] - a.queue[i]
+        offered = b.entered[i] - a.entered[i]
+        if u >= 0.9 and grown > max(2.0, 0.05 * a.queue[i]) and offered > 0:
+            saturated[name] = (grown / offered, u)
+    if saturated:
+        return max(saturated, key=lambda name: saturated[name])
+    return max(cand, key=lambda name: cand[name][0])
+
+
+class Latencies:
+    """TTFT, TPOT and end-to-end latency histograms, SLO attainment, and marks for windows."""
+
+    def __init__(self, window_seconds: float, slo_ttft: float | None, slo_tpot: float | None):
+        self.ttft = LogHistogram()
+        self.tpot = LogHistogram()
+        self.e2e = LogHistogram()
+        self.slo_ttft = math.inf if slo_ttft is None else slo_ttft
+        self.slo_tpot = math.inf if slo_tpot is None else slo_tpot
+        self.has_slo = slo_ttft is not None or slo_tpot is not None
+        self.slo_met = 0
+        self.window_seconds = window_seconds
+        self._marks: deque = deque(maxlen=3)  # (time, ttft counts, tpot counts, slo_met, n)
+
+    def record(self, req: Request, now: float) -> None:
+        ttft = req.t_first - req.arrival
+        tpot = (now - req.t_first) / (req.out_len - 1) if req.out_len > 1 else 0.0
+        self.ttft.add(ttft)
+        self.tpot.add(tpot)
+        self.e2e.add(now - req.arrival)
+        if ttft <= self.slo_ttft and tpot <= self.slo_tpot:
+            self.slo_met += 1
+
+    def mark(self, now: float) -> None:
+        """Remember the counts now (every half window) so windows can subtract them."""
+        self._marks.append((now, self.ttft.snapshot_counts(), self.tpot.snapshot_counts(),
+                            self.slo_met, self.ttft.n))
+
+    def recent(self, now: float) -> tuple[list[float], list[float], float | None]:
+        """(TTFT quantiles, TPOT quantiles, SLO attainment) over roughly the last window."""
+        base = None
+        for m in self._marks:
+            if m[0] >= now - self.window_seconds:
+                base = m
+                break
+        if base is None:
+            return (self.ttft.quantiles(QUANTILES), self.tpot.quantiles(QUANTILES),
+                    self.attainment())
+        _, c_ttft, c_tpot, met, n = base
+        ttft = self.ttft.quantiles(QUANTILES, self.ttft.snapshot_counts() - c_ttft)
+        tpot = self.tpot.quantiles(QUANTILES, self.tpot.snapshot_counts() - c_tpot)
+        count = self.ttft.n - n
+        slo = (self.slo_met - met) / count if self.has_slo and count else None
+        return ttft, tpot, slo
+
+    def attainment(self) -> float | None:
+        if not self.has_slo or self.ttft.n == 0:
+            return None
+        return self.slo_met / self.ttft.n
+
+    @staticmethod
+    def summary(h: LogHistogram) -> dict:
+        p50, p90, p99 = h.quantiles(QUANTILES)
+        return {"mean": _num(h.mean), "p50": _num(p50), "p90": _num(p90), "p99": _num(p99),
+                "count": h.n}
+
+
+class TimeSeries:
+    """Totals at sample times, at most `cap` rows: when full, every other row goes and the
+    sampling stride doubles, so a day of samples takes the memory of an hour's."""
+
+    def __init__(self, cap: int):
+        self.cap = cap
+        self.rows: list[Totals] = []
+        self.stride = 1
+        self._skipped = 0
+
+    def offer(self, row: Totals) -> None:
+        self._skipped += 1
+        if self._skipped < self.stride:
+            return
+        self._skipped = 0
+        self.rows.append(row)
+        if len(self.rows) >= self.cap:
+            self.rows = self.rows[1::2]
+            self.stride *= 2
+
+    COLUMNS = ("time", "offered_rate", "served_rate", "rejected_rate", "in_flight",
+               "queue_prfaas", "queue_pd_p", "queue_pd_d", "util_prfaas", "util_pd_p",
+               "util_pd_d", "link_utilization", "link_gbps", "link_bytes_in_flight")
+
+    def table(self, start: Totals) -> list[tuple]:
+        """One row per sample with rates over the interval since the previous one."""
+        out = []
+        prev = start
+        for row in self.rows:
+            w = window(prev, row)
+            out.append((row.t, w.offered, w.served, w.rejected, row.in_flight, *row.queue,
+                        w.compute, w.utilization["pd-p"], w.utilization["pd-d"], w.link,
+                        (row.link_sent - prev.link_sent) * 8e-9 / w.seconds if w.seconds else 0.0,
+                        row.link_in_flight))
+            prev = row
+        return out

@@ -1,0 +1,170 @@
+"""Prefill stages: remote PrfaaS and local PD-P, each a shared FIFO queue in front of instances
+that serve one prefill at a time.
+
+An instance is held from the start of a prefill until the request's KV has left over its link
+(the transfer cache is freed then), not merely until compute ends. With ample bandwidth the two
+coincide (layer-wise pipelining); with scarce bandwidth the link paces the instances, which is
+how the min() of Eq. 3 arises here rather than being assumed. Service time is the profile's
+T_prefill of the incremental (uncached) length; the KV is S_kv of the whole prompt, which the
+decode instance needs.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+
+from emulator.sim.costs import Costs
+from emulator.sim.link import Flow, Link
+from emulator.sim.request import Request
+from emulator.sim.stage import Stage, Worker
+
+
+class PrefillWorker(Worker):
+    __slots__ = ("job", "flow")
+
+    def __init__(self, idx: int, machine):
+        super().__init__(idx, machine)
+        self.job: Request | None = None
+        self.flow: Flow | None = None
+
+    @property
+    def busy(self) -> bool:
+        return self.job is not None
+
+
+class PrefillStage(Stage):
+    def __init__(self, loop, name: str, costs: Costs, link: Link,
+                 deliver: Callable[[Request], None]):
+        super().__init__(loop, name)
+        self.costs = costs
+        self._t_prefill = costs.t_prefill
+        self._s_kv = costs.s_kv
+        self.link = link
+        self.deliver = deliver  # the KV reached the decode side
+        self._free: list[int] = []  # heap of idle, accepting, alive worker indices
+        self.queued_work = 0.0  # prefill seconds waiting in the queue
+        self.queued_kv = 0.0  # KV bytes waiting in the queue
+        self.work_started = 0.0  # prefill seconds started (compute utilization)
+
+    def set_costs(self, costs: Costs) -> None:
+        """A new profile for requests that join from now on (homogeneous paradigm switch)."""
+        self.costs = costs
+        self._t_prefill = costs.t_prefill
+        self._s_kv = costs.s_kv
+
+    # -- requests ----------------------------------------------------------------------------
+    def submit(self, req: Request) -> None:
+        now = self.loop._now
+        self._account(now)
+        req.stage = self.name
+        service = self._t_prefill(req.incr)
+        req.service = service if service > 0 else 0.0  # a fully cached prompt: no compute
+        req.kv = self._s_kv(req.length)
+        req.t_enq = now
+        self.entered += 1
+        if self._free:
+            self._start(self.workers[heapq.heappop(self._free)], req, now)
+        else:
+            self.queue.append(req)
+            self.queued_work += req.service
+            self.queued_kv += req.kv
+
+    def expected_wait(self) -> float:
+        """Seconds a request joining now would queue: queued compute over the instances, or
+        queued KV over the link when that is slower."""
+        if not self.queue:
+            return 0.0
+        if self.n_accepting == 0:
+            return float("inf")
+        wait = self.queued_work / self.n_accepting
+        cap = self.link.capacity
+        return max(wait, self.queued_kv / cap) if cap > 0 else float("inf")
+
+    def _start(self, w: PrefillWorker, req: Request, now: float) -> None:
+        w.job = req
+        req.worker = w
+        self.in_service += 1
+        self.started += 1
+        self.wait_sum += now - req.t_enq
+        self.work_started += req.service
+        w.flow = self.link.open(req.kv, req.service, self._sent, self.deliver, req)
+
+    def _sent(self, flow: Flow) -> None:
+        """The last KV byte left: the instance is free."""
+        now = self.loop._now
+        self._account(now)
+        req = flow.payload
+        w = req.worker
+        req.worker = None
+        w.job = None
+        w.flow = None
+        self.in_service -= 1
+        self.done += 1
+        self.sojourn_sum += now - req.t_enq
+        self._next(w, now)
+
+    def _next(self, w: PrefillWorker, now: float) -> None:
+        if w.accepting and w.machine.alive:
+            if self.queue:
+                req = self.queue.popleft()
+                self.queued_work -= req.service
+                self.queued_kv -= req.kv
+                if not self.queue:
+                    self.queued_work = self.queued_kv = 0.0
+                self._start(w, req, now)
+            else:
+                heapq.heappush(self._free, w.idx)
+        else:
+            self._idle(w)
+
+    # -- pool interface ----------------------------------------------------------------------
+    def add_worker(self, machine) -> PrefillWorker:
+        w = PrefillWorker(len(self.workers), machine)
+        self.workers.append(w)
+        return w
+
+    def activate(self, w: PrefillWorker) -> None:
+        w.accepting = True
+        self._recount()
+        if w.job is None and w.machine.alive and w.idx not in self._free:
+            self._next(w, self.loop._now)
+
+    def drain(self, w: PrefillWorker) -> None:
+        """Stop taking work; the pool hears `on_idle` once the current prefill has left."""
+        w.accepting = False
+        self._unfree(w)
+        if w.job is None:
+            self._idle(w)
+        else:
+            self._recount()
+
+    def fail(self, w: PrefillWorker) -> list[Request]:
+        """The instance died: its prefill starts over at the head of the queue (the KV it had
+        sent is lost with the transfer cache). Nothing is displaced out of the stage."""
+        self._unfree(w)
+        now = self.loop._now
+        self._account(now)
+        if w.job is not None:
+            req = w.job
+            self.link.cancel(w.flow)
+            w.job = w.flow = None
+            req.worker = None
+            self.in_service -= 1
+            self.queue.appendleft(req)
+            self.queued_work += req.service
+            self.queued_kv += req.kv
+        self._recount()
+        if not w.accepting:
+            self._idle(w)
+        return []
+
+    def restore(self, w: PrefillWorker) -> None:
+        self._recount()
+        if w.accepting and w.job is None and w.idx not in self._free:
+            self._next(w, self.loop._now)
+
+    def _unfree(self, w: PrefillWorker) -> None:
+        if w.idx in self._free:
+            self._free.remove(w.idx)
+            heapq.heapify(self._free)

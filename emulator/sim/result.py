@@ -1,0 +1,102 @@
+"""A finished run: the `run --json` object and the CSV time series.
+
+Everything except `timing` is a function of the scenario, the arguments and the seed: the same
+inputs give the same JSON, byte for byte. Steady-state figures (utilization, bottleneck, queue
+growth) come from the run's second half so that the empty start does not dilute them.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from emulator.model import _num
+from emulator.sim.accounting import Accounting
+from emulator.sim.metrics import Latencies, TimeSeries, Totals, bottleneck, window
+
+if TYPE_CHECKING:
+    from emulator.sim.engine import Emulation
+
+
+class RunResult:
+    def __init__(self, emu: Emulation, accounting: Accounting, halfway: Totals):
+        self.accounting = accounting
+        self.start = emu.start_totals
+        self.end = end = emu.totals()
+        self.halfway = halfway
+        self.simulated_seconds = end.t - self.start.t
+        self.events = emu.events
+        whole = window(self.start, end)
+        if end.t <= halfway.t:  # the run was already over: use all of it
+            halfway = self.start
+        late = window(halfway, end)
+        self.bottleneck = bottleneck(halfway, end, late)
+        self.series = emu.series.table(self.start)
+        lat = emu.latencies
+        stages = {}
+        for i, (name, st) in enumerate(emu.stages.items()):
+            accepting, draining = st.counts()
+            busy, online, n_area = st.totals(end.t)
+            stages[name] = {
+                "instances": accepting, "draining": draining,
+                "entered": st.entered, "completed": st.done, "queue": end.queue[i],
+                "utilization": late.compute if name == "prfaas" else late.utilization[name],
+                "occupancy": late.utilization[name],
+                "served_rate": late.stage_rate[name],
+                "offered_rate": (end.entered[i] - halfway.entered[i]) / late.seconds,
+                "queue_growth": late.queue_growth[name],
+                "mean_in_stage": n_area / self.simulated_seconds,
+                "mean_time_in_stage": st.sojourn_sum / st.done if st.done else None,
+                "mean_wait": st.wait_sum / st.started if st.started else None,
+            }
+        self.json: dict = {
+            "preset": emu.scenario.name,
+            "paradigm": emu.paradigm,
+            "seed": emu.seed,
+            "model_mode": emu.mode,
+            "simulated_seconds": self.simulated_seconds,
+            "events": self.events,
+            "offered_rate": whole.offered,
+            "target_rate": emu.workload.mean_rate,
+            "served_rate": whole.served,
+            "second_half": {"offered_rate": late.offered, "served_rate": late.served},
+            "bottleneck": self.bottleneck,
+            "link_utilization": whole.link,
+            "ttft": Latencies.summary(lat.ttft),
+            "tpot": Latencies.summary(lat.tpot),
+            "e2e": Latencies.summary(lat.e2e),
+            "slo": ({"ttft": _num(lat.slo_ttft), "tpot": _num(lat.slo_tpot),
+                     "attainment": lat.attainment()} if lat.has_slo else None),
+            "accounting": accounting.to_dict(),
+            "rerouted": emu.rerouted,
+            "stages": stages,
+            "link": {
+                "capacity_gbps": emu.link.capacity * 8e-9,
+                "utilization": whole.link,
+                "utilization_second_half": late.link,
+                "saturated_fraction": whole.link_saturated,
+                "gbps": (end.link_sent - self.start.link_sent) * 8e-9 / self.simulated_seconds,
+                "flows_done": emu.link.flows_done,
+            },
+            "knobs": {**asdict(emu.knobs), "bandwidth_gbps": emu.knobs.bandwidth * 8e-9},
+            "model": {m: emu.model_point(m).to_dict() for m in ("exact", "paper")},
+        }
+
+    def to_json(self, wall_seconds: float | None = None) -> dict:
+        """The `run --json` object; `timing` from the caller's wall clock (the emulator has
+        none)."""
+        timing = {"wall_seconds": wall_seconds, "requests_per_wall_second": None,
+                  "realtime_factor": None}
+        if wall_seconds:
+            timing["requests_per_wall_second"] = self.accounting.arrived / wall_seconds
+            timing["realtime_factor"] = self.simulated_seconds / wall_seconds
+        return {**self.json, "timing": timing}
+
+    def write_csv(self, path: str | Path) -> None:
+        with open(path, "w", newline="", encoding="utf-8") as fh:
+            out = csv.writer(fh)
+            out.writerow(TimeSeries.COLUMNS)
+            for row in self.series:
+                out.writerow([f"{x:.6g}" if isinstance(x, float) else x for x in row])

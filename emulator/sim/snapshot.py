@@ -1,0 +1,60 @@
+"""Immutable views of a running emulation, cheap to build (O(stages)) and safe to hand to
+another thread: the UI renders them, the CLI prints the last one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class LiveKnobs:
+    t: float  # tokens
+    n_p: int
+    n_d: int
+    n_prfaas: int
+    bandwidth: float  # configured B_out, bytes per second
+    paradigm: str
+
+
+@dataclass(frozen=True)
+class StageSnap:
+    instances: int  # taking work
+    busy: int  # requests in service (decode: holding a batch slot)
+    utilization: float  # over the window (PrfaaS: compute time over instance time)
+    queue: int
+    served_rate: float  # req/s leaving the stage served, over the window
+    draining: int = 0  # instances finishing their work before a role change
+
+
+@dataclass(frozen=True)
+class LinkSnap:
+    capacity: float  # bytes per second now (incidents change it)
+    utilization: float  # bytes sent / nominal capacity over the window
+    bytes_in_flight: float  # KV not yet delivered (unsent + on the wire)
+    queued_bytes: float  # produced but not yet sent
+    flows: int
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    sim_time: float
+    knobs: LiveKnobs
+    offered_rate: float  # req/s over the window
+    served_rate: float
+    arrived: int
+    completed: int
+    in_flight: int
+    rejected: int
+    lost: int
+    stages: dict[str, StageSnap]
+    link: LinkSnap
+    ttft_p50: float
+    ttft_p90: float
+    ttft_p99: float
+    tpot_p50: float
+    slo_attainment: float | None
+    bottleneck: str | None  # prfaas, pd-p, pd-d or link
+    decisions: tuple[str, ...]
+    events: int
+    incidents: tuple[str, ...]
+    target_rate: float = 0.0  # the offered rate asked for (req/s), on/off phase included

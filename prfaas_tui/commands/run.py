@@ -1,0 +1,213 @@
+"""`prfaas-tui run`: one headless emulation of a preset, as JSON or a readable summary."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+
+from emulator.config import PresetError
+from emulator.presets import Scenario, load
+from emulator.sim.accounting import AccountingError
+from emulator.sim.engine import Emulation, check_split
+from emulator.sim.result import RunResult
+from emulator.sim.router import PARADIGMS
+from emulator.traces import TraceError
+from emulator.units import UnitError, parse_bandwidth, parse_duration, parse_tokens
+
+HELP = "emulate a preset in virtual time and report rates, latencies and the bottleneck"
+
+
+class CliError(ValueError):
+    """Bad input: one line on stderr, exit status 2."""
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("run", help=HELP, description=HELP + ".")
+    p.add_argument("--preset", default="paper-case-study", metavar="NAME|PATH",
+                   help="shipped preset name or TOML path (default: paper-case-study)")
+    p.add_argument("--duration", metavar="S",
+                   help="simulated seconds, or '1 h', '30 min' (default: the preset's; with "
+                        "--trace, until the trace's last arrival)")
+    p.add_argument("--rate", metavar="R", help="offered rate, req/s")
+    p.add_argument("--load", metavar="F",
+                      help="offered rate as a multiple of the model's Lambda_max, evaluated in "
+                           "exact mode (conditional expectations of the profiles, what FIFO "
+                           "servers sustain) at the run's knobs; default: the preset's load")
+    p.add_argument("--seed", metavar="N", help="random seed (default: the preset's)")
+    p.add_argument("--t", metavar="TOKENS", help="routing threshold, e.g. 19400 or 32K")
+    p.add_argument("--np", metavar="N", help="local prefill (PD-P) instances")
+    p.add_argument("--nd", metavar="N", help="local decode (PD-D) instances")
+    p.add_argument("--n-prfaas", metavar="N", help="PrfaaS prefill instances")
+    p.add_argument("--bandwidth", metavar="GBPS",
+                   help="cross-datacenter B_out in Gbps, or with a unit ('1000 MB/s')")
+    p.add_argument("--trace", metavar="FILE",
+                   help="replay a Mooncake .jsonl or Azure .csv trace (its own rate unless "
+                        "--rate/--load rescales its time)")
+    p.add_argument("--paradigm", choices=PARADIGMS, default="prfaas-pd",
+                   help="prfaas-pd (threshold routing), homogeneous (all local, the preset's "
+                        "[homogeneous] pool) or naive-heterogeneous (all remote)")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--csv", metavar="FILE", help="write the time series (one row per sample)")
+    p.set_defaults(func=main)
+    return p
+
+
+def _parse(flag: str, conv, raw: str | None, check=None):
+    """A flag's value through `conv`, with every failure a CliError naming the flag."""
+    if raw is None:
+        return None
+    try:
+        value = conv(raw)
+    except (UnitError, ValueError) as exc:
+        raise CliError(f"{flag}: {exc}") from None
+    if check is not None and (msg := check(value)):
+        raise CliError(f"{flag}: {msg} (got {raw!r})")
+    return value
+
+
+def _positive(x: float) -> str | None:
+    return None if x > 0 and math.isfinite(x) else "must be > 0"
+
+
+def _non_negative(x: float) -> str | None:
+    return None if x >= 0 and math.isfinite(x) else "must be >= 0"
+
+
+def _whole(raw: str) -> int:
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"must be a whole number, got {raw!r}") from None
+
+
+def build(args) -> Emulation:
+    """The emulation the flags describe; CliError/PresetError/TraceError on bad input."""
+    sc: Scenario = load(args.preset)
+    duration = _parse("--duration", parse_duration, args.duration, _positive)
+    rate = _parse("--rate", float, args.rate, _non_negative)
+    load_ = _parse("--load", float, args.load, _positive)
+    seed = _parse("--seed", _whole, args.seed, _non_negative)
+    t = _parse("--t", parse_tokens, args.t, _non_negative)
+    n_p = _parse("--np", _whole, args.np, _non_negative)
+    n_d = _parse("--nd", _whole, args.nd, _non_negative)
+    n_prfaas = _parse("--n-prfaas", _whole, args.n_prfaas, _non_negative)
+    bandwidth = _parse("--bandwidth", parse_bandwidth, args.bandwidth, _positive)
+    try:
+        sc = sc.with_knobs(t=t, n_prfaas=n_prfaas, bandwidth=bandwidth)
+    except PresetError as exc:
+        flag = {"deployment.threshold": "--t", "deployment.n_prfaas": "--n-prfaas",
+                "deployment.bandwidth": "--bandwidth"}.get(exc.key, "")
+        raise CliError(f"{flag}: {exc.message}" if flag else str(exc)) from None
+    if rate is not None and load_ is not None:
+        raise CliError("--rate/--load: give one or the other")
+    homogeneous = args.paradigm == "homogeneous"
+    if (n_p is not None or n_d is not None) and not (homogeneous and (n_p is None or n_d is None)):
+        # (homogeneous with one of the two given: the other comes from the optimizer's split)
+        pool = sc.system.homogeneous_pool if homogeneous else sc.system.local_pool
+        try:
+            check_split(sc.n_p if n_p is None else n_p, sc.n_d if n_d is None else n_d, pool,
+                        args.paradigm)
+        except ValueError as exc:
+            raise CliError(f"--np/--nd: {exc}") from None
+    try:
+        return Emulation(sc, seed=seed, rate=rate, load=load_, duration=duration,
+                         paradigm=args.paradigm, trace=args.trace, n_p=n_p, n_d=n_d)
+    except TraceError:
+        raise
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+
+
+def main(args) -> int:
+    try:
+        emu = build(args)
+    except (CliError, PresetError, TraceError) as exc:
+        print(f"prfaas-tui run: error: {exc}", file=sys.stderr)
+        return 2
+    with emu:
+        lam = emu.model_point("exact").lambda_max
+        if not emu.scenario.sim.admission_bounded and emu.workload.mean_rate > lam:
+            print(f"prfaas-tui run: warning: the offered rate {emu.workload.mean_rate:.3f} req/s "
+                  f"exceeds the model's Lambda_max {lam:.3f} req/s (exact mode) and the preset "
+                  "sets no admission bound ([emulator] max_queue or max_queue_seconds): queues "
+                  "grow without limit", file=sys.stderr)
+        started = time.perf_counter()
+        try:
+            result = _run(emu)
+        except AccountingError as exc:
+            print(f"prfaas-tui run: error: {exc}", file=sys.stderr)
+            return 1
+        wall = time.perf_counter() - started
+    if args.csv:
+        try:
+            result.write_csv(args.csv)
+        except OSError as exc:
+            print(f"prfaas-tui run: error: --csv: cannot write {args.csv}: {exc.strerror}",
+                  file=sys.stderr)
+            return 2
+    out = result.to_json(wall)
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        _summary(out)
+    return 0
+
+
+def _run(emu: Emulation) -> RunResult:
+    if not sys.stderr.isatty():
+        return emu.run()
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with Progress(TextColumn("emulating"), BarColumn(),
+                  TextColumn("{task.completed:.0f}/{task.total:.0f} s simulated"),
+                  TimeRemainingColumn(), console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("run", total=emu.duration)
+        return emu.run(progress=lambda now, end: bar.update(task, completed=now))
+
+
+def _fmt(x: float | None, digits: int = 3) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def _summary(out: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from emulator.units import format_duration, format_tokens
+
+    con = Console()
+    k = out["knobs"]
+    con.print(f"[bold]{out['preset']}[/] · {out['paradigm']} · t = {format_tokens(k['t'])} · "
+              f"N_prfaas {k['n_prfaas']} · N_p {k['n_p']} · N_d {k['n_d']} · "
+              f"B_out {k['bandwidth_gbps']:.1f} Gbps · seed {out['seed']}")
+    acc, ttft, tpot, model = out["accounting"], out["ttft"], out["tpot"], out["model"]
+    top = Table(show_header=False, box=None, padding=(0, 2))
+    top.add_row("simulated", f"{format_duration(out['simulated_seconds'])} · "
+                f"{out['events']:,} events")
+    top.add_row("offered / served", f"{out['offered_rate']:.3f} / {out['served_rate']:.3f} req/s")
+    top.add_row("Lambda_max exact / paper", f"{model['exact']['lambda_max']:.3f} / "
+                f"{model['paper']['lambda_max']:.3f} req/s")
+    top.add_row("bottleneck", f"[bold]{out['bottleneck']}[/] · link "
+                f"{out['link_utilization']:.1%} utilized")
+    top.add_row("TTFT mean / p50 / p90 / p99", " / ".join(
+        _fmt(ttft[k], 2) for k in ("mean", "p50", "p90", "p99")) + " s")
+    slo = "" if out["slo"] is None else f" · SLO attainment {out['slo']['attainment']:.1%}"
+    top.add_row("TPOT p50", f"{_fmt(tpot['p50'], 4)} s{slo}")
+    top.add_row("requests", f"{acc['arrived']:,} arrived · {acc['completed']:,} completed · "
+                f"{acc['in_flight']:,} in flight · {acc['rejected']:,} rejected · "
+                f"{acc['lost']:,} lost")
+    con.print(top)
+    st = Table(title="stages (second half of the run)", title_justify="left")
+    for col in ("stage", "instances", "utilization", "queue", "offered req/s", "served req/s"):
+        st.add_column(col, justify="left" if col == "stage" else "right")
+    for name, s in out["stages"].items():
+        st.add_row(name, str(s["instances"]), f"{s['utilization']:.1%}", str(s["queue"]),
+                   f"{s['offered_rate']:.3f}", f"{s['served_rate']:.3f}")
+    con.print(st)
+    t = out["timing"]
+    con.print(f"[dim]{t['wall_seconds']:.2f} s wall · {t['requests_per_wall_second']:,.0f} "
+              f"requests per wall second · {t['realtime_factor']:,.0f}x real time[/]")

@@ -1,0 +1,172 @@
+"""Decode: continuous batching on a step grid, slots and KV budget, the step-profile mode, and
+decode-bound runs at the model's Theta_pdd."""
+
+import tomllib
+
+import pytest
+
+from emulator.presets import from_dict, load, presets_dir
+from emulator.sim.config import StepProfile
+from emulator.sim.decode import DecodeStage
+from emulator.sim.loop import VirtualTimeLoop
+from emulator.sim.pool import Pool
+from emulator.sim.request import Request
+
+
+def stage(n=1, bs=2, td=0.025, budget=None, step=None):
+    loop = VirtualTimeLoop()
+    done = []
+    st = DecodeStage(loop, td, bs, budget, lambda r, now: done.append((r.rid, now, r.t_first)),
+                     mean_out=10, step=step)
+    pool = Pool(loop, "local", {"pd-d": st})
+    pool.resize(n)
+    pool.set_counts({"pd-d": n}, immediate=True)
+    return loop, st, done
+
+
+def submit(loop, st, when, rid, out=10, kv=1.0, length=1000):
+    def go():
+        r = Request(rid, 0.0, length, out)
+        r.kv = kv
+        st.submit(r)
+    loop.call_at(when, go)
+
+
+def test_one_request_finishes_l_out_steps_after_it_joins():
+    loop, st, done = stage()
+    submit(loop, st, 1.0, 1, out=10)
+    loop.run_until(10)
+    assert done == [(1, pytest.approx(1.25), pytest.approx(1.025))]
+
+
+def test_a_request_joins_at_the_next_step_boundary():
+    loop, st, done = stage(bs=4)
+    submit(loop, st, 1.0, 1, out=10)
+    submit(loop, st, 1.01, 2, out=10)  # mid-step: joins at 1.025
+    loop.run_until(10)
+    assert dict((r, (t, f)) for r, t, f in done)[2] == (pytest.approx(1.275),
+                                                       pytest.approx(1.05))
+
+
+def test_batch_slots_limit_admission():
+    loop, st, done = stage(bs=2)
+    for rid in (1, 2, 3):
+        submit(loop, st, 1.0, rid, out=10)
+    loop.run_until(1.1)
+    assert st.in_service == 2 and len(st.queue) == 1
+    loop.run_until(10)
+    assert [t for _, t, _ in done] == [pytest.approx(1.25)] * 2 + [pytest.approx(1.5)]
+
+
+def test_kv_budget_limits_admission():
+    loop, st, done = stage(bs=10, budget=1.5)
+    for rid in (1, 2):
+        submit(loop, st, 1.0, rid, out=10, kv=1.0)
+    loop.run_until(10)
+    assert [t for _, t, _ in done] == [pytest.approx(1.25), pytest.approx(1.5)]
+    assert not st.fits(2.0)
+
+
+def test_least_loaded_instance_takes_the_request():
+    loop, st, done = stage(n=2, bs=4)
+    for rid in (1, 2, 3):
+        submit(loop, st, 1.0, rid)
+    loop.run_until(1.0)
+    assert sorted(w.n for w in st.workers) == [1, 2]
+
+
+def test_step_profile_without_growth_matches_the_constant_grid():
+    results = []
+    for step in (None, StepProfile(a=0.025)):
+        loop, st, done = stage(bs=3, step=step)
+        for rid, when in enumerate((1.0, 1.01, 1.3, 1.31, 2.0)):
+            submit(loop, st, when, rid, out=10 + rid)
+        loop.run_until(20)
+        results.append(sorted(done))
+    assert results[0] == [(r, pytest.approx(t), pytest.approx(f)) for r, t, f in results[1]]
+
+
+def test_step_profile_time_grows_with_batch_and_context():
+    a, b, c = 0.02, 0.001, 1e-6
+    loop, st, done = stage(bs=4, step=StepProfile(a, b, c))
+    submit(loop, st, 0.0, 1, out=5, length=1000)
+    loop.run_until(10)
+    # one request: step j takes a + b + c (1000 + j)
+    expect = sum(a + b + c * (1000 + j) for j in range(5))
+    assert done[0][1] == pytest.approx(expect, rel=1e-12)
+    assert done[0][2] == pytest.approx(a + b + c * 1000, rel=1e-12)
+
+
+def test_step_profile_two_requests_share_steps():
+    a, b, c = 0.02, 0.001, 1e-6
+    loop, st, done = stage(bs=4, step=StepProfile(a, b, c))
+    submit(loop, st, 0.0, 1, out=3, length=1000)
+    submit(loop, st, 0.0, 2, out=5, length=2000)
+    loop.run_until(10)
+    ctx = 3000.0
+    t = 0.0
+    finish = {}
+    for j in range(5):
+        batch = 2 if j < 3 else 1
+        t += a + b * batch + c * ctx
+        ctx += batch
+        if j == 2:
+            finish[1] = t
+            ctx -= 1000 + 3
+    finish[2] = t
+    assert {r: t for r, t, _ in done} == {1: pytest.approx(finish[1], rel=1e-12),
+                                          2: pytest.approx(finish[2], rel=1e-12)}
+
+
+DECODE_BOUND = """
+name = "decode-bound"
+[profiles.p]
+prefill_time = { lengths = ["1K", "32K"], seconds = [0.1, 0.4] }
+kv_size = { lengths = ["1K", "32K"], bytes = ["100 MB", "800 MB"] }
+[deployment]
+n_prfaas = 4
+local_pool = 4
+n_p = 2
+n_d = 2
+threshold = "8K"
+bandwidth = "10 GB/s"
+[decode]
+t_decode = "25 ms"
+bs_max = 4
+l_out = 100
+[workload]
+lengths = { kind = "discrete", values = ["1K", "32K"], probs = [0.5, 0.5] }
+output_lengths = { kind = "discrete", values = [50, 150], probs = [0.5, 0.5] }
+"""
+
+
+def test_decode_bound_run_serves_at_theta_pdd():
+    from emulator.sim.engine import Emulation
+
+    sc = from_dict(tomllib.loads(DECODE_BOUND))
+    with Emulation(sc, load=1.3, duration=6000, seed=1) as emu:
+        op = emu.model_point("exact")
+        j = emu.run().json
+    assert op.binding == "pd-d" and op.theta_pdd == pytest.approx(2 * 4 / (0.025 * 100))
+    assert j["stages"]["pd-d"]["served_rate"] == pytest.approx(op.theta_pdd, rel=0.03)
+    assert j["bottleneck"] == "pd-d"
+
+
+def test_output_length_mean_must_match_l_out(tmp_path):
+    from emulator.config import PresetError
+
+    bad = DECODE_BOUND.replace("values = [50, 150]", "values = [50, 100]")
+    with pytest.raises(PresetError, match="output_lengths: mean 75.0 differs from decode.l_out"):
+        from_dict(tomllib.loads(bad), tmp_path / "x.toml")
+
+
+def test_decode_keys_parse_strictly():
+    from emulator.config import PresetError
+
+    text = (presets_dir() / "toy.toml").read_text()
+    sc = from_dict(tomllib.loads(text.replace("l_out = 100", 'l_out = 100\nkv_budget = "10 GB"\n'
+                                              'step = { a = "20 ms", b = "1 ms" }')))
+    assert sc.sim.kv_budget == 1e10 and sc.sim.step == StepProfile(0.02, 0.001, 0.0)
+    with pytest.raises(PresetError, match="decode.step.d: unknown key"):
+        from_dict(tomllib.loads(text.replace("l_out = 100", 'l_out = 100\nstep = { a = 1, d = 2 }')))
+    assert load("toy").sim.step is None

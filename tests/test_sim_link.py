@@ -1,0 +1,152 @@
+"""The link's fluid model against closed forms: transfer times, fair sharing, capacity changes,
+layer-wise pipelining, the token bucket and propagation delay."""
+
+import pytest
+
+from emulator.sim.link import Link
+from emulator.sim.loop import VirtualTimeLoop
+
+MB = 1e6
+
+
+def make(capacity=1000 * MB, **kw):
+    loop = VirtualTimeLoop()
+    return loop, Link(loop, "test", capacity, **kw)
+
+
+def flow(loop, link, size, prod_time=0.0, tag=None, log=None):
+    log = log if log is not None else []
+    link.open(size, prod_time, lambda f: log.append(("sent", tag, loop.time())),
+              lambda p: log.append(("delivered", p, loop.time())), tag)
+    return log
+
+
+def times(log, kind):
+    return [t for k, _, t in log if k == kind]
+
+
+def test_one_flow_takes_size_over_rate_plus_latency():
+    loop, link = make(latency=0.05)
+    log = flow(loop, link, 800 * MB, tag="a")
+    loop.run_until(10)
+    assert times(log, "sent") == [pytest.approx(0.8, abs=1e-12)]
+    assert times(log, "delivered") == [pytest.approx(0.85, abs=1e-12)]
+
+
+def test_two_concurrent_flows_each_get_half():
+    loop, link = make()
+    log = []
+    flow(loop, link, 800 * MB, tag="a", log=log)
+    flow(loop, link, 800 * MB, tag="b", log=log)
+    assert [f.rate for f in link.flows.values()] == [500 * MB, 500 * MB]
+    loop.run_until(10)
+    assert times(log, "sent") == [pytest.approx(1.6, abs=1e-12)] * 2
+
+
+def test_late_joiner_shares_then_the_first_speeds_up_again():
+    loop, link = make()
+    log = []
+    flow(loop, link, 800 * MB, tag="a", log=log)
+    loop.call_at(0.4, lambda: flow(loop, link, 100 * MB, tag="b", log=log))
+    loop.run_until(10)
+    # a: 400 MB alone, then 500 MB/s shared until b's 100 MB are done (0.2 s), then alone
+    sent = {tag: t for k, tag, t in log if k == "sent"}
+    assert sent["b"] == pytest.approx(0.6, abs=1e-12)
+    assert sent["a"] == pytest.approx(0.9, abs=1e-12)
+
+
+def test_capacity_change_mid_flow_shows_in_the_finish_time_exactly():
+    loop, link = make()
+    log = flow(loop, link, 800 * MB)
+    loop.call_at(0.4, link.set_capacity, 250 * MB)  # 400 MB left at 250 MB/s
+    loop.run_until(10)
+    assert times(log, "sent") == [pytest.approx(0.4 + 1.6, abs=1e-12)]
+
+
+def test_outage_holds_flows_and_recovery_resumes_them():
+    loop, link = make()
+    log = flow(loop, link, 800 * MB)
+    loop.call_at(0.2, link.set_capacity, 0.0)
+    loop.call_at(5.2, link.set_capacity, 1000 * MB)
+    loop.run_until(20)
+    assert times(log, "sent") == [pytest.approx(5.8, abs=1e-12)]
+
+
+def test_pipelined_flow_with_ample_bandwidth_ends_with_its_prefill():
+    loop, link = make()
+    log = flow(loop, link, 800 * MB, prod_time=2.0)  # produces 400 MB/s < 1000 MB/s
+    loop.run_until(10)
+    assert times(log, "sent") == [2.0]
+    assert link.totals(10)[0] == pytest.approx(800 * MB)
+
+
+def test_pipelined_flows_with_scarce_bandwidth_are_paced_by_the_link():
+    loop, link = make()
+    log = []
+    for tag in "abc":  # 3 x 400 MB/s of production on a 1000 MB/s link
+        flow(loop, link, 800 * MB, prod_time=2.0, tag=tag, log=log)
+    assert link.saturated
+    loop.run_until(10)
+    assert times(log, "sent") == [pytest.approx(2.4, abs=1e-9)] * 3
+
+
+def test_a_flow_never_sends_what_prefill_has_not_produced():
+    loop, link = make()
+    log = []
+    flow(loop, link, 800 * MB, prod_time=2.0, tag="slow", log=log)  # wants 400 MB/s
+    flow(loop, link, 3000 * MB, tag="bulk", log=log)  # takes whatever is left
+    f_slow = next(f for f in link.flows.values() if f.payload == "slow")
+    f_bulk = next(f for f in link.flows.values() if f.payload == "bulk")
+    assert f_slow.rate == 400 * MB and f_bulk.rate == 600 * MB
+    loop.run_until(20)
+    sent = {tag: t for k, tag, t in log if k == "sent"}
+    assert sent["slow"] == 2.0
+    assert sent["bulk"] == pytest.approx(2.0 + (3000 - 1200) / 1000, abs=1e-9)
+
+
+def test_a_flow_that_fell_behind_catches_up_then_follows_production():
+    loop, link = make(600 * MB)
+    log = []
+    flow(loop, link, 800 * MB, prod_time=2.0, tag="p", log=log)  # wants 400 MB/s
+    flow(loop, link, 300 * MB, tag="bulk", log=log)
+    loop.run_until(20)
+    # 300 MB/s each until bulk is done at 1.0 s (p has sent 300 of 400 MB produced); then p
+    # runs at 600 MB/s and closes its 100 MB gap at (600 - 400) MB/s in 0.5 s, then is paced
+    sent = {tag: t for k, tag, t in log if k == "sent"}
+    assert sent["bulk"] == pytest.approx(1.0, abs=1e-9)
+    assert sent["p"] == pytest.approx(2.0, abs=1e-9)
+
+
+def test_token_bucket_lets_a_burst_through_at_peak_then_the_nominal_rate():
+    loop, link = make(1000 * MB, burst=500 * MB, peak_factor=2.0)
+    log = flow(loop, link, 2000 * MB)
+    loop.run_until(20)
+    # 2000 MB/s drains 500 MB of tokens in 0.5 s (1000 MB sent), then 1000 MB at 1000 MB/s
+    assert times(log, "sent") == [pytest.approx(1.5, abs=1e-9)]
+    loop.call_at(21.0, lambda: flow(loop, link, 1000 * MB, log=log))  # bucket refilled
+    loop.run_until(40)
+    assert times(log, "sent")[1] == pytest.approx(21.5, abs=1e-9)
+
+
+def test_cancel_frees_the_share_for_the_others():
+    loop, link = make()
+    log = []
+    flow(loop, link, 800 * MB, tag="a", log=log)
+    flow(loop, link, 800 * MB, tag="b", log=log)
+    victim = next(f for f in link.flows.values() if f.payload == "b")
+    loop.call_at(0.4, link.cancel, victim)
+    loop.run_until(10)
+    assert [(tag, t) for k, tag, t in log if k == "sent"] == [("a", pytest.approx(1.0))]
+
+
+def test_metrics_bytes_in_flight_and_queued():
+    loop, link = make(latency=1.0)
+    flow(loop, link, 800 * MB, prod_time=1.0)
+    flow(loop, link, 800 * MB, prod_time=1.0)  # 1600 MB/s of production on 1000 MB/s
+    loop.run_until(0.5)
+    assert link.queued_bytes(0.5) == pytest.approx(2 * 400 * MB - 500 * MB)
+    assert link.bytes_in_flight(0.5) == pytest.approx(1600 * MB - 500 * MB)
+    loop.run_until(1.7)  # both sent at 1.6 s, on the wire until 2.6 s
+    assert link.bytes_in_flight(1.7) == pytest.approx(1600 * MB)
+    loop.run_until(3.0)
+    assert link.bytes_in_flight(3.0) == 0
