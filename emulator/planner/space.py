@@ -34,9 +34,11 @@ class Candidate:
         blob = json.dumps(asdict(self), sort_keys=True)
         return hashlib.sha1(blob.encode()).hexdigest()[:16]
 
-    def label(self) -> str:
+    def label(self, resolved_t: float | None = None) -> str:
+        """Short text for tables; `resolved_t` shows the threshold AUTO_T became."""
         from emulator.units import format_tokens, to_gbps
-        t = "auto" if self.t == AUTO_T else format_tokens(self.t)
+        t = resolved_t if resolved_t is not None else self.t
+        t = "auto" if t == AUTO_T else "-" if self.paradigm != "prfaas-pd" else format_tokens(t)
         return (f"{self.paradigm} {self.n_prfaas}/{self.n_p}/{self.n_d} t={t} "
                 f"B={to_gbps(self.bandwidth):g}G")
 

@@ -29,7 +29,7 @@ def _evaluate(base: Scenario, s: Scored, settings: Settings) -> dict:
     out = slo_goodput(base, s, settings)
     c = s.cand
     return {
-        "key": c.key, "label": c.label(), "candidate": {**asdict(c), "t": s.t},
+        "key": c.key, "label": c.label(s.t), "candidate": {**asdict(c), "t": s.t},
         "bandwidth_gbps": to_gbps(c.bandwidth), "lambda_max": s.lambda_max,
         "binding": s.binding, "cost_per_hour": s.cost_per_hour, **out,
         "goodput_per_cost": (out["goodput"] / s.cost_per_hour if s.cost_per_hour else None),

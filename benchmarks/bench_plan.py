@@ -1,0 +1,60 @@
+"""Planner throughput: candidates emulated per minute with 1 and 2 local workers, and the share of
+a 10,000+ candidate space the model prunes before any emulation.
+
+Run: `python benchmarks/bench_plan.py` (prints Markdown rows for the README).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+from emulator import presets
+from emulator.planner.goodput import SLO, Settings
+from emulator.planner.prune import prune
+from emulator.planner.space import AUTO_T, Space
+from emulator.planner.sweep import Plan, run_plan
+from emulator.units import GBPS
+
+
+def prune_share() -> tuple[int, int, float]:
+    sc = presets.load("paper-case-study")
+    sp = Space.around(sc, n_prfaas=tuple(range(1, 9)), pools=tuple(range(6, 11)),
+                      bandwidths=tuple(b * GBPS for b in (25, 50, 100, 200)),
+                      thresholds=(AUTO_T,) + tuple(float(t) for t in range(4096, 131072, 4096)))
+    cands = sp.candidates()
+    t0 = time.perf_counter()
+    scored = prune(sc.system, cands)
+    dt = time.perf_counter() - t0
+    alive = sum(s.pruned is None for s in scored)
+    return len(cands), alive, dt
+
+
+def sweep(workers: int) -> tuple[int, float]:
+    sc = presets.load("paper-case-study")
+    sp = Space.around(sc, n_prfaas=(2, 3, 4, 5, 6, 7), thresholds=(AUTO_T,),
+                      paradigms=("prfaas-pd", "homogeneous"))
+    plan = Plan(sc, sp, Settings(SLO(10.0), seeds=(1, 2), duration=600.0, steps=6),
+                per_config=2, margin=1.0)
+    with tempfile.TemporaryDirectory() as d:
+        t0 = time.perf_counter()
+        out = run_plan(plan, out=Path(d) / "p.jsonl", workers=workers)
+        return out["emulated"], time.perf_counter() - t0
+
+
+def main() -> None:
+    n, alive, dt = prune_share()
+    print(f"| model stage on {n:,} candidates | pruned {1 - alive / n:.1%} ({alive} survive) "
+          f"in {dt * 1000:.0f} ms | >= 90% |")
+    base = None
+    for w in (1, 2):
+        k, dt = sweep(w)
+        rate = k / dt * 60
+        base = base or rate
+        print(f"| plan sweep, {w} worker(s), {k} candidates x 2 seeds x 6 bisection steps "
+              f"| {rate:.0f} candidates/min ({rate / base:.2f}x) | - |")
+
+
+if __name__ == "__main__":
+    main()
