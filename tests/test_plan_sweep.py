@@ -82,3 +82,16 @@ def test_interrupted_sweep_resumes_without_redoing(toy, tmp_path):
     assert resumed["evaluated_now"] == resumed["emulated"] - 2
     full = run_plan(plan, out=tmp_path / "full.jsonl")
     assert _summary_core(resumed) == _summary_core(full)
+
+
+def test_a_plan_record_loads_back_as_a_scenario(toy, tmp_path):
+    from emulator.planner.goodput import scenario_from_record
+    from emulator.planner.store import read_results
+
+    run_plan(_plan(toy, 600.0), out=tmp_path / "x.jsonl")
+    header, recs = read_results(tmp_path / "x.jsonl")
+    assert header["scenario"] == "toy" and recs
+    for rec in recs:
+        sc = scenario_from_record(toy, rec)
+        c = rec["candidate"]
+        assert (sc.n_p, sc.n_d, sc.system.n_prfaas) == (c["n_p"], c["n_d"], c["n_prfaas"])

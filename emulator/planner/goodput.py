@@ -84,3 +84,14 @@ def slo_goodput(base: Scenario, s: Scored, settings: Settings) -> dict:
     return {"goodput": mean, "goodput_lo": max(mean - half, 0.0), "goodput_hi": mean + half,
             "per_seed": [float(x) for x in per_seed], "runs": runs,
             "utilization": mean / hi0 if hi0 > 0 else 0.0}
+
+
+def scenario_from_record(base: Scenario, rec: dict) -> Scenario:
+    """The scenario of one finished plan record (how the dashboard loads a candidate)."""
+    from emulator.planner.space import Candidate
+
+    c = rec["candidate"]
+    cand = Candidate(c["paradigm"], int(c["n_prfaas"]), int(c["n_p"]), int(c["n_d"]),
+                     float(c["t"]), float(c["bandwidth"]))
+    return candidate_scenario(base, Scored(cand, float(c["t"]), rec["lambda_max"],
+                                           rec["binding"], rec.get("cost_per_hour")))

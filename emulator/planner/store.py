@@ -46,3 +46,14 @@ class ResultsFile:
         with self.path.open("a") as fh:
             fh.write(json.dumps(rec, sort_keys=True) + "\n")
             fh.flush()
+
+
+def read_results(path: str | Path) -> tuple[dict, list[dict]]:
+    """(header, finished records) of a plan results file, for the dashboard's plan browser."""
+    p = Path(path)
+    try:
+        lines = p.read_text().splitlines()
+        header = json.loads(lines[0])["header"]
+    except (OSError, IndexError, KeyError, TypeError, json.JSONDecodeError):
+        raise ValueError(f"{p}: not a prfaas-tui plan results file") from None
+    return header, list(ResultsFile(p, header).done.values())
