@@ -97,18 +97,21 @@ def check_knobs(sc: Scenario) -> None:
 
 
 def resolve(name_or_path: str) -> Path:
-    """A preset by name (presets/NAME.toml, presets/drills/NAME.toml) or by path."""
+    """A preset by name (presets/NAME.toml) or by path. Drills (presets/drills/) overlay a
+    preset with incidents and expectations; they load through emulator.sim.drills."""
     p = Path(name_or_path)
     if p.suffix == ".toml" or p.exists() or "/" in name_or_path:
         if not p.is_file():
             raise PresetError(p, "", "no such preset file")
         return p
     base = presets_dir()
-    for cand in (base / f"{name_or_path}.toml", base / "drills" / f"{name_or_path}.toml"):
-        if cand.is_file():
-            return cand
+    cand = base / f"{name_or_path}.toml"
+    if cand.is_file():
+        return cand
     known = ", ".join(sorted(q.stem for q in base.glob("*.toml")))
-    raise PresetError(name_or_path, "", f"no preset of that name (shipped: {known})")
+    hint = ("; it is a drill: prfaas-tui drill " + name_or_path
+            if (base / "drills" / f"{name_or_path}.toml").is_file() else "")
+    raise PresetError(name_or_path, "", f"no preset of that name (shipped: {known}){hint}")
 
 
 def list_presets() -> list[tuple[str, str, Path]]:
@@ -193,7 +196,7 @@ def from_dict(data: dict, path: str | Path | None = None) -> Scenario:
     )
     work = root.section("workload", required=True)
     lengths = _lengths(work.section("lengths", required=True), base_dir)
-    sim = parse_sim_config(root, work, dec, base_dir)
+    sim = parse_sim_config(root, work, dec, base_dir, lengths)
     work.finish()
     dec.finish()
 

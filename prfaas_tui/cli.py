@@ -11,6 +11,7 @@ import importlib
 import sys
 
 from emulator.config import PresetError
+from emulator.torch_prefill import TorchUnavailable
 from emulator.traces import TraceError
 from emulator.units import UnitError
 from prfaas_tui.commands.common import UsageError
@@ -52,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
             from prfaas_tui.app import run_app
             return run_app(args.preset)
         return int(args.func(args) or 0)
-    except (PresetError, TraceError, UnitError, UsageError) as exc:
+    except (PresetError, TraceError, UnitError, UsageError, TorchUnavailable) as exc:
         print(f"prfaas-tui: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

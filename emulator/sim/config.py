@@ -16,15 +16,25 @@ Keys (all optional):
               window (seconds behind windowed rates and percentiles), timeseries_rows,
               conversion_delay (seconds a local instance needs to change role)
   [slo]       ttft, tpot (targets; attainment is the share of requests meeting both)
+  [scheduler] the dual-timescale scheduler (emulator.sim.scheduler.parse_scheduler)
+  [[incidents]] a timeline of incidents (emulator.sim.incidents.parse_incidents)
+  [cache], [workload] sessions = { ... }: the prefix cache (emulator.sim.cache_config)
+  [prefill]   backend = "torch" and its model (emulator.sim.prefill_backend)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from emulator.config import Reader, between, non_negative, one_of, positive
 from emulator.distributions import LengthDistribution
+from emulator.sim.cache_config import CacheConfig, parse_cache, parse_sessions
+from emulator.sim.incidents import Incident, parse_incidents
+from emulator.sim.prefill_backend import PrefillBackendConfig, parse_prefill
+from emulator.sim.scheduler import SchedulerConfig, parse_scheduler
+from emulator.sim.sessions import SessionWorkload
+from emulator.traces import MOONCAKE_BLOCK_TOKENS
 from emulator.units import parse_bandwidth, parse_bytes, parse_duration, parse_tokens
 
 ARRIVALS = ("poisson", "gamma", "onoff")
@@ -67,15 +77,21 @@ class SimConfig:
     conversion_delay: float = 0.0
     slo_ttft: float | None = None
     slo_tpot: float | None = None
+    scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
+    incidents: tuple[Incident, ...] = ()
+    cache: CacheConfig | None = None  # None: no prefix cache
+    sessions: SessionWorkload | None = None  # multi-turn sessions instead of `arrival`
+    prefill: PrefillBackendConfig | None = None  # None: service times from the profiles
 
     @property
     def admission_bounded(self) -> bool:
         return self.max_queue is not None or self.max_queue_seconds is not None
 
 
-def parse_sim_config(root: Reader, work: Reader, dec: Reader, base_dir: Path) -> SimConfig:
-    """Reads the emulator keys of [workload] and [decode] and the optional [emulator] and [slo]
-    sections."""
+def parse_sim_config(root: Reader, work: Reader, dec: Reader, base_dir: Path,
+                     lengths: LengthDistribution | None = None) -> SimConfig:
+    """Reads the emulator keys of [workload] and [decode] and the optional [emulator], [slo],
+    [cache] and [prefill] sections (`lengths`: the sessions' first turn by default)."""
     kw: dict = {}
     kw["arrival"] = work.get("arrival", str, "poisson", check=one_of(*ARRIVALS))
     kw["rate"] = work.get("rate", float, None, check=positive)
@@ -97,6 +113,16 @@ def parse_sim_config(root: Reader, work: Reader, dec: Reader, base_dir: Path) ->
         p = Path(work.get("replay", str))
         kw["replay"] = str(p if p.is_absolute() else base_dir / p)
     kw["replay_time_scale"] = work.get("replay_time_scale", float, 1.0, check=positive)
+    kw["cache"] = parse_cache(root)
+    kw["prefill"] = parse_prefill(root)
+    if (ses := work.section("sessions")) is not None:
+        if "replay" in kw or kw["arrival"] != "poisson":
+            raise work.error("sessions", "sessions bring their own arrivals: drop replay and "
+                             "arrival")
+        kw["sessions"] = parse_sessions(
+            ses, base_dir, lengths=lengths, output_lengths=kw.get("output_lengths"),
+            l_out=dec.get("l_out", parse_tokens),
+            block_tokens=kw["cache"].block_tokens if kw["cache"] else MOONCAKE_BLOCK_TOKENS)
 
     kw["kv_budget"] = dec.get("kv_budget", parse_bytes, None, check=positive)
     if (st := dec.section("step")) is not None:
@@ -127,4 +153,12 @@ def parse_sim_config(root: Reader, work: Reader, dec: Reader, base_dir: Path) ->
         kw["slo_ttft"] = slo.get("ttft", parse_duration, None, check=positive)
         kw["slo_tpot"] = slo.get("tpot", parse_duration, None, check=positive)
         slo.finish()
+    kw["scheduler"] = parse_scheduler(root.section("scheduler"))
+    kw["incidents"] = parse_incidents(root.sections("incidents"), base_dir)
+    if kw.get("replay") is not None or kw.get("sessions") is not None:
+        for i, inc in enumerate(kw["incidents"]):
+            if (getattr(inc, "long_factor", None) is not None
+                    or getattr(inc, "lengths", None) is not None):
+                raise root.error(f"incidents[{i}].kind", f"{inc.kind}: a replayed trace or "
+                                 "session workload brings its own lengths")
     return SimConfig(**kw)

@@ -26,18 +26,23 @@ from emulator.model import STAGES, Knobs, OperatingPoint, evaluate
 from emulator.optimizer import homogeneous as homogeneous_point
 from emulator.presets import Scenario
 from emulator.sim.accounting import Accounting
+from emulator.sim.cache_runtime import CacheRuntime
 from emulator.sim.costs import Costs
 from emulator.sim.decode import DecodeStage
+from emulator.sim.incidents import Active, Incident, Timeline
 from emulator.sim.link import Link
 from emulator.sim.loop import VirtualTimeLoop
 from emulator.sim.metrics import Latencies, TimeSeries, Totals, bottleneck, window
 from emulator.sim.pool import Pool
 from emulator.sim.prefill import PrefillStage
+from emulator.sim.prefill_backend import TorchService, start_hook
 from emulator.sim.request import Request
 from emulator.sim.router import PrefixLookup, Router, check_paradigm
+from emulator.sim.scheduler import Scheduler
+from emulator.sim.sessions import generate_sessions, to_trace
 from emulator.sim.snapshot import LinkSnap, LiveKnobs, Snapshot, StageSnap
 from emulator.sim.workload import SyntheticSource, TraceSource, Workload
-from emulator.traces import Trace, read_trace
+from emulator.traces import MOONCAKE_BLOCK_TOKENS, Trace, read_trace
 
 
 def check_split(n_p: int, n_d: int, pool: int, paradigm: str = "prfaas-pd") -> None:
@@ -75,6 +80,7 @@ class Emulation:
         self.loop = loop = VirtualTimeLoop()
         self.t = float(scenario.t)
         self.bandwidth = float(system.bandwidth)
+        self.link_factor = 1.0  # share of B_out the link delivers now (incidents)
         self.paradigm = paradigm
         self._n_prfaas = system.n_prfaas  # the PrfaaS size the non-homogeneous paradigms use
         self._split = (scenario.n_p, scenario.n_d)
@@ -88,6 +94,10 @@ class Emulation:
         self.pdp = PrefillStage(loop, "pd-p", Costs(system.local), self.rdma, self._kv_in)
 
         tr = self._trace(trace, sim)
+        replay = tr is not None  # a replay runs to its last arrival by default
+        if tr is None and sim.sessions is not None:  # a fifth stream: the first four unchanged
+            rng = np.random.default_rng(np.random.SeedSequence(self.seed).spawn(5)[4])
+            tr = to_trace(generate_sessions(sim.sessions, rng, duration=self.duration))
         dec = system.decode
         mean_out = float(np.mean(tr.output_lengths)) if tr is not None else dec.l_out
         self.pdd = DecodeStage(loop, dec.t_decode, dec.bs_max, sim.kv_budget, self._done,
@@ -96,7 +106,16 @@ class Emulation:
         self.remote = Pool(loop, "prfaas", {"prfaas": self.prfaas}, reroute=self._reroute)
         self.local = Pool(loop, "local", {"pd-p": self.pdp, "pd-d": self.pdd},
                           conversion_delay=sim.conversion_delay, reroute=self._reroute)
+        self.cache: CacheRuntime | None = None
+        self.reverse_link: Link | None = None
+        if sim.cache is not None:
+            cached_prefix = self._attach_cache(sim, tr if replay else None, cached_prefix)
         self.router = Router(self.t, paradigm, cached_prefix)
+        if self.cache is not None:
+            self.cache.attach(self.router)
+        self.torch = TorchService(sim.prefill, self.seed) if sim.prefill is not None else None
+        for st in (self.prfaas, self.pdp):
+            st.on_start = start_hook(st, self.torch, self.cache)
         self._apply_paradigm(paradigm, n_p, n_d, immediate=True)
 
         # counters (the in-flight term is counted from the structures, see `accounting`)
@@ -107,6 +126,8 @@ class Emulation:
         self.rerouted = 0
         self.decisions: deque[str] = deque(maxlen=32)
         self.incidents: dict[str, float] = {}  # label -> since (issue 4's incidents)
+        self.cache_flushes = 0
+        self._done_hooks: list[Callable[[Request, float], None]] = []
         self._tasks: list[asyncio.Task] = []
         self._max_queue = sim.max_queue
         self._max_wait = sim.max_queue_seconds
@@ -132,7 +153,7 @@ class Emulation:
                 rate = sim.load * self.model_point("exact").lambda_max
         if not (rate >= 0 and math.isfinite(rate)):
             raise ValueError(f"offered rate must be a finite number >= 0 req/s, got {rate!r}")
-        if tr is not None and duration is None and rate > 0:  # replay the whole trace (the
+        if replay and duration is None and rate > 0:  # replay the whole trace (the
             # slack covers the rounding of summed gaps, so the last arrivals are in)
             span = tr.duration * source.native_rate / rate
             self.duration = max(span * (1 + 1e-9) + 1e-9, sim.sample_interval)
@@ -156,6 +177,30 @@ class Emulation:
         self.latencies.mark(0.0)
         loop.call_at_quiet(sim.sample_interval, self._sample)
 
+        # issue 4: the preset's incidents and scheduler (both public: UI, drills, scorecards)
+        self.timeline = Timeline(self, sim.incidents)
+        self.scheduler = Scheduler(self, sim.scheduler) if sim.scheduler.enabled else None
+
+    def _attach_cache(self, sim, replayed: Trace | None,
+                      hook: PrefixLookup | None) -> PrefixLookup:
+        """Build the [cache]: a PrefixCache per cluster, and the reverse link (PD -> PrfaaS,
+        the forward link's capacity at all times) that cache moves towards PrfaaS take."""
+        if hook is not None:
+            raise ValueError("give cached_prefix or a [cache] section, not both")
+        if replayed is not None and replayed.hash_ids and sim.cache.block_tokens != \
+                MOONCAKE_BLOCK_TOKENS:
+            raise ValueError(f"the trace's hash_ids name {MOONCAKE_BLOCK_TOKENS}-token blocks: "
+                             f"[cache] block_tokens must be {MOONCAKE_BLOCK_TOKENS}")
+        self.reverse_link = Link(self.loop, "link-reverse", self.link.capacity,
+                                 latency=sim.link_latency)
+        self.link.mirror = self.reverse_link
+        system = self.scenario.system
+        self.cache = CacheRuntime(self.loop, sim.cache, {"prfaas": system.prfaas,
+                                                         "pd": system.local},
+                                  {"prfaas": self.link, "pd": self.reverse_link}, self.prfaas,
+                                  self.note)
+        return self.cache.lookup
+
     @staticmethod
     def _trace(trace: str | Trace | None, sim) -> Trace | None:
         if isinstance(trace, Trace):
@@ -174,7 +219,10 @@ class Emulation:
             if reason is not None:
                 self.rejected[reason] = self.rejected.get(reason, 0) + 1
                 return
-        stage.submit(req)
+        if self.cache is None:
+            stage.submit(req)
+        else:
+            self.cache.enter(stage, req)
 
     def _refuse(self, stage: PrefillStage, req: Request) -> str | None:
         """Admission control: why this request is turned away, or None."""
@@ -198,13 +246,19 @@ class Emulation:
     def _done(self, req: Request, now: float) -> None:
         self.completed += 1
         self.latencies.record(req, now)
+        for fn in self._done_hooks:
+            fn(req, now)
 
     def _reroute(self, reqs: list[Request]) -> None:
         """Requests whose instance failed with their KV: prefill them again (no admission
         check: they were admitted once)."""
         for req in reqs:
             self.rerouted += 1
-            (self.prfaas if self.router.remote(req) else self.pdp).submit(req)
+            stage = self.prfaas if self.router.remote(req) else self.pdp
+            if self.cache is None:
+                stage.submit(req)
+            else:
+                self.cache.enter(stage, req)
 
     # -- running ---------------------------------------------------------------------------
     @property
@@ -275,6 +329,10 @@ class Emulation:
         self._tasks.append(task)
         return task
 
+    def on_done(self, fn: Callable[[Request, float], None]) -> None:
+        """Call fn(request, now) at every completion (scorecards' per-request views)."""
+        self._done_hooks.append(fn)
+
     def note(self, text: str) -> None:
         """Record a decision (shown in snapshots)."""
         self.decisions.append(f"{self.now:9.1f}s {text}")
@@ -313,12 +371,35 @@ class Emulation:
         if not (bytes_per_second > 0 and math.isfinite(bytes_per_second)):
             raise ValueError(f"bandwidth must be > 0, got {bytes_per_second!r}")
         self.bandwidth = float(bytes_per_second)
-        self.link.set_capacity(self.bandwidth)
+        self.link.set_capacity(self.bandwidth * self.link_factor)
         self.note(f"bandwidth -> {bytes_per_second * 8e-9:.2f} Gbps")
 
     def set_link_capacity(self, bytes_per_second: float) -> None:
         """What the link delivers now, knob unchanged (brownout, outage = 0, recovery)."""
         self.link.set_capacity(bytes_per_second)
+
+    def set_link_factor(self, factor: float) -> None:
+        """The link delivers `factor` x B_out from now on, also across B_out changes (the
+        incidents' composed link factor: brownout < 1, outage 0, recovery 1)."""
+        if not (factor >= 0 and math.isfinite(factor)):
+            raise ValueError(f"link factor must be a finite number >= 0, got {factor!r}")
+        self.link_factor = float(factor)
+        self.link.set_capacity(self.bandwidth * self.link_factor)
+
+    def inject(self, incident: Incident) -> Active | None:
+        """Start an incident now (or at its `at`): see emulator.sim.incidents."""
+        return self.timeline.inject(incident)
+
+    def flush_cache(self, cluster: str | None = None) -> int:
+        """Empty the prefix cache of `cluster` ("prfaas" or "pd"; None: both): every prefix
+        block and state snapshot goes, pinned transfer blocks stay. Counts the flush even
+        without a [cache]. Returns how many caches were emptied."""
+        self.cache_flushes += 1
+        if self.cache is None:
+            return 0
+        blocks = self.cache.flush(cluster)
+        self.note(f"prefix cache flushed ({cluster or 'both'}): {blocks} blocks")
+        return 1 if cluster else len(self.cache.caches)
 
     def set_rate(self, req_per_s: float) -> None:
         self.workload.set_rate(req_per_s)
@@ -416,8 +497,11 @@ class Emulation:
     @property
     def in_flight(self) -> int:
         """Requests held anywhere: queues, instances, wires, batches (counted, not derived)."""
-        return (self.prfaas.holding + self.pdp.holding + self.pdd.holding
-                + self.link.propagating_flows + self.rdma.propagating_flows)
+        n = (self.prfaas.holding + self.pdp.holding + self.pdd.holding
+             + self.link.propagating_flows + self.rdma.propagating_flows)
+        if self.cache is not None:  # cache moves and KV tails the transfer cache holds
+            n += self.cache.holding + self.reverse_link.propagating_flows
+        return n
 
     @property
     def accounting(self) -> Accounting:
@@ -473,4 +557,5 @@ class Emulation:
             link=link, ttft_p50=ttft[0], ttft_p90=ttft[1], ttft_p99=ttft[2], tpot_p50=tpot[0],
             slo_attainment=slo, bottleneck=bottleneck(base, now_tot, w),
             decisions=tuple(self.decisions), events=self.events,
-            incidents=tuple(sorted(self.incidents)), target_rate=self.workload.rate)
+            incidents=tuple(sorted(self.incidents)), target_rate=self.workload.rate,
+            cache=self.cache.snapshot() if self.cache is not None else None)

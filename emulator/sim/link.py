@@ -53,6 +53,7 @@ class Link:
         self.peak_factor = float(peak_factor)
         self.latency = float(latency)
         self.tokens = self.burst
+        self.mirror: Link | None = None  # the reverse direction: follows every capacity change
         self.flows: dict[int, Flow] = {}
         self._fid = 0
         self._fast = True  # every flow paced and within the nominal capacity
@@ -123,6 +124,8 @@ class Link:
         """Change the nominal rate now (brownout, outage = 0, recovery); flows re-share."""
         if not capacity >= 0:
             raise ValueError(f"{self.name}: capacity must be >= 0, got {capacity!r}")
+        if self.mirror is not None:
+            self.mirror.set_capacity(capacity)
         now = self.loop._now
         self._account(now)
         self.capacity = float(capacity)
@@ -146,6 +149,12 @@ class Link:
     def bytes_in_flight(self, now: float) -> float:
         """KV not yet delivered: unsent bytes of open flows plus bytes on the wire."""
         return sum(f.size - self._sent_now(f, now) for f in self.flows.values()) + self.propagating
+
+    def remaining(self, f: Flow) -> float:
+        """Bytes of an open flow not sent yet (0 once it is done)."""
+        if f.fid not in self.flows:
+            return 0.0
+        return f.size - self._sent_now(f, self.loop._now)
 
     def queued_bytes(self, now: float) -> float:
         """Bytes produced but not sent: the backlog a full link builds."""

@@ -7,12 +7,19 @@ coincide (layer-wise pipelining); with scarce bandwidth the link paces the insta
 how the min() of Eq. 3 arises here rather than being assumed. Service time is the profile's
 T_prefill of the incremental (uncached) length; the KV is S_kv of the whole prompt, which the
 decode instance needs.
+
+`on_start(worker, request) -> flow bytes`, when set, runs synchronously as a prefill starts
+(so the virtual clock stays exact): a real torch prefill measures the service time there, and
+the prefix cache sizes the flow and sets the worker's prefill-end timer (`worker.end`, which a
+failure cancels). `detach` frees an instance before its KV has left, when the transfer cache
+takes the tail over.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
+from typing import Any
 
 from emulator.sim.costs import Costs
 from emulator.sim.link import Flow, Link
@@ -21,12 +28,13 @@ from emulator.sim.stage import Stage, Worker
 
 
 class PrefillWorker(Worker):
-    __slots__ = ("job", "flow")
+    __slots__ = ("job", "flow", "end")
 
     def __init__(self, idx: int, machine):
         super().__init__(idx, machine)
         self.job: Request | None = None
         self.flow: Flow | None = None
+        self.end = None  # prefill-end timer an `on_start` hook set (cancelled on failure)
 
     @property
     def busy(self) -> bool:
@@ -46,6 +54,7 @@ class PrefillStage(Stage):
         self.queued_work = 0.0  # prefill seconds waiting in the queue
         self.queued_kv = 0.0  # KV bytes waiting in the queue
         self.work_started = 0.0  # prefill seconds started (compute utilization)
+        self.on_start: Callable[[PrefillWorker, Request], float] | None = None
 
     def set_costs(self, costs: Costs) -> None:
         """A new profile for requests that join from now on (homogeneous paradigm switch)."""
@@ -87,8 +96,9 @@ class PrefillStage(Stage):
         self.in_service += 1
         self.started += 1
         self.wait_sum += now - req.t_enq
+        size = req.kv if self.on_start is None else self.on_start(w, req)
         self.work_started += req.service
-        w.flow = self.link.open(req.kv, req.service, self._sent, self.deliver, req)
+        w.flow = self.link.open(size, req.service, self._sent, self.deliver, req)
 
     def _sent(self, flow: Flow) -> None:
         """The last KV byte left: the instance is free."""
@@ -103,6 +113,14 @@ class PrefillStage(Stage):
         self.done += 1
         self.sojourn_sum += now - req.t_enq
         self._next(w, now)
+
+    def detach(self, w: PrefillWorker, on_sent: Callable[[Flow], Any]) -> Flow:
+        """Free the instance now and leave its KV flow running on its own (the transfer cache
+        holds the tail); `on_sent(flow)` replaces the release when the last byte leaves."""
+        flow = w.flow
+        flow.on_sent = on_sent
+        self._sent(flow)
+        return flow
 
     def _next(self, w: PrefillWorker, now: float) -> None:
         if w.accepting and w.machine.alive:
@@ -145,6 +163,9 @@ class PrefillStage(Stage):
         self._unfree(w)
         now = self.loop._now
         self._account(now)
+        if w.end is not None:
+            w.end.cancel()
+            w.end = None
         if w.job is not None:
             req = w.job
             self.link.cancel(w.flow)

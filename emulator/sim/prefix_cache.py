@@ -275,6 +275,13 @@ class PrefixCache:
                 self._used -= snap
                 c["evicted_states"] += 1
 
+    def clear(self) -> int:
+        """A cache flush: drop every prefix block and snapshot (counted as evictions); pinned
+        transfer blocks stay. Returns the blocks freed."""
+        before = self._used
+        self._evict(self.capacity_blocks + 1)
+        return before - self._used
+
     # -- transfer cache ------------------------------------------------------------------------
     def transfer_blocks(self, tokens: int, *, with_state: bool = True) -> int:
         """Blocks pinned to hold the KV of `tokens` tokens (partial last block included)."""

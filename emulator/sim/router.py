@@ -14,6 +14,7 @@ Paradigms: "prfaas-pd" applies the rule; "homogeneous" sends everything local,
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 
 from emulator.sim.cache_routing import route
@@ -21,6 +22,7 @@ from emulator.sim.request import Request
 
 PARADIGMS = ("prfaas-pd", "homogeneous", "naive-heterogeneous")
 PrefixLookup = Callable[[Request, str], float]
+RECENT = 2048  # incremental lengths kept for the scheduler (the [scheduler] section resizes it)
 
 
 def check_paradigm(paradigm: str) -> None:
@@ -29,7 +31,7 @@ def check_paradigm(paradigm: str) -> None:
 
 
 class Router:
-    __slots__ = ("t", "paradigm", "cached_prefix", "bandwidth_scarce")
+    __slots__ = ("t", "paradigm", "cached_prefix", "bandwidth_scarce", "recent")
 
     def __init__(self, t: float, paradigm: str = "prfaas-pd",
                  cached_prefix: PrefixLookup | None = None, bandwidth_scarce: bool = True):
@@ -38,12 +40,15 @@ class Router:
         self.paradigm = paradigm
         self.cached_prefix = cached_prefix
         self.bandwidth_scarce = bandwidth_scarce
+        # the last incremental lengths routed (a ring buffer): what the scheduler re-solves on
+        self.recent: deque[float] = deque(maxlen=RECENT)
 
     def remote(self, req: Request) -> bool:
         """Whether the request prefills on PrfaaS; sets `req.incr` (tokens to prefill there)."""
         lookup = self.cached_prefix
         if lookup is None:
             req.incr = req.length
+            self.recent.append(req.length)
             if self.paradigm == "prfaas-pd":
                 return req.length > self.t
             return self.paradigm == "naive-heterogeneous"
@@ -53,6 +58,7 @@ class Router:
         if self.paradigm == "prfaas-pd":
             req.route = decision = route(length, pf, pd, self.t, self.bandwidth_scarce)
             req.incr = decision.incremental
+            self.recent.append(req.incr)
             return decision.target == "prfaas"
         to_remote = self.paradigm == "naive-heterogeneous"
         req.incr = length - (pf if to_remote else pd)

@@ -14,7 +14,7 @@ workload does not depend on how fast the emulated system serves it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -115,6 +115,17 @@ def from_trace(trace: Trace) -> list[Request]:
     return [Request(float(a), int(n), int(o), tuple(h), -1)
             for a, n, o, h in zip(trace.arrivals, trace.input_lengths, trace.output_lengths, hashes,
                                   strict=True)]
+
+
+def to_trace(requests: Sequence[Request], path: str = "sessions") -> Trace:
+    """Request records as a `Trace` the engine replays (arrivals shifted to start at 0)."""
+    if not requests:
+        raise ValueError(f"{path}: no requests to replay")
+    arrivals = np.array([r.arrival for r in requests], dtype=float)
+    return Trace(path, arrivals - arrivals[0],
+                 np.array([r.length for r in requests], dtype=np.int64),
+                 np.array([r.output_length for r in requests], dtype=np.int64),
+                 [list(r.hash_ids) for r in requests])
 
 
 def block_reuse(requests: Iterable[Request]) -> float:

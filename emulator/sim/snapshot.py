@@ -36,6 +36,30 @@ class LinkSnap:
 
 
 @dataclass(frozen=True)
+class CacheSnap:
+    """One cluster's prefix cache, cumulative since the start (a flush counts as evictions)."""
+
+    hit_rate: float  # share of lookups (prefills here) that reused a prefix
+    token_hit_rate: float  # share of their prompt tokens not recomputed
+    lookups: int
+    evicted_blocks: int
+    evicted_states: int  # linear-attention state snapshots
+    used_bytes: float  # prefix blocks + snapshots + pinned transfer blocks
+    capacity_bytes: float
+    pinned_bytes: float  # transfer-cache blocks (KV tails waiting for the link)
+    transfers_out: int  # cache moves that left this cluster
+    bytes_out: float  # their bytes
+
+
+@dataclass(frozen=True)
+class CacheView:
+    scarce: bool  # the routing rule in force (scarce: no cache moves)
+    clusters: dict[str, CacheSnap]  # "prfaas", "pd"
+    moving: int  # requests waiting for a cache move
+    waiting: int  # PrfaaS instances held because the transfer cache is full
+
+
+@dataclass(frozen=True)
 class Snapshot:
     sim_time: float
     knobs: LiveKnobs
@@ -58,3 +82,4 @@ class Snapshot:
     events: int
     incidents: tuple[str, ...]
     target_rate: float = 0.0  # the offered rate asked for (req/s), on/off phase included
+    cache: CacheView | None = None  # None without a [cache] section

@@ -7,13 +7,17 @@ import json
 import math
 import sys
 import time
+from dataclasses import replace
 
 from emulator.config import PresetError
 from emulator.presets import Scenario, load
 from emulator.sim.accounting import AccountingError
 from emulator.sim.engine import Emulation, check_split
+from emulator.sim.prefill_backend import PrefillBackendConfig, check_device
 from emulator.sim.result import RunResult
 from emulator.sim.router import PARADIGMS
+from emulator.torch_prefill import TorchUnavailable
+from emulator.torch_prefill.config import get_config
 from emulator.traces import TraceError
 from emulator.units import UnitError, parse_bandwidth, parse_duration, parse_tokens
 
@@ -49,6 +53,15 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--paradigm", choices=PARADIGMS, default="prfaas-pd",
                    help="prfaas-pd (threshold routing), homogeneous (all local, the preset's "
                         "[homogeneous] pool) or naive-heterogeneous (all remote)")
+    p.add_argument("--backend", choices=("profile", "torch"),
+                   help="prefill service times from the preset's profiles, or from a real torch "
+                        "model run at every prefill (default: the preset's [prefill])")
+    p.add_argument("--torch-model", metavar="NAME",
+                   help="model the torch backend runs, e.g. hybrid-tiny (default: the preset's)")
+    p.add_argument("--length-scale", metavar="F",
+                   help="run round(l * F) tokens per prefill and scale the results back, e.g. "
+                        "0.01 (torch backend)")
+    p.add_argument("--torch-device", metavar="cpu|cuda", help="torch backend device")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--csv", metavar="FILE", help="write the time series (one row per sample)")
     p.set_defaults(func=main)
@@ -103,6 +116,7 @@ def build(args) -> Emulation:
         raise CliError(f"{flag}: {exc.message}" if flag else str(exc)) from None
     if rate is not None and load_ is not None:
         raise CliError("--rate/--load: give one or the other")
+    sc = _prefill_backend(sc, args)
     homogeneous = args.paradigm == "homogeneous"
     if (n_p is not None or n_d is not None) and not (homogeneous and (n_p is None or n_d is None)):
         # (homogeneous with one of the two given: the other comes from the optimizer's split)
@@ -121,9 +135,35 @@ def build(args) -> Emulation:
         raise CliError(str(exc)) from None
 
 
+def _prefill_backend(sc: Scenario, args) -> Scenario:
+    """--backend and the --torch-* flags over the preset's [prefill]."""
+    flags = {"--torch-model": args.torch_model, "--length-scale": args.length_scale,
+             "--torch-device": args.torch_device}
+    given = next((f for f, v in flags.items() if v is not None), None)
+    base = sc.sim.prefill
+    if args.backend == "profile" or (args.backend is None and base is None):
+        if given:
+            raise CliError(f"{given}: needs --backend torch (or [prefill] backend = \"torch\")")
+        return replace(sc, sim=replace(sc.sim, prefill=None))
+    base = base or PrefillBackendConfig(backend="torch")
+    model = args.torch_model or base.model
+    try:
+        get_config(model)
+    except ValueError as exc:
+        raise CliError(f"--torch-model: {exc}") from None
+    scale = _parse("--length-scale", float, args.length_scale, _positive)
+    device = _parse("--torch-device", str, args.torch_device, check_device)
+    cfg = replace(base, model=model, length_scale=base.length_scale if scale is None else scale,
+                  device=device or base.device)
+    return replace(sc, sim=replace(sc.sim, prefill=cfg))
+
+
 def main(args) -> int:
     try:
         emu = build(args)
+    except TorchUnavailable as exc:
+        print(f"prfaas-tui run: error: {exc}", file=sys.stderr)
+        return 2
     except (CliError, PresetError, TraceError) as exc:
         print(f"prfaas-tui run: error: {exc}", file=sys.stderr)
         return 2
@@ -200,6 +240,12 @@ def _summary(out: dict) -> None:
     top.add_row("requests", f"{acc['arrived']:,} arrived · {acc['completed']:,} completed · "
                 f"{acc['in_flight']:,} in flight · {acc['rejected']:,} rejected · "
                 f"{acc['lost']:,} lost")
+    if (cache := out.get("cache")) is not None:
+        cl = cache["clusters"]
+        top.add_row("prefix cache (token hits)", " · ".join(
+            f"{c} {v['token_hit_rate']:.1%} ({v['cache_transfers']} moves out)"
+            for c, v in cl.items()) + f" · {cache['prefill_tokens']['saved']:.1%} of prefill "
+            f"saved · {'scarce' if cache['scarce'] else 'abundant'} now")
     con.print(top)
     st = Table(title="stages (second half of the run)", title_justify="left")
     for col in ("stage", "instances", "utilization", "queue", "offered req/s", "served req/s"):

@@ -1,0 +1,309 @@
+"""The dual-timescale scheduler (paper and seed, "Dual-Timescale Scheduling"), as two periodic
+controllers on the emulation's virtual clock.
+
+Short timescale (every `period` s): watch the PrfaaS egress (bytes sent over what the link can
+deliver now), the prefill queues, the link's capacity, the live PrfaaS instances and the routed
+share (the first solve comes once `min_samples` requests were seen). When one crosses its
+threshold, re-solve the threshold t by Eq. 7 on what the
+router saw lately (the incremental, post-prefix-match lengths of the last `history` requests)
+with the capacity the link delivers NOW and the instances alive NOW, and apply it if the model
+gains at least `t_margin`. Why this helps in a brownout: the PrfaaS ceiling is
+min(N / T(l_long), B / S_kv(l_long)) / p; when B shrinks the bandwidth term binds, and the
+producers' balance moves to a higher t: fewer, longer requests cross the link (their KV per
+request grows more slowly than p falls) while PD-P takes the rest. When the link recovers the
+capacity trigger fires again and t comes back.
+
+Long timescale (every `long_period` s): re-run the 2-D search (Eqs. 7 and 8) on the last
+`long_history` lengths (at least half of them seen) and the link's mean capacity since the last
+look, and convert local instances between prefill and decode, with hysteresis: only when the
+current split is under stress (the offered rate is at least `stress` x its Lambda_max: a split
+with headroom is left alone, whatever the model would gain) and the optimum beats it by
+`gain_margin`; one instance per period; none while another is still draining or reloading; at
+least `min_dwell` s between conversions. The pool drains converted instances: nothing is lost.
+
+Every decision is a `Decision` (time, timescale, reason, change) in `Scheduler.log`, an
+`emu.note` line in snapshots, and part of the run JSON.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, replace
+from itertools import islice
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from emulator.config import Reader, between, non_negative, one_of, positive
+from emulator.distributions import Empirical
+from emulator.model import MODES, System, ceilings, split_stats
+from emulator.optimizer import search
+from emulator.sim.metrics import window
+from emulator.units import format_tokens, parse_duration, to_gbps
+
+if TYPE_CHECKING:
+    from emulator.sim.engine import Emulation
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """The `[scheduler]` section. Off unless `enabled`; the paper gives no numbers, these
+    defaults are this project's."""
+
+    enabled: bool = False
+    mode: str = "exact"  # model mode the re-solves use (the emulator follows `exact`)
+    period: float = 10.0  # short loop, seconds
+    egress_high: float = 0.85  # PrfaaS egress / current link capacity that triggers
+    queue_high: int = 8  # queued prefills (PrfaaS or PD-P) that trigger
+    capacity_change: float = 0.1  # relative change of link capacity since the last solve
+    capacity_tau: float = 30.0  # seconds: the short loop's link-capacity estimate (an EWMA)
+    p_drift: float = 0.1  # change of the routed share since the last solve
+    t_margin: float = 0.05  # apply a new t only if the producers' ceiling gains this much
+    history: int = 512  # recent incremental lengths the short loop solves on
+    min_samples: int = 256  # no re-solve on fewer observed lengths (the long loop: long_history / 2)
+    long_period: float = 120.0  # long loop, seconds (0: off)
+    long_history: int = 2048
+    gain_margin: float = 0.05  # convert only if the optimum beats the current split by this
+    stress: float = 0.8  # ... and only if the offered rate is at least this x the current Lambda
+    min_dwell: float = 300.0  # seconds between conversions
+
+
+def parse_scheduler(r: Reader | None) -> SchedulerConfig:
+    if r is None:
+        return SchedulerConfig()
+    fraction = between(0.0, 1.0)
+    kw = {
+        "enabled": r.get("enabled", bool, True),
+        "mode": r.get("mode", str, "exact", check=one_of(*MODES)),
+        "period": r.get("period", parse_duration, 10.0, check=positive),
+        "egress_high": r.get("egress_high", float, 0.85, check=positive),
+        "queue_high": r.get("queue_high", int, 8, check=positive),
+        "capacity_change": r.get("capacity_change", float, 0.1, check=fraction),
+        "capacity_tau": r.get("capacity_tau", parse_duration, 30.0, check=non_negative),
+        "p_drift": r.get("p_drift", float, 0.1, check=fraction),
+        "t_margin": r.get("t_margin", float, 0.05, check=non_negative),
+        "history": r.get("history", int, 512, check=lambda x: None if x >= 16 else "must be >= 16"),
+        "min_samples": r.get("min_samples", int, 256, check=positive),
+        "long_period": r.get("long_period", parse_duration, 120.0, check=non_negative),
+        "long_history": r.get("long_history", int, 2048, check=positive),
+        "gain_margin": r.get("gain_margin", float, 0.05, check=non_negative),
+        "stress": r.get("stress", float, 0.8, check=non_negative),
+        "min_dwell": r.get("min_dwell", parse_duration, 300.0, check=non_negative),
+    }
+    if kw["long_history"] < kw["history"]:
+        raise r.error("long_history", f"must be at least history ({kw['history']})")
+    r.finish()
+    return SchedulerConfig(**kw)
+
+
+@dataclass(frozen=True)
+class Decision:
+    time: float
+    timescale: str  # "short" or "long"
+    reason: str  # what crossed
+    change: str  # what was done (or "kept ...")
+
+    def __str__(self) -> str:
+        return f"{self.time:7.1f}s {self.timescale}: {self.reason} -> {self.change}"
+
+    def to_dict(self) -> dict:
+        return {"time": self.time, "timescale": self.timescale, "reason": self.reason,
+                "change": self.change}
+
+
+@dataclass(frozen=True)
+class Conditions:
+    """What the scheduler solves for: observed lengths and the resources alive now."""
+
+    lengths: Empirical
+    n_prfaas: int
+    bandwidth: float  # bytes/s the link delivers now
+    n_p: int
+    n_d: int
+
+
+def best_threshold(system: System, cond: Conditions, mode: str, n_p: int | None = None,
+                   t_now: float | None = None) -> tuple[float, float, float, float]:
+    """Eq. 7 at a fixed split: the t on the observed distribution's grid that maximizes the
+    producers' ceiling min(Theta_prfaas / p, Theta_pdp / (1 - p)) (decode does not depend on t,
+    so it cannot break ties). Ties go to the t nearest `t_now`. Returns (t, producers' ceiling
+    there, the same at `t_now` (nan without one), Lambda_max there)."""
+    n_p = cond.n_p if n_p is None else n_p
+    n_d = cond.n_p + cond.n_d - n_p
+    grid = cond.lengths.threshold_grid()
+    if t_now is not None:
+        grid = np.append(grid, t_now)
+    st = split_stats(cond.lengths, system.prfaas, system.local, grid, mode)
+    *_, stack, lam = ceilings(st, cond.n_prfaas, np.array([n_p]), np.array([n_d]),
+                              cond.bandwidth, system.decode)
+    prod = np.minimum(stack[0, :, 0], stack[1, :, 0])
+    best = float(np.max(prod))
+    ties = np.flatnonzero(prod >= best * (1 - 1e-9)) if best > 0 else np.arange(len(grid))
+    ref = grid[-1] if t_now is not None else grid[0]
+    i = int(ties[np.argmin(np.abs(grid[ties] - ref))])
+    cur = float(prod[-1]) if t_now is not None else math.nan
+    return float(grid[i]), best, cur, float(lam[i, 0])
+
+
+class Scheduler:
+    """Both loops on one emulation; attach with `Scheduler(emu, config)`."""
+
+    MAX_LOG = 1000
+
+    def __init__(self, emu: Emulation, config: SchedulerConfig):
+        self.emu = emu
+        self.config = config
+        self.system = emu.scenario.system
+        self.log: list[Decision] = []
+        self.decisions = 0  # made so far (the log keeps the first MAX_LOG)
+        self.conversions = 0
+        self._last_convert = -math.inf
+        self._short_prev = self._long_prev = emu.totals()
+        # The short loop's estimate of what the link delivers: an EWMA (time constant
+        # capacity_tau) of its mean capacity per period. A blip shorter than tau (a 60 s
+        # outage) is ridden out, since the backlog it leaves at PrfaaS drains faster than
+        # re-routing everything onto the slower PD-P would; a lasting change is followed.
+        self.capacity = emu.link.capacity
+        # what t was last solved for: (capacity estimate, PrfaaS alive, routed share or None)
+        self._solved: tuple[float, int, float | None] = (self.capacity, self._alive(), None)
+        emu.router.recent = deque(emu.router.recent, maxlen=config.long_history)
+        emu.every(config.period, lambda _: self.short_tick())
+        if config.long_period > 0:
+            emu.every(config.long_period, lambda _: self.long_tick())
+
+    # -- what the scheduler sees ---------------------------------------------------------------
+    def _alive(self) -> int:
+        return sum(1 for m in self.emu.remote.machines if m.alive and m.target == "prfaas")
+
+    def _recent(self, history: int) -> np.ndarray:
+        recent = self.emu.router.recent
+        return np.fromiter(islice(recent, max(0, len(recent) - history), None), float)
+
+    def conditions(self, history: int, bandwidth: float,
+                   least: int | None = None) -> Conditions | None:
+        """The observed incremental lengths and what is alive now, or None on fewer than
+        `least` (default min_samples) observations."""
+        xs = self._recent(history)
+        if len(xs) < (self.config.min_samples if least is None else least):
+            return None
+        emu = self.emu
+        return Conditions(Empirical.of(np.maximum(xs, 1.0), "observed"), self._alive(), bandwidth,
+                          emu.local.count("pd-p"), emu.local.count("pd-d"))
+
+    def triggers(self) -> list[str]:
+        """Update the observations and return the reasons to re-solve t now (empty: none)."""
+        emu, cfg = self.emu, self.config
+        prev, now = self._short_prev, emu.totals()
+        self._short_prev = now
+        w = window(prev, now)
+        if w.seconds > 0:
+            mean = (now.link_cap - prev.link_cap) / w.seconds
+            keep = math.exp(-w.seconds / cfg.capacity_tau) if cfg.capacity_tau > 0 else 0.0
+            self.capacity = keep * self.capacity + (1 - keep) * mean
+        out = []
+        egress = max(w.link, w.link_saturated)
+        if egress >= cfg.egress_high:
+            out.append(f"egress {egress:.0%} >= {cfg.egress_high:.0%}")
+        for i, stage in ((0, "prfaas"), (1, "pd-p")):
+            if now.queue[i] >= cfg.queue_high:
+                out.append(f"{stage} queue {now.queue[i]} >= {cfg.queue_high}")
+        cap, n_pf, p = self._solved
+        if abs(self.capacity - cap) > cfg.capacity_change * max(cap, self.capacity):
+            out.append(f"link {to_gbps(cap):.1f} -> {to_gbps(self.capacity):.1f} Gbps")
+        if (alive := self._alive()) != n_pf:
+            out.append(f"PrfaaS alive {n_pf} -> {alive}")
+        xs = self._recent(cfg.history)
+        if len(xs) >= cfg.min_samples:
+            p_now = float(np.mean(xs > emu.t))
+            if p is None:
+                out.append(f"first {len(xs)} requests observed")
+            elif abs(p_now - p) > cfg.p_drift:
+                out.append(f"routed share {p:.2f} -> {p_now:.2f}")
+        return out
+
+    # -- short timescale: t ------------------------------------------------------------------
+    def short_tick(self) -> None:
+        reasons = self.triggers()
+        if reasons and self.emu.paradigm == "prfaas-pd":
+            self.resolve_t(", ".join(reasons))
+
+    def resolve_t(self, reason: str, n_p: int | None = None) -> None:
+        """Re-solve t by Eq. 7 on the recent lengths and the capacity estimate; apply it when
+        the producers' ceiling gains more than t_margin (sampling noise moves the optimum a
+        little at every solve)."""
+        emu, cfg = self.emu, self.config
+        cond = self.conditions(cfg.history, self.capacity)
+        if cond is None:
+            return
+        t_new, gain, cur, lam = best_threshold(self.system, cond, cfg.mode, n_p, emu.t)
+        if t_new == emu.t or not gain > cur * (1 + cfg.t_margin):
+            self._decide("short", reason, f"kept t {format_tokens(emu.t)} "
+                         f"(Eq. 7 gain {_ratio(gain, cur)})", quiet=True)
+        else:
+            self._decide("short", reason, f"t {format_tokens(emu.t)} -> {format_tokens(t_new)} "
+                         f"(producers {cur:.2f} -> {gain:.2f} req/s, Lambda {lam:.2f})")
+            emu.set_threshold(t_new)
+        p = float(np.mean(cond.lengths.sorted_values > emu.t))
+        self._solved = (cond.bandwidth, cond.n_prfaas, p)
+
+    # -- long timescale: the split -------------------------------------------------------------
+    def long_tick(self) -> None:
+        """One conversion step toward the 2-D optimum, with hysteresis (see the module)."""
+        emu, cfg = self.emu, self.config
+        prev, now = self._long_prev, emu.totals()
+        self._long_prev = now
+        if emu.paradigm != "prfaas-pd" or emu.now - self._last_convert < cfg.min_dwell:
+            return
+        if any(m.role != m.target for m in emu.local.machines[: emu.local.size]):
+            return  # a conversion is still draining or reloading
+        # the long timescale sees the link's mean capacity since its last look, not a blip
+        mean_cap = (now.link_cap - prev.link_cap) / (now.t - prev.t) if now.t > prev.t else 0.0
+        cond = self.conditions(cfg.long_history, mean_cap, cfg.long_history // 2)
+        if cond is None:
+            return
+        here = best_threshold(self.system, cond, cfg.mode)[3]
+        offered = (now.arrived - prev.arrived) / (now.t - prev.t)
+        if offered < cfg.stress * here:
+            return  # headroom: converting would only churn
+        pool = cond.n_p + cond.n_d
+        best = search(replace(self.system, lengths=cond.lengths), cfg.mode,
+                      n_prfaas=cond.n_prfaas, bandwidth=cond.bandwidth, pool=pool).best
+        target = best.knobs.n_p
+        if target == cond.n_p or not best.lambda_max > here * (1 + cfg.gain_margin):
+            return
+        n_p = cond.n_p + (1 if target > cond.n_p else -1)
+        if best_threshold(self.system, cond, cfg.mode, n_p)[3] < here:
+            return  # the first step alone would lose throughput
+        self._decide("long", f"offered {offered:.2f} req/s; optimum N_p {target} / N_d "
+                     f"{pool - target} gives Lambda {best.lambda_max:.2f} vs {here:.2f} req/s "
+                     f"({best.binding} binds there)",
+                     f"split N_p {cond.n_p} -> {n_p}, N_d {cond.n_d} -> {pool - n_p}")
+        emu.set_split(n_p, pool - n_p)
+        self.conversions += 1
+        self._last_convert = emu.now
+        self.resolve_t("new split", n_p)
+
+    # -- the log -------------------------------------------------------------------------------
+    def _decide(self, timescale: str, reason: str, change: str, quiet: bool = False) -> None:
+        """Record a decision. `quiet` ones (nothing changed) are logged only when the previous
+        decision was not the same kind of no-op, so a standing trigger does not flood the log."""
+        if quiet and self.log and self.log[-1].change.startswith("kept"):
+            return
+        d = Decision(self.emu.now, timescale, reason, change)
+        self.decisions += 1
+        if len(self.log) < self.MAX_LOG:
+            self.log.append(d)
+        self.emu.note(f"scheduler ({timescale}): {reason} -> {change}")
+
+    def to_dict(self) -> dict:
+        return {"config": {k: getattr(self.config, k) for k in self.config.__dataclass_fields__},
+                "decisions": [d.to_dict() for d in self.log], "decision_count": self.decisions,
+                "conversions": self.conversions}
+
+
+def _ratio(new: float, old: float) -> str:
+    if not (old > 0 and math.isfinite(old)):
+        return "n/a"
+    return f"{new / old - 1:+.1%}"
+

@@ -1,0 +1,138 @@
+"""`prfaas-tui drill`: run an incident drill in virtual time and print its scorecard, optionally
+side by side with the same seeded workload under the static threshold (`--compare static`).
+
+Exit status: 0 when the drill met its [expect] bars, 1 when it missed one (the scorecard says
+which), 2 on a broken drill file or flag (one line naming the file and the key).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+
+from emulator.sim.accounting import AccountingError
+from emulator.sim.drills import Drill, list_drills, load_drill
+from emulator.units import format_duration
+from prfaas_tui.commands.common import UsageError
+
+HELP = "run an incident drill (presets/drills) and print its scorecard"
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("drill", help=HELP, description=HELP + ". Without NAME, list them.")
+    p.add_argument("name", nargs="?", metavar="NAME|PATH", help="shipped drill or drill TOML path")
+    p.add_argument("--compare", choices=("static",),
+                   help="also run the same seeded workload with the scheduler off")
+    p.add_argument("--seed", metavar="N", help="random seed (default: the drill's)")
+    p.add_argument("--json", action="store_true",
+                   help="print the run object plus `scorecard` (with --compare: an object with "
+                        "keys `scheduler` and `static`)")
+    p.set_defaults(func=main)
+    return p
+
+
+def main(args) -> int:
+    if args.name is None:
+        return _list()
+    seed = _seed(args.seed)
+    drill = load_drill(args.name)
+    started = time.perf_counter()
+    try:
+        if args.compare:
+            runs = {"scheduler": drill.run(seed, scheduler=True),
+                    "static": drill.run(seed, scheduler=False)}
+        else:
+            runs = {"drill": drill.run(seed)}
+    except AccountingError as exc:
+        print(f"prfaas-tui drill: error: {exc}", file=sys.stderr)
+        return 1
+    wall = time.perf_counter() - started
+    for out in runs.values():
+        out["timing"] = {"wall_seconds": wall / len(runs), "requests_per_wall_second": None,
+                         "realtime_factor": out["simulated_seconds"] * len(runs) / wall}
+    main_run = runs.get("scheduler", runs.get("drill"))
+    if args.json:
+        print(json.dumps(runs if args.compare else main_run, indent=2))
+    else:
+        _print(drill, runs)
+    if not main_run["scorecard"]["passed"]:
+        missed = [k for k, e in main_run["scorecard"]["expectations"].items() if not e["ok"]]
+        print(f"prfaas-tui drill: {drill.name}: missed {', '.join(missed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _seed(raw: str | None) -> int | None:
+    if raw is None:
+        return None
+    try:
+        seed = int(raw)
+    except ValueError:
+        raise UsageError(f"--seed: must be a whole number, got {raw!r}") from None
+    if seed < 0:
+        raise UsageError(f"--seed: must be >= 0 (got {seed})")
+    return seed
+
+
+def _list() -> int:
+    for name, desc in list_drills():
+        print(f"{name:<16} {desc}")
+    return 0
+
+
+ROWS = (  # scorecard key, label, format
+    ("lost", "requests lost", str),
+    ("slo_attainment", "SLO attainment", lambda v: f"{v:.1%}"),
+    ("ttft_p90_during", "TTFT P90 of arrivals during incidents", lambda v: format_duration(v)),
+    ("peak_ttft_p90", "peak TTFT P90 (30 s windows)", lambda v: format_duration(v)),
+    ("recovery_seconds", "time to recover", lambda v: "0 s" if v == 0 else format_duration(v)),
+    ("peak_queue", "peak queues prfaas / pd-p / pd-d", lambda v: " / ".join(map(str, v.values()))),
+    ("conversions", "role conversions", str),
+    ("decisions", "scheduler decisions", lambda v: str(len(v))),
+)
+
+
+def _cell(key: str, fmt, value) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "never" if key == "recovery_seconds" else "-"
+    return fmt(value)
+
+
+def _print(drill: Drill, runs: dict[str, dict]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console()
+    first = next(iter(runs.values()))
+    k = first["knobs"]
+    con.print(f"[bold]drill {drill.name}[/] · {drill.description}")
+    con.print(f"[dim]base {first['preset']} · seed {first['seed']} · "
+              f"{format_duration(first['simulated_seconds'])} simulated · B_out "
+              f"{k['bandwidth_gbps']:.0f} Gbps · offered {first['offered_rate']:.2f} req/s[/]")
+    for start, end, label in drill.timeline:
+        until = f"-{format_duration(end)}" if end is not None else ""
+        con.print(f"  [yellow]⚠[/] {format_duration(start)}{until}  {label}")
+    table = Table(title_justify="left", header_style="bold")
+    table.add_column("metric")
+    for name in runs:
+        table.add_column(name if name != "drill" else "value", justify="right")
+    table.add_column("expect", justify="right")
+    expect = first["scorecard"]["expectations"]  # judged on the scheduler's (first) run
+    for key, label, fmt in ROWS:
+        bar = ""
+        if key in expect:
+            op = ">=" if key == "slo_attainment" else "<="
+            mark = "[green]✓[/]" if expect[key]["ok"] else "[red]✗[/]"
+            bar = f"{op} {_cell(key, fmt, expect[key]['bar'])} {mark}"
+        table.add_row(label, *[_cell(key, fmt, r["scorecard"][key]) for r in runs.values()], bar)
+    con.print(table)
+    decisions = first["scorecard"]["decisions"]
+    if decisions:
+        con.print("[bold]scheduler decisions[/]")
+        for d in decisions[:40]:
+            con.print(f"  {d}", highlight=False)
+        if len(decisions) > 40:
+            con.print(f"  … {len(decisions) - 40} more (--json has them all)")
