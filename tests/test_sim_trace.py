@@ -1,7 +1,6 @@
 """Trace replay: Mooncake JSONL and Azure CSV files written here, replayed with their own
 timing, lengths and output lengths, rescaled in time; malformed lines named by number."""
 
-import argparse
 import json
 
 import numpy as np
@@ -10,7 +9,7 @@ import pytest
 from emulator.presets import load, presets_dir
 from emulator.sim.engine import Emulation
 from emulator.traces import TraceError
-from prfaas_tui.commands import run
+from tests.test_sim_cli import cli
 
 
 def mooncake(path, n=200, seed=0, long_share=0.5):
@@ -24,15 +23,6 @@ def mooncake(path, n=200, seed=0, long_share=0.5):
                                  "hash_ids": list(range(length // 512))}))
     path.write_text("\n".join(lines) + "\n")
     return path
-
-
-def cli(capsys, *argv):
-    parser = argparse.ArgumentParser(prog="prfaas-tui")
-    run.add_parser(parser.add_subparsers(dest="cmd"))
-    args = parser.parse_args(["run", *argv])
-    rc = args.func(args)
-    cap = capsys.readouterr()
-    return rc, cap.out, cap.err
 
 
 def test_mooncake_replay_serves_every_request_with_its_lengths(tmp_path):
