@@ -1,0 +1,122 @@
+"""Key -> screen latency of the dashboard while the emulator runs flat out.
+
+Drives the real app headless with Textual's Pilot. Each sample sends one key event the way a
+terminal driver does (`driver.send_message`), then takes the time until the first compositor
+frame after the app has applied the change (`App._display`): key parsing, the action, the model
+recompute, the hand-off to the emulator thread and the repaint are all inside. Keys come at
+irregular intervals so they land at every phase of the 3 Hz chart refresh.
+
+    python benchmarks/bench_ui_latency.py [--preset paper-case-study] [--keys 60]
+        [--size 160x48] [--speed max] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import platform
+import random
+import statistics
+import sys
+import time
+
+from textual import events
+
+from prfaas_tui.app import PrfaasApp
+from prfaas_tui.screens.dashboard import Dashboard
+from prfaas_tui.widgets.controls import KNOBS, ControlPanel
+
+
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, max(0, math.ceil(q * len(xs)) - 1))]
+
+
+async def measure(preset: str, size: tuple[int, int], speed: float, keys: int,
+                  warmup_sim: float = 60.0) -> dict:
+    app = PrfaasApp(preset, speed=speed)
+    frames: list[float] = []
+    applied: list[float] = []
+    async with app.run_test(size=size) as pilot:
+        dash = next(s for s in app.screen_stack if isinstance(s, Dashboard))
+        original_display, original_request = app._display, dash.request
+
+        def display(screen, renderable):
+            frames.append(time.perf_counter())
+            return original_display(screen, renderable)
+
+        def request(**changes):
+            out = original_request(**changes)
+            applied.append(time.perf_counter())
+            return out
+
+        app._display = display  # type: ignore[method-assign]
+        dash.request = request  # type: ignore[method-assign]
+        start = time.perf_counter()
+        while (dash.tick is None or dash.tick.snapshot.sim_time < warmup_sim) and \
+                time.perf_counter() - start < 30:
+            await asyncio.sleep(0.05)
+        sim0, wall0 = dash.tick.snapshot.sim_time, time.perf_counter()
+        await asyncio.sleep(2.0)  # no input: how fast does it run flat out?
+        idle_rate = (dash.tick.snapshot.sim_time - sim0) / (time.perf_counter() - wall0)
+        panel = dash.query_one(ControlPanel)
+        panel.focus()
+        panel.cursor = next(i for i, k in enumerate(KNOBS) if k.key == "rate")
+        rng = random.Random(1)
+        lat: list[float] = []
+        sim0, wall0 = dash.tick.snapshot.sim_time, time.perf_counter()
+        for i in range(keys):
+            await asyncio.sleep(rng.uniform(0.05, 0.25))
+            n = len(applied)
+            t0 = time.perf_counter()
+            key = "right" if i % 2 == 0 else "left"
+            app._driver.send_message(events.Key(key, None))
+            while True:
+                await asyncio.sleep(0.0005)
+                if len(applied) > n and frames and frames[-1] > applied[n]:
+                    lat.append(next(f for f in frames if f > applied[n]) - t0)
+                    break
+                if time.perf_counter() - t0 > 5:
+                    raise RuntimeError("no screen update within 5 s")
+        sim_rate = (dash.tick.snapshot.sim_time - sim0) / (time.perf_counter() - wall0)
+        await pilot.pause()
+    return {"preset": preset, "size": f"{size[0]}x{size[1]}",
+            "speed": "max" if math.isinf(speed) else speed, "keys": len(lat),
+            "p50_ms": 1e3 * statistics.median(lat), "p95_ms": 1e3 * pct(lat, 0.95),
+            "max_ms": 1e3 * max(lat), "sim_seconds_per_wall_second": sim_rate,
+            "idle_sim_seconds_per_wall_second": idle_rate,
+            "latencies_ms": [round(1e3 * x, 1) for x in sorted(lat)]}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--preset", default="paper-case-study")
+    p.add_argument("--keys", type=int, default=60)
+    p.add_argument("--size", default="160x48,80x24", help="comma-separated COLSxROWS")
+    p.add_argument("--speed", default="max", help="'max' or simulated seconds per wall second")
+    p.add_argument("--json", action="store_true")
+    a = p.parse_args()
+    speed = math.inf if a.speed == "max" else float(a.speed)
+    rows = []
+    for size in a.size.split(","):
+        w, h = (int(x) for x in size.lower().split("x"))
+        rows.append(asyncio.run(measure(a.preset, (w, h), speed, a.keys)))
+    if a.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    print(f"# {platform.node()} · {platform.processor() or platform.machine()} · "
+          f"Python {platform.python_version()} · {time.strftime('%Y-%m-%d')}")
+    print("| preset | size | speed | keys | p50 ms | p95 ms | max ms | sim s/wall s, typing "
+          "| sim s/wall s, no input |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['preset']} | {r['size']} | {r['speed']} | {r['keys']} | {r['p50_ms']:.1f} | "
+              f"{r['p95_ms']:.1f} | {r['max_ms']:.1f} | {r['sim_seconds_per_wall_second']:,.0f} | "
+              f"{r['idle_sim_seconds_per_wall_second']:,.0f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""The Textual app: opens the dashboard on a preset with the emulator running.
+
+`PrfaasApp(preset, live=False, at=SECONDS)` is the deterministic mode for snapshots and tests:
+the emulator is not paced by the wall clock; it runs synchronously to `at` before the first
+render and afterwards moves only when asked (step, changes).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterable
+from functools import partial
+
+from textual import events
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+
+from emulator import presets
+from emulator.presets import Scenario
+from prfaas_tui.live import load_drill
+from prfaas_tui.widgets.live_charts import LiveCharts
+from prfaas_tui.widgets.modelview import DEFAULT_SPEED
+
+DEFAULT_THEME = "textual-dark"
+INPUT_HOLD_S = 0.1  # how long a busy emulator pauses after a keypress or click
+SWITCH_INTERVAL_S = 0.001  # Python's default 5 ms makes each UI wake-up wait behind the emulator
+
+
+class PrfaasApp(App):
+    TITLE = "prfaas-tui"
+    CSS_PATH = "app.tcss"
+    BINDINGS = [
+        Binding("f1", "help", "Help", show=False, id="help",
+                tooltip="Keys, knobs and the model's terms"),
+        Binding("q", "quit", "Quit", id="quit", tooltip="Quit prfaas-tui"),
+    ]
+
+    def __init__(self, preset: str | Scenario = "paper-case-study", *, live: bool = True,
+                 at: float | None = None, speed: float = DEFAULT_SPEED, seed: int | None = None,
+                 drill: str | None = None, theme: str = DEFAULT_THEME) -> None:
+        super().__init__()
+        # a broken preset or drill fails here, before the terminal switches to the app
+        self.drill = load_drill(drill) if drill else None  # PresetError: one line
+        if self.drill is not None:
+            self.scenario = self.drill.scenario
+        else:
+            self.scenario = presets.load(preset) if isinstance(preset, str) else preset
+        self.live, self.at, self.speed, self.seed = live, at, speed, seed
+        self.theme = theme
+
+    def on_mount(self) -> None:
+        from prfaas_tui.screens.dashboard import Dashboard
+
+        if self.live:  # hand the GIL to the UI sooner when the emulator thread is busy
+            sys.setswitchinterval(SWITCH_INTERVAL_S)
+        # pushed rather than returned by get_default_screen, which skips the screen's CSS_PATH
+        self.push_screen(Dashboard(self.scenario, live=self.live, at=self.at, speed=self.speed,
+                                   seed=self.seed, drill=self.drill))
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key | events.MouseDown) and not event.is_forwarded:
+            now = time.perf_counter()
+            for screen in self.screen_stack:  # input first: charts and emulator wait
+                for charts in screen.query(LiveCharts):
+                    charts.last_input = now
+                driver = getattr(screen, "driver", None)
+                if driver is not None:
+                    driver.hold(INPUT_HOLD_S)
+        await super().on_event(event)
+
+    def action_help(self) -> None:
+        from prfaas_tui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Every binding of the app and the dashboard, plus one command per knob and preset."""
+        yield from super().get_system_commands(screen)
+        from prfaas_tui.screens.dashboard import Dashboard
+        from prfaas_tui.widgets.controls import KNOBS
+
+        dash = next((s for s in self.screen_stack if isinstance(s, Dashboard)), None)
+        seen = {"Quit"}  # the palette has its own
+        for node in (dash, self):
+            for b in node.BINDINGS if node is not None else ():
+                if isinstance(b, Binding) and b.description not in seen:
+                    seen.add(b.description)
+                    yield SystemCommand(b.description, b.tooltip or b.description,
+                                        partial(node.run_action, b.action))
+        if dash is None:
+            return
+        yield SystemCommand("Step by…", "Pause and advance a typed number of simulated seconds",
+                            dash.action_step_by)
+        for k in KNOBS:
+            yield SystemCommand(f"Set {k.label}…", k.hint, partial(dash.edit_knob, k))
+        for name, desc, path in presets.list_presets():
+            yield SystemCommand(f"Load preset {name}", desc,
+                                lambda p=path: dash.load_scenario(presets.load(p)))
+
+
+def run_app(preset: str = "paper-case-study") -> int:
+    """The `prfaas-tui` entry point without a subcommand."""
+    PrfaasApp(preset).run()
+    return 0

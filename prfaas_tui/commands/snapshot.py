@@ -1,0 +1,136 @@
+"""`prfaas-tui snapshot`: render the dashboard headless at a simulated time, to SVG.
+
+    prfaas-tui snapshot --preset NAME|PATH [--drill NAME] --at SIM_SECONDS [--size 160x48]
+                        [--press KEYS] (--out FILE.svg | --check FILE.svg)
+
+The emulator runs synchronously to --at before the first render (no wall clock), so the same
+inputs give the same SVG. --check renders and compares with a stored SVG: exit 1 with a short
+summary of the screen rows that differ.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import html
+import os
+import re
+import sys
+from pathlib import Path
+
+from emulator.units import parse_duration
+from prfaas_tui.commands.common import UsageError
+
+CHAR_WIDTH = 12.2  # Rich's SVG export: 0.61 x its 20 px font
+_ID = re.compile(r"terminal-\d+")
+_ROW = re.compile(r'<text class="[^"]*" x="([\d.]+)" y="[\d.]+" textLength="[\d.]+" '
+                  r'clip-path="url\(#terminal-line-(\d+)\)">([^<]*)</text>')
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("snapshot", help="render the dashboard headless at a simulated time (SVG)",
+                       description=__doc__.split("\n\n")[0])
+    p.add_argument("--preset", default="paper-case-study", help="preset name or TOML path")
+    p.add_argument("--drill", default=None,
+                   help="run this drill (name or path; it names its own preset, --preset is "
+                        "ignored); at or past its end the scorecard shows")
+    p.add_argument("--at", required=True, metavar="SIM_SECONDS",
+                   help="simulated time to render at: seconds, or '5 min'")
+    p.add_argument("--size", default="160x48", metavar="COLSxROWS", help="terminal size (160x48)")
+    p.add_argument("--theme", default="textual-dark", help="Textual theme (textual-dark)")
+    p.add_argument("--seed", type=int, default=None, help="workload seed (default: the preset's)")
+    p.add_argument("--press", default="", metavar="KEYS",
+                   help="comma-separated keys to press before the capture, e.g. 'c' or 'f1'")
+    out = p.add_mutually_exclusive_group(required=True)
+    out.add_argument("--out", metavar="FILE.svg", help="write the SVG here")
+    out.add_argument("--check", metavar="FILE.svg", help="compare with this SVG; exit 1 if it differs")
+    return p
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    m = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*", text)
+    if not m or not (20 <= int(m.group(1)) <= 1000 and 8 <= int(m.group(2)) <= 500):
+        raise UsageError(f"--size: expected COLSxROWS like 160x48, got {text!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def normalize(svg: str) -> str:
+    """Rich names an SVG's ids after a hash of its content; drop it so diffs show real changes."""
+    return _ID.sub("terminal", svg)
+
+
+def screen_rows(svg: str) -> dict[int, str]:
+    """The text of each terminal row, each span put back at its column."""
+    rows: dict[int, list[str]] = {}
+    for x, line, text in _ROW.findall(normalize(svg)):
+        row = rows.setdefault(int(line), [])
+        col = round(float(x) / CHAR_WIDTH)
+        for i, ch in enumerate(html.unescape(text).replace("\xa0", " ")):
+            row.extend(" " * (col + i + 1 - len(row)))
+            row[col + i] = ch
+    return {k: "".join(v).rstrip() for k, v in sorted(rows.items())}
+
+
+def _changed(a: str, b: str, width: int = 90) -> tuple[str, str]:
+    """The stretch of two rows around their first difference."""
+    i = next((k for k, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    lo = max(0, i - 10)
+    return a[lo:lo + width], b[lo:lo + width]
+
+
+def diff_summary(expected: str, actual: str, limit: int = 6) -> str:
+    """How many screen rows differ, and the first and last few of them (around the change)."""
+    a, b = screen_rows(expected), screen_rows(actual)
+    differ = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+    if not differ:
+        return "the screen text is the same; colors or styles differ"
+    shown = differ if len(differ) <= limit else differ[:limit // 2] + differ[-(limit - limit // 2):]
+    lines = [f"{len(differ)} of {max(len(a), len(b))} rows differ"]
+    for k in shown:
+        old, new = _changed(a.get(k, ""), b.get(k, ""))
+        lines.append(f"  row {k + 1}:\n    - {old}\n    + {new}")
+    return "\n".join(lines)
+
+
+async def render(preset: str, at: float, size: tuple[int, int], *, drill: str | None = None,
+                 theme: str = "textual-dark", seed: int | None = None,
+                 press: tuple[str, ...] = ()) -> str:
+    """The dashboard as SVG after running the emulator synchronously to `at` seconds."""
+    from prfaas_tui.app import PrfaasApp
+
+    app = PrfaasApp(preset, live=False, at=at, drill=drill, theme=theme, seed=seed)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        for key in press:
+            await pilot.press(key)
+            await pilot.pause()
+        await pilot.wait_for_scheduled_animations()
+        await pilot.pause()
+        return normalize(app.export_screenshot())
+
+
+def main(args: argparse.Namespace) -> int:
+    size = parse_size(args.size)
+    try:
+        at = parse_duration(args.at)
+    except ValueError as exc:
+        raise UsageError(f"--at: {exc}") from None
+    if not at >= 0:
+        raise UsageError(f"--at: must be >= 0 seconds (got {args.at})")
+    os.environ.pop("NO_COLOR", None)  # it changes the colors, so the SVG
+    press = tuple(k.strip() for k in args.press.split(",") if k.strip())
+    svg = asyncio.run(render(args.preset, at, size, drill=args.drill, theme=args.theme,
+                             seed=args.seed, press=press))
+    if args.out:
+        Path(args.out).write_text(svg, encoding="utf-8")
+        print(f"wrote {args.out} ({size[0]}x{size[1]}, simulated {at:g} s)")
+        return 0
+    try:
+        expected = Path(args.check).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"--check: cannot read {args.check}: {exc.strerror}") from None
+    if normalize(expected) == svg:
+        print(f"{args.check}: same")
+        return 0
+    print(f"{args.check}: differs\n{diff_summary(expected, svg)}", file=sys.stderr)
+    return 1

@@ -1,0 +1,352 @@
+"""The thread that drives the emulator: the one place the UI touches `emulator.sim`.
+
+One `Driver` owns one `Emulation` and one thread, and every call into the emulation happens on
+that thread (its event loop must not meet Textual's). Two ways to run it:
+
+- live: virtual time paced to the wall clock through the contract's `Pacer` (speed x wall time
+  per slice, or flat out), coalescing `Tick`s posted to the UI at about 10 Hz;
+- synchronous (`live=False`): nothing moves unless asked; `run_to`, `step` and every change block
+  until done and return the new `Tick`. Deterministic, for snapshots and tests.
+
+Changes queue as callables and apply between slices, so a keypress never waits for a slice.
+"""
+
+from __future__ import annotations
+
+import math
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from prfaas_tui.messages import Tick
+from prfaas_tui.widgets.modelview import Settings
+
+if TYPE_CHECKING:
+    from emulator.sim.drills import Drill
+
+TICK_S = 0.05  # wall seconds per paced slice
+POST_S = 0.1  # wall seconds between ticks posted to the UI
+MAX_SLICE_S = 0.25  # a late slice catches up at most this much wall time (no spiral)
+HISTORY = 720  # snapshots kept for the plots
+YIELD_SHARE = 0.5  # after a slice, sleep this share of its cost (the emulator gets <= 2/3 CPU)
+FLAT_OUT_SLICE_S = 0.02  # wall seconds one flat-out slice aims to cost
+STEP_SAMPLES = 30  # snapshots recorded along one single step, for the plots
+BUSY_SLICE_S = 0.005  # a slice costlier than this makes the emulator yield to keypresses
+
+
+def make_emulation(settings: Settings, *, seed: int | None = None) -> Any:
+    """An Emulation at the settings (the engine's, by the API contract)."""
+    from emulator.sim.engine import Emulation
+
+    return Emulation(settings.scenario, seed=seed, rate=settings.rate, paradigm=settings.paradigm)
+
+
+def make_pacer(emu: Any, speed: float) -> Any:
+    from emulator.sim.pacer import Pacer
+
+    return Pacer(emu, speed=speed if math.isfinite(speed) else 1.0)
+
+
+def setting_changes(old: Settings, new: Settings) -> list[Callable[[Any], Any]]:
+    """The emulator calls that take a running emulation from `old` to `new` settings."""
+    a, b = old.scenario, new.scenario
+    calls: list[Callable[[Any], Any]] = []
+    if b.t != a.t:
+        calls.append(lambda emu: emu.set_threshold(b.t))
+    if (b.n_p, b.n_d) != (a.n_p, a.n_d):
+        calls.append(lambda emu: emu.set_split(b.n_p, b.n_d))
+    if b.system.n_prfaas != a.system.n_prfaas:
+        calls.append(lambda emu: emu.set_n_prfaas(b.system.n_prfaas))
+    if b.system.bandwidth != a.system.bandwidth:
+        calls.append(lambda emu: emu.set_bandwidth(b.system.bandwidth))
+    if new.rate != old.rate:
+        calls.append(lambda emu: emu.set_rate(new.rate))
+    if new.paradigm != old.paradigm:
+        calls.append(lambda emu: emu.set_paradigm(new.paradigm))
+    return calls
+
+
+@dataclass
+class _Call:
+    fn: Callable[[Any], Any]
+    done: threading.Event | None = None
+    result: Any = None
+    error: BaseException | None = None
+
+
+@dataclass
+class _Rate:
+    """Simulated seconds per wall second over about the last second."""
+
+    points: deque = field(default_factory=lambda: deque(maxlen=32))
+
+    def add(self, wall: float, sim: float) -> float:
+        self.points.append((wall, sim))
+        while len(self.points) > 2 and wall - self.points[0][0] > 1.0:
+            self.points.popleft()
+        (w0, s0), (w1, s1) = self.points[0], self.points[-1]
+        return (s1 - s0) / (w1 - w0) if w1 > w0 else 0.0
+
+
+class Driver:
+    """Runs one emulation on its own thread; see the module docstring."""
+
+    def __init__(self, settings: Settings, *, on_tick: Callable[[Tick], None],
+                 on_error: Callable[[str, bool], None], live: bool = True,
+                 seed: int | None = None, attach: Callable[[Any], None] | None = None,
+                 stop_at: float | None = None, generation: int = 0,
+                 factory: Callable[..., Any] = make_emulation) -> None:
+        self.settings = settings
+        self.live = live
+        self.generation = generation
+        self.paused = False
+        self._on_tick, self._on_error = on_tick, on_error
+        self._factory = lambda: factory(settings, seed=seed)
+        self._attach = attach  # e.g. a drill's scorecard recorder, on the new emulation
+        self.stop_at = stop_at  # a drill's end: a live run or a step pauses exactly there
+        self._calls: queue.SimpleQueue[_Call] = queue.SimpleQueue()
+        self._stop = threading.Event()
+        self._history: deque = deque(maxlen=HISTORY)
+        self._speed = settings.speed
+        self._chunk = 1.0  # flat-out slice, simulated seconds (adapts to cost one tick)
+        self._rate = _Rate()
+        self._rtf: float | None = None
+        self._hold_until = 0.0
+        self._sent = self._applied = 0  # setting changes submitted / taken by the emulation
+        self._busy = False  # the last slice cost more than BUSY_SLICE_S of wall time
+        self._emu: Any = None
+        self._pacer: Any = None
+        self._thread = threading.Thread(target=self._main, name="prfaas-emulator", daemon=True)
+
+    # -- the UI's side -----------------------------------------------------------------------
+    def start(self) -> None:
+        self._thread.start()
+        if not self.live:
+            self.call(lambda emu: None)  # surface a construction error here, synchronously
+
+    def hold(self, seconds: float = 0.1) -> None:
+        """The user just pressed a key: a busy emulator steps aside for a moment, so the UI
+        has the GIL to itself while it answers (calls still apply meanwhile)."""
+        self._hold_until = time.perf_counter() + seconds
+
+    def _held(self, now: float) -> bool:
+        return self._busy and now < self._hold_until
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._calls.put(_Call(lambda emu: None))
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join(timeout=2.0)
+
+    def call(self, fn: Callable[[Any], Any]) -> Any:
+        """Run fn(emulation) on the emulator thread and wait for its result."""
+        c = _Call(fn, threading.Event())
+        self._calls.put(c)
+        while not c.done.wait(0.5):
+            if not self._thread.is_alive():
+                raise RuntimeError("the emulator thread has stopped")
+        if c.error is not None:
+            raise c.error
+        return c.result
+
+    def submit(self, fn: Callable[[Any], Any]) -> Tick | None:
+        """Queue fn(emulation): applied between slices when live (a tick follows), at once and
+        returning the new tick when synchronous."""
+        if self.live:
+            self._calls.put(_Call(fn))
+            return None
+        self.call(fn)
+        return self.current()
+
+    @property
+    def sent(self) -> int:
+        """Setting changes submitted so far (compare with Tick.applied)."""
+        return self._sent
+
+    def apply(self, new: Settings) -> Tick | None:
+        """Take the running emulation to the new settings."""
+        calls = setting_changes(self.settings, new)
+        speed = new.speed
+        self.settings = new
+
+        def run(emu: Any) -> None:
+            self._speed = speed
+            try:
+                for c in calls:
+                    c(emu)
+            finally:
+                self._applied += 1
+        self._sent += 1
+        return self.submit(run)
+
+    def pause(self, paused: bool | None = None) -> Tick | None:
+        """Pause, resume, or (None) toggle."""
+        want = not self.paused if paused is None else paused
+        self.paused = want
+        return self.submit(lambda emu: self._pacer.pause() if want else self._pacer.resume())
+
+    def step(self, seconds: float) -> Tick | None:
+        """Pause and advance exactly `seconds` of simulated time (sampled for the plots; a step
+        across `stop_at` ends there)."""
+        self.paused = True
+
+        def step(emu: Any) -> None:
+            self._pacer.pause()
+            self._run_sampled(emu, self._limit(emu, emu.now + seconds), STEP_SAMPLES)
+        return self.submit(step)
+
+    def current(self) -> Tick:
+        """The emulation as it is now (waits for the emulator thread)."""
+        return self.call(self._tick)
+
+    def run_to(self, sim_time: float, samples: int = 240) -> Tick:
+        """Synchronous mode: run to a simulated time, recording history on a fixed grid."""
+        def run(emu: Any) -> Tick:
+            self._run_sampled(emu, sim_time, samples)
+            return self._tick(emu)
+        return self.call(run)
+
+    def _run_sampled(self, emu: Any, end: float, samples: int) -> None:
+        """Run to exactly `end`, recording a snapshot at `samples` even steps on the way."""
+        start = emu.now
+        for i in range(1, samples + 1):
+            emu.run_until(end if i == samples else start + (end - start) * i / samples)
+            self._history.append(emu.snapshot())
+
+    # -- the emulator thread --------------------------------------------------------------------
+    def _tick(self, emu: Any) -> Tick:
+        snap = emu.snapshot()
+        if self._history and self._history[-1].sim_time == snap.sim_time:
+            self._history.pop()  # same moment, newer knobs: the plots must show them
+        self._history.append(snap)
+        return Tick(snap, tuple(self._history), self.paused, self._speed,
+                    self._rtf if self.live else None, self.generation, self._applied,
+                    tuple(emu.timeline.windows()))
+
+    def _main(self) -> None:
+        try:
+            self._emu = emu = self._factory()
+            if self._attach is not None:
+                self._attach(emu)
+            self._pacer = make_pacer(emu, self._speed)
+            if self.live:
+                self._on_tick(self._tick(emu))
+            last = last_post = time.perf_counter()
+            while not self._stop.is_set():
+                ran = self._drain(emu, timeout=TICK_S if self.live else None)
+                if self._stop.is_set() or not self.live:
+                    continue
+                now = time.perf_counter()
+                wall_dt, last = min(now - last, MAX_SLICE_S), now
+                if not self.paused and not self._held(now):
+                    self._advance(emu, wall_dt)
+                    ran = ran or self.paused  # it stopped at stop_at: tell the UI now
+                    cost = time.perf_counter() - now
+                    self._busy = cost > BUSY_SLICE_S
+                    # leave the GIL to the UI for a share of every slice: a CPU-bound thread
+                    # would otherwise make each of the UI's many GIL hand-offs wait
+                    time.sleep(YIELD_SHARE * cost)
+                self._rtf = 0.0 if self.paused else self._rate.add(time.perf_counter(), emu.now)
+                if ran or (not self.paused and time.perf_counter() - last_post >= POST_S):
+                    last_post = time.perf_counter()
+                    self._on_tick(self._tick(emu))
+                elif emu.now != (self._history[-1].sim_time if self._history else None):
+                    self._history.append(emu.snapshot())
+        except Exception as exc:  # the UI shows it; the app keeps running
+            self._on_error(f"emulator stopped: {type(exc).__name__}: {exc}", True)
+        finally:
+            if self._emu is not None and hasattr(self._emu, "close"):
+                self._emu.close()
+
+    def _drain(self, emu: Any, timeout: float | None) -> bool:
+        """Run queued calls; wait up to `timeout` for the first (None: forever, 0 when running
+        flat out). True if any ran."""
+        if self.live and not self.paused and math.isinf(self._speed):
+            timeout = max(0.0, self._hold_until - time.perf_counter()) if self._busy else 0.0
+        deadline = None if timeout is None else time.perf_counter() + timeout
+        ran = False
+        while True:
+            wait = None if deadline is None else max(0.0, deadline - time.perf_counter())
+            try:
+                c = self._calls.get(block=not ran and wait != 0.0, timeout=wait)
+            except queue.Empty:
+                return ran
+            ran = True
+            try:
+                c.result = c.fn(emu)
+            except Exception as exc:
+                c.error = exc
+                if c.done is None:
+                    self._on_error(str(exc), False)
+            if c.done is not None:
+                c.done.set()
+
+    def _advance(self, emu: Any, wall_dt: float) -> None:
+        pacer = self._pacer
+        flat_out = not math.isfinite(self._speed)
+        pacer.speed = self._chunk / TICK_S if flat_out else self._speed
+        wall = TICK_S if flat_out else wall_dt
+        end = self._limit(emu, emu.now + pacer.speed * wall)
+        if end < emu.now + pacer.speed * wall:  # the drill's end: stop exactly there, paused
+            pacer.step(end - emu.now)
+            self.paused = True
+            pacer.pause()
+            return
+        t0 = time.perf_counter()
+        pacer.advance(wall)
+        if flat_out:  # size the next slice to cost about FLAT_OUT_SLICE_S
+            cost = max(time.perf_counter() - t0, 1e-4)
+            self._chunk = max(1e-3, self._chunk * min(2.0, max(0.5, FLAT_OUT_SLICE_S / cost)))
+
+    def _limit(self, emu: Any, target: float) -> float:
+        """`target`, or `stop_at` when the run would cross it (once: after it, no limit)."""
+        if self.stop_at is not None and emu.now < self.stop_at < target:
+            return self.stop_at
+        return target
+
+
+# -- drills and incidents: the engine's (emulator.sim.drills, emulator.sim.incidents) ----------
+END_ALL = "end all"
+
+
+def list_drills() -> list[tuple[str, str]]:
+    """(name, description) of the shipped drills, presets/drills/*.toml."""
+    from emulator.sim.drills import list_drills as shipped
+
+    return shipped()
+
+
+def load_drill(name_or_path: str) -> Drill:
+    """A shipped drill by name or a drill file by path (PresetError, one line, if broken)."""
+    from emulator.sim.drills import load_drill as load
+
+    return load(name_or_path)
+
+
+def scorecard(drill: Drill, emu: Any) -> dict:
+    """The drill's scorecard of an emulation, as a dict (run on the emulator thread)."""
+    return drill.scorecard(emu).to_dict()
+
+
+def incident_kinds() -> list[tuple[str, str]]:
+    """(label, description) of the incidents an operator can inject by hand."""
+    from emulator.sim.incidents import catalog
+
+    return [(label, desc) for label, desc, _ in catalog()] + [
+        (END_ALL, "end every incident started by hand")]
+
+
+def inject_incident(emu: Any, label: str) -> None:
+    """Start a catalog incident now (open-ended), or END_ALL: end the ones started by hand.
+    Runs on the emulator thread; active incidents show in the snapshot's `incidents`."""
+    from emulator.sim.incidents import catalog
+
+    if label == END_ALL:
+        for act in [a for a in emu.timeline.active if a.incident.at is None]:
+            act.end()
+        return
+    emu.inject(next(inc for lbl, _, inc in catalog() if lbl == label))

@@ -1,0 +1,1 @@
+"""The app's screens: dashboard, pickers, prompts, compare, drills, help."""

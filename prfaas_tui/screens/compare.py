@@ -1,0 +1,202 @@
+"""Compare: the same seeded workload through two or three deployments, side by side.
+
+PrfaaS-PD against homogeneous and naive on the same hardware; during a drill, the drill with
+its scheduler against the static baseline, each with its scorecard. Each variant gets its own
+synchronous `Driver` (same seed, same offered rate), advanced in chunks to a fixed simulated
+horizon: in a worker thread when live, before the first render when not (deterministic).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from rich.table import Table
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+from textual.worker import get_current_worker
+
+from emulator.units import format_duration
+from prfaas_tui.live import Driver, scorecard
+from prfaas_tui.messages import CompareProgress, Tick
+from prfaas_tui.widgets.model_panel import STAGE_LABELS, num
+from prfaas_tui.widgets.modelview import PARADIGM_LABELS, ModelView, Refused, Settings
+from prfaas_tui.widgets.plots import Chart
+
+if TYPE_CHECKING:
+    from emulator.sim.drills import Drill
+
+HORIZON_S = 300.0
+CHUNK_S = 20.0
+
+
+@dataclass(frozen=True)
+class Variant:
+    label: str
+    view: ModelView
+    tick: Tick | None = None
+    card: dict | None = None  # the drill's scorecard at the end of the horizon
+
+
+def paradigm_variants(settings: Settings) -> list[Variant]:
+    """PrfaaS-PD at the current knobs against homogeneous and naive on the same hardware."""
+    out = []
+    for p in ("prfaas-pd", "homogeneous", "naive-heterogeneous"):
+        try:
+            s = settings.apply(paradigm=p)
+        except Refused:
+            continue  # e.g. no homogeneous pool in this preset
+        out.append(Variant(PARADIGM_LABELS[p], ModelView.of(s)))
+    return out
+
+
+def scheduler_variants(settings: Settings, drill: Drill) -> list[Variant]:
+    """The drill as the operator runs it, with its scheduler on and off (static)."""
+    return [Variant(label, ModelView.of(replace(settings, scenario=drill.with_scheduler(on))))
+            for label, on in (("scheduler", True), ("static", False))]
+
+
+class ServedChart(Chart):
+    """Served throughput of every variant over simulated time."""
+
+    COLORS = ("primary", "warning", "success")
+
+    def draw(self, plt: Any, variants: tuple[Variant, ...]) -> None:
+        self.title(plt, "served req/s, same seeded workload", "served req/s")
+        top = 1e-3
+        for v, col in zip(variants, self.COLORS, strict=False):
+            if v.tick is None:
+                continue
+            h = v.tick.history
+            y = [s.served_rate for s in h]
+            self.line(plt, [s.sim_time for s in h], y, col, v.label)
+            top = max(top, max(y, default=0), v.view.point.lambda_max)
+        plt.ylim(0, top * 1.15)
+
+
+def compare_table(variants: tuple[Variant, ...]) -> Table:
+    table = Table(box=None, padding=(0, 2, 0, 0), header_style="bold")
+    table.add_column("")
+    for v in variants:
+        table.add_column(v.label, justify="right")
+
+    def row(name: str, f) -> None:
+        table.add_row(Text(name, style="dim"), *[f(v) for v in variants])
+
+    def snap(f):
+        return lambda v: "…" if v.tick is None else f(v.tick.snapshot)
+
+    def knobs(v: Variant) -> str:
+        k = v.view.point.knobs
+        return f"{k.n_prfaas}/{k.n_p}/{k.n_d}"
+
+    row("N_prfaas / N_p / N_d", knobs)
+    row("model Λmax req/s", lambda v: f"{v.view.point.lambda_max:.2f}")
+    row("model binds", lambda v: STAGE_LABELS[v.view.point.binding])
+    row("offered req/s", lambda v: f"{v.view.settings.rate:.2f}")
+    row("simulated", snap(lambda s: format_duration(s.sim_time)))
+    row("served req/s", snap(lambda s: f"{s.served_rate:.2f}"))
+    row("completed", snap(lambda s: f"{s.completed:,}"))
+    row("in flight", snap(lambda s: f"{s.in_flight:,}"))
+    row("TTFT p50 / p90 s", snap(lambda s: f"{num(s.ttft_p50)} / {num(s.ttft_p90)}"))
+    row("link utilization", snap(lambda s: f"{s.link.utilization:.0%}"))
+    row("bottleneck", snap(lambda s: STAGE_LABELS.get(s.bottleneck, "-") if s.bottleneck else "-"))
+    row("SLO attainment, last window", snap(lambda s: num(s.slo_attainment, "{:.0%}")))
+    row("lost", snap(lambda s: str(s.lost)))
+    if any(v.card for v in variants):
+        from prfaas_tui.screens.drills import scorecard_rows
+
+        cards = [{r[0]: r for r in scorecard_rows(v.card)} if v.card else {} for v in variants]
+        for label in next(c for c in cards if c):
+            def cell(c: dict, label: str = label) -> Text:
+                if label not in c:
+                    return Text("…")
+                _, value, _, passed = c[label]
+                return Text(value + ("" if passed is None else " ✓" if passed else " ✗"))
+            table.add_row(Text(label, style="dim"), *[cell(c) for c in cards])
+        table.add_row(Text("drill passed", style="dim"),
+                      *["…" if not v.card else "yes" if v.card.get("passed") else "no"
+                        for v in variants])
+    return table
+
+
+class CompareScreen(Screen):
+    CSS_PATH = "compare.tcss"
+    BINDINGS = [
+        Binding("escape,c", "app.pop_screen", "Back", id="compare-back"),
+        Binding("r", "rerun", "Run again", id="compare-rerun"),
+    ]
+
+    def __init__(self, settings: Settings, *, live: bool = True, seed: int | None = None,
+                 drill: Drill | None = None, horizon: float | None = None) -> None:
+        super().__init__()
+        self.settings, self.live, self.seed, self.drill = settings, live, seed, drill
+        self.horizon = horizon or (drill.duration if drill else HORIZON_S)
+        self.variants = tuple(scheduler_variants(settings, drill) if drill
+                              else paradigm_variants(settings))
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            what = f"drill {self.drill.name}" if self.drill else self.settings.scenario.name
+            yield Static(f"compare · {what} · seed "
+                         f"{self.seed if self.seed is not None else self.settings.scenario.sim.seed}"
+                         f" · {self.settings.rate:.2f} req/s offered to each · "
+                         f"{format_duration(self.horizon)} simulated", id="title")
+            yield Static(compare_table(self.variants), id="table")
+            yield ServedChart(id="served")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.action_rerun()
+
+    def action_rerun(self) -> None:
+        self.variants = tuple(Variant(v.label, v.view) for v in self.variants)
+        if self.live:
+            self._run_threaded()
+        else:
+            self.show(self._run(lambda res, done: None))
+
+    def _run(self, report, cancelled=lambda: False) -> tuple[Variant, ...]:
+        """Advance every variant chunk by chunk; `report(results, done)` after each chunk."""
+        attach = self.drill.attach if self.drill else None
+        drivers = [Driver(v.view.settings, live=False, seed=self.seed, attach=attach,
+                          on_tick=lambda t: None, on_error=lambda text, fatal: None)
+                   for v in self.variants]
+        results = list(self.variants)
+        try:
+            for d in drivers:
+                d.start()
+            t = 0.0
+            while t < self.horizon and not cancelled():
+                t = min(self.horizon, t + CHUNK_S)
+                for i, d in enumerate(drivers):
+                    results[i] = replace(results[i], tick=d.run_to(t, samples=20))
+                if t >= self.horizon and self.drill is not None:
+                    card = partial(scorecard, self.drill)
+                    results = [replace(v, card=d.call(card))
+                               for v, d in zip(results, drivers, strict=True)]
+                report(tuple(results), t >= self.horizon)
+        finally:
+            for d in drivers:
+                d.stop()
+        return tuple(results)
+
+    @work(thread=True, exclusive=True, group="compare")
+    def _run_threaded(self) -> None:
+        worker = get_current_worker()
+        self._run(lambda res, done: self.post_message(CompareProgress(res, done)),
+                  lambda: worker.is_cancelled)
+
+    def on_compare_progress(self, message: CompareProgress) -> None:
+        self.show(message.results)
+
+    def show(self, variants: tuple[Variant, ...]) -> None:
+        self.variants = variants
+        self.query_one("#table", Static).update(compare_table(variants))
+        self.query_one(ServedChart).set_data(variants)

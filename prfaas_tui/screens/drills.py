@@ -1,0 +1,171 @@
+"""Drills: pick an incident rehearsal, watch its timeline play, read the scorecard at the end;
+or inject an incident by hand into whatever is running.
+
+The drill logic (incident schedules, the scorecard) is the engine's (`emulator.sim.drills`, via
+`prfaas_tui.live`); these screens only show it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from emulator.config import PresetError
+from emulator.units import format_duration
+from prfaas_tui import live
+from prfaas_tui.widgets.theme import color
+
+if TYPE_CHECKING:
+    from prfaas_tui.screens.dashboard import Dashboard
+
+
+class DrillPicker(ModalScreen[str | None]):
+    """Lists the shipped drills; returns the chosen name."""
+
+    CSS_PATH = "dialogs.tcss"
+    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="drill-cancel")]
+
+    def __init__(self) -> None:
+        super().__init__(classes="dialog")
+
+    def compose(self) -> ComposeResult:
+        drills = live.list_drills()
+        with Vertical(classes="frame"):
+            yield Label("Run a drill: its scenario replaces the running one", classes="title")
+            if drills:
+                yield OptionList(*[Option(Text.assemble((f"{n:<24}", "bold"), (d, "dim")), id=n)
+                                   for n, d in drills], id="drills")
+            if not drills:
+                yield Static("no drills shipped (presets/drills/*.toml)", classes="help")
+            yield Static("enter: start · esc: cancel", classes="help")
+
+    def on_mount(self) -> None:
+        if self.query(OptionList):
+            self.query_one(OptionList).focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.dismiss(event.option.id)
+
+
+class InjectPicker(ModalScreen[str | None]):
+    """Incidents that can be injected now; returns the chosen kind."""
+
+    CSS_PATH = "dialogs.tcss"
+    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="inject-cancel")]
+
+    def __init__(self, kinds: Sequence[tuple[str, str]]) -> None:
+        super().__init__(classes="dialog")
+        self.kinds = kinds
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="frame"):
+            yield Label("Inject an incident at the current simulated time", classes="title")
+            yield OptionList(*[Option(Text.assemble((f"{k:<24}", "bold"), (d, "dim")), id=k)
+                               for k, d in self.kinds])
+            yield Static("enter: inject · esc: cancel", classes="help")
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.dismiss(event.option.id)
+
+
+METRICS = (  # scorecard key, label, format
+    ("lost", "lost requests", str),
+    ("slo_attainment", "SLO attainment", lambda v: f"{v:.1%}"),
+    ("peak_ttft_p90", "peak TTFT p90", format_duration),
+    ("ttft_p90_during", "TTFT p90 during incidents", format_duration),
+    ("unfinished_during", "unfinished from incidents", str),
+    ("recovery_seconds", "recovery", format_duration),
+    ("conversions", "prefill/decode conversions", str),
+)
+
+
+def scorecard_rows(card: dict) -> list[tuple[str, str, str, bool | None]]:
+    """(label, value, bar, passed) per metric; passed is None where the drill sets no bar.
+    A missing value reads 'never' for recovery and '-' otherwise."""
+    expect = card.get("expectations", {})
+    rows = []
+    for key, label, fmt in METRICS:
+        if key not in card:
+            continue
+        val = card[key]
+        text = "never" if val is None and key == "recovery_seconds" else "-" if val is None else fmt(val)
+        bar = expect.get(key)
+        bar_text = "" if bar is None else ("≥ " if key == "slo_attainment" else "≤ ") + fmt(bar["bar"])
+        rows.append((label, text, bar_text, None if bar is None else bool(bar["ok"])))
+    if isinstance(card.get("peak_queue"), dict):
+        rows.append(("peak queues", " · ".join(f"{k} {v}" for k, v in card["peak_queue"].items()),
+                     "", None))
+    return rows
+
+
+class ScorecardScreen(ModalScreen[None]):
+    """The drill's scorecard: each metric against the drill's bar, and the scheduler's
+    decisions (`emulator.sim.drills.Scorecard.to_dict()`)."""
+
+    CSS_PATH = "dialogs.tcss"
+    BINDINGS = [Binding("escape,enter,q", "dismiss(None)", "Close", id="scorecard-close")]
+
+    def __init__(self, name: str, card: dict) -> None:
+        super().__init__(classes="dialog")
+        self.drill, self.card = name, card
+
+    def compose(self) -> ComposeResult:
+        ok, bad = color(self, "text-success"), color(self, "text-error")
+        table = Table(box=None, padding=(0, 2, 0, 0), header_style="bold")
+        for col, just in (("metric", "left"), ("value", "right"), ("bar", "right"), ("", "left")):
+            table.add_column(col, justify=just)  # type: ignore[arg-type]
+        for label, value, bar, passed in scorecard_rows(self.card):
+            mark = Text("" if passed is None else "✓ pass" if passed else "✗ fail",
+                        style=ok if passed else bad)
+            table.add_row(label, value, bar, mark)
+        passed = self.card.get("passed")
+        head = Text(f"scorecard · drill {self.drill}", style="bold")
+        if passed is not None:
+            head.append("  PASSED" if passed else "  FAILED", style=f"bold {ok if passed else bad}")
+        decisions = [" ".join(str(d).split()) for d in self.card.get("decisions", [])]
+        with Vertical(classes="frame"):
+            yield Label(head)
+            yield Static(table)
+            yield Static(Text(f"scheduler decisions ({len(decisions)}), latest last:\n" +
+                              "\n".join(decisions[-10:]) if decisions else
+                              "no scheduler decisions"), id="decisions")
+            yield Static("enter/esc: close (the emulator stays paused at the end)",
+                         classes="help")
+
+
+def start_drill(dash: Dashboard, name: str) -> None:
+    """Replace the running scenario with the drill's and follow it to its scorecard."""
+    try:
+        drill = live.load_drill(name)
+    except PresetError as exc:
+        dash.notify(f"cannot start drill {name}: {exc}", severity="error")
+        return
+    dash.run_drill(drill)
+
+
+def pick_drill(dash: Dashboard) -> None:
+    def done(name: str | None) -> None:
+        if name:
+            start_drill(dash, name)
+    dash.app.push_screen(DrillPicker(), done)
+
+
+def inject_incident(dash: Dashboard) -> None:
+    kinds = live.incident_kinds()
+
+    def done(kind: str | None) -> None:
+        if kind:
+            dash.inject(kind)  # the dashboard queues it on the emulator thread
+    dash.app.push_screen(InjectPicker(kinds), done)
+

@@ -1,0 +1,100 @@
+"""The preset picker: shipped presets, the user's own TOML files, or any path typed in.
+
+A file that does not load keeps the picker open with the loader's one-line reason, so the
+running scenario is only replaced by one that is known to work.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from emulator import presets
+from emulator.config import PresetError
+from emulator.presets import Scenario
+from emulator.traces import TraceError
+from emulator.units import UnitError
+from prfaas_tui.screens.prompt import steady_input
+
+
+def user_presets(dirs: tuple[Path, ...] | None = None) -> list[tuple[str, str, Path]]:
+    """TOML files that look like scenarios (they have a [deployment] table), in the current
+    directory and ~/.config/prfaas-tui/presets unless told otherwise."""
+    if dirs is None:
+        dirs = (Path.cwd(), Path.home() / ".config" / "prfaas-tui" / "presets")
+    shipped = {p.resolve() for *_, p in presets.list_presets()}
+    out = []
+    for d in dirs:
+        for p in sorted(d.glob("*.toml")) if d.is_dir() else ():
+            try:
+                data = tomllib.loads(p.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                continue
+            if isinstance(data.get("deployment"), dict) and p.resolve() not in shipped:
+                out.append((p.stem, str(data.get("description", "")), p))
+    return out
+
+
+def load_any(name_or_path: str | Path) -> Scenario:
+    """presets.load with every expected failure as a PresetError (one line)."""
+    try:
+        return presets.load(name_or_path)
+    except (TraceError, UnitError) as exc:
+        raise PresetError(str(name_or_path), "", str(exc)) from None
+
+
+class PresetPicker(ModalScreen[Scenario | None]):
+    CSS_PATH = "dialogs.tcss"
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="picker-cancel")]
+
+    def compose(self) -> ComposeResult:
+        options: list[Option | None] = []
+        for title, rows in (("shipped", presets.list_presets()), ("yours", user_presets())):
+            if rows:
+                options.append(Option(Text(title, style="bold"), disabled=True))
+            for name, desc, path in rows:
+                options.append(Option(Text.assemble((f"{name:<20}", "bold"), " ", (desc, "dim")),
+                                      id=str(path)))
+        with Vertical(classes="frame"):
+            yield Label("Load a preset: it replaces the running scenario", classes="title")
+            yield OptionList(*options, id="presets")
+            yield steady_input(self, placeholder="or type a path to a preset TOML and press enter",
+                               id="path")
+            yield Static("", id="error", classes="error")
+            yield Static("enter: load · tab: path · esc: cancel", classes="help")
+
+    def __init__(self) -> None:
+        super().__init__(classes="dialog")
+
+    def on_mount(self) -> None:
+        ol = self.query_one(OptionList)
+        ol.focus()
+        ol.action_first()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self._load(event.option.id or "")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if event.value.strip():
+            self._load(event.value.strip())
+
+    def _load(self, name_or_path: str) -> None:
+        try:
+            sc = load_any(Path(name_or_path).expanduser() if "/" in name_or_path else name_or_path)
+        except PresetError as exc:
+            self.query_one("#error", Static).update(f"✗ {exc}")
+            return
+        self.dismiss(sc)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

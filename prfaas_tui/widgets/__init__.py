@@ -1,0 +1,1 @@
+"""Textual widgets of the dashboard; `modelview` holds the pure state they display."""

@@ -1,0 +1,228 @@
+"""The knob panel: every setting an operator can turn, stepped with keys or typed exactly.
+
+The panel proposes changes (`ControlPanel.Change`, `ControlPanel.Edit`) and the dashboard applies
+them; both validate with the same `Settings.apply`, so the rules live in one place. A refusal
+shows its reason under the knobs (`reason`) and changes nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from emulator.optimizer import PARADIGMS
+from emulator.units import format_tokens, parse_bandwidth, parse_tokens, to_gbps
+from prfaas_tui.widgets.modelview import (
+    PARADIGM_LABELS,
+    Refused,
+    Settings,
+    nice_step,
+    paradigm_point,
+    step_speed,
+)
+from prfaas_tui.widgets.theme import color
+
+
+def speed_text(speed: float) -> str:
+    return "max" if math.isinf(speed) else f"{speed:g}x"
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise Refused(f"expected a whole number, got {text.strip()!r}") from None
+
+
+def _units(parse: Callable[[str], float], text: str) -> float:
+    try:
+        return parse(text)
+    except ValueError as exc:
+        raise Refused(str(exc)) from None
+
+
+def _rate(s: Settings, text: str) -> dict:
+    """'2.5' req/s, or '90%' of the model's Lambda_max."""
+    text = text.strip()
+    if text.endswith("%"):
+        lam = paradigm_point(s).lambda_max
+        return {"rate": _units(float, text[:-1]) / 100 * lam}
+    return {"rate": _units(float, text.removesuffix("req/s").strip())}
+
+
+def _speed(text: str) -> dict:
+    text = text.strip().lower().removesuffix("x")
+    return {"speed": math.inf if text in ("max", "inf") else _units(float, text)}
+
+
+def _paradigm(text: str) -> dict:
+    want = text.strip().lower()
+    for p in PARADIGMS:
+        if want in (p, PARADIGM_LABELS[p].lower()) or p.startswith(want):
+            return {"paradigm": p}
+    raise Refused(f"paradigm must be one of {', '.join(PARADIGMS)}")
+
+
+def _cycle(s: Settings, d: int) -> dict:
+    i = PARADIGMS.index(s.paradigm)
+    return {"paradigm": PARADIGMS[(i + (1 if d > 0 else -1)) % len(PARADIGMS)]}
+
+
+def _t_step(s: Settings, d: int) -> dict:
+    hi = s.scenario.system.lengths.support[1]
+    return {"t": min(hi, max(0.0, s.scenario.t + d * 1024))}
+
+
+def _gbps_step(s: Settings, d: int) -> dict:
+    g = to_gbps(s.scenario.system.bandwidth)
+    step = nice_step(g * (0.999 if d < 0 else 1.0), 1) * abs(d)
+    return {"bandwidth": max(step / 10, g + math.copysign(step, d)) * 1e9 / 8}
+
+
+def _rate_step(s: Settings, d: int) -> dict:
+    step = nice_step(s.rate * (0.999 if d < 0 else 1.0), 2) * abs(d)
+    return {"rate": max(step / 10, s.rate + math.copysign(step, d))}
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One control: how to show it, step it (d = +-1 small, +-8 big) and parse a typed value."""
+
+    key: str
+    label: str
+    hint: str
+    show: Callable[[Settings], str]
+    step: Callable[[Settings, int], dict]
+    parse: Callable[[Settings, str], dict]
+
+
+KNOBS: tuple[Knob, ...] = (
+    Knob("t", "t", "threshold in tokens: 19400 or 32K (K = 1024)",
+         lambda s: f"{format_tokens(s.scenario.t)} · {s.scenario.t:.0f}",
+         _t_step, lambda s, x: {"t": _units(parse_tokens, x)}),
+    Knob("n_prfaas", "N_prfaas", "PrfaaS instances",
+         lambda s: str(s.scenario.system.n_prfaas),
+         lambda s, d: {"n_prfaas": s.scenario.system.n_prfaas + int(math.copysign(1, d))},
+         lambda s, x: {"n_prfaas": _int(x)}),
+    Knob("n_p", "N_p", "local prefill instances (N_p + N_d <= pool)",
+         lambda s: str(s.scenario.n_p),
+         lambda s, d: {"n_p": s.scenario.n_p + int(math.copysign(1, d))},
+         lambda s, x: {"n_p": _int(x)}),
+    Knob("n_d", "N_d", "local decode instances (N_p + N_d <= pool, N_d >= 1)",
+         lambda s: str(s.scenario.n_d),
+         lambda s, d: {"n_d": s.scenario.n_d + int(math.copysign(1, d))},
+         lambda s, x: {"n_d": _int(x)}),
+    Knob("bandwidth", "B_out", "cross-datacenter link: Gbps, or '1000 MB/s'",
+         lambda s: f"{to_gbps(s.scenario.system.bandwidth):.4g} Gbps",
+         _gbps_step, lambda s, x: {"bandwidth": _units(parse_bandwidth, x)}),
+    Knob("rate", "rate", "offered req/s, or '90%' of Lambda_max",
+         lambda s: f"{s.rate:.3g} req/s", _rate_step, _rate),
+    Knob("paradigm", "paradigm", "prfaas-pd, homogeneous or naive",
+         lambda s: PARADIGM_LABELS[s.paradigm], _cycle, lambda s, x: _paradigm(x)),
+    Knob("speed", "speed", "simulated seconds per wall second, or 'max'",
+         lambda s: speed_text(s.speed),
+         lambda s, d: {"speed": step_speed(s.speed, int(math.copysign(1, d)))},
+         lambda s, x: _speed(x)),
+)
+KNOB_BY_KEY = {k.key: k for k in KNOBS}
+
+
+class ControlPanel(Widget, can_focus=True):
+    """Rows of knobs with a cursor: up/down select, left/right step, enter types a value."""
+
+    DEFAULT_CSS = """
+    ControlPanel { height: auto; padding: 0 1; }
+    ControlPanel:focus { background-tint: $foreground 4%; }
+    """
+    BINDINGS = [
+        Binding("up,k", "move(-1)", "Previous knob", show=False, id="knob-up"),
+        Binding("down,j", "move(1)", "Next knob", show=False, id="knob-down"),
+        Binding("left,h,minus", "step(-1)", "Decrease", show=False, id="knob-decrease"),
+        Binding("right,l,plus,equals_sign", "step(1)", "Increase", show=False, id="knob-increase"),
+        Binding("shift+left,H", "step(-8)", "Decrease a lot", show=False, id="knob-decrease-big"),
+        Binding("shift+right,L", "step(8)", "Increase a lot", show=False, id="knob-increase-big"),
+        Binding("enter", "edit", "Type value", show=False, id="knob-edit"),
+    ]
+
+    cursor: reactive[int] = reactive(0)
+    reason: reactive[str] = reactive("", layout=True)
+
+    class Change(Message):
+        """The operator asked for these setting changes."""
+
+        def __init__(self, changes: dict) -> None:
+            super().__init__()
+            self.changes = changes
+
+    class Edit(Message):
+        """The operator wants to type a value for this knob."""
+
+        def __init__(self, knob: Knob) -> None:
+            super().__init__()
+            self.knob = knob
+
+    def __init__(self, settings: Settings, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.settings = settings
+
+    def show_settings(self, settings: Settings) -> None:
+        self.settings = settings
+        self.refresh()  # same rows, same height: no layout pass
+
+    def select(self, key: str) -> None:
+        self.cursor = next(i for i, k in enumerate(KNOBS) if k.key == key)
+
+    def action_move(self, d: int) -> None:
+        self.cursor = (self.cursor + d) % len(KNOBS)
+
+    def action_step(self, d: int) -> None:
+        """Propose one step. The panel takes it at once (validated by the same rules the app
+        uses), so a burst of keys steps from the last one, not from a stale value."""
+        try:
+            changes = KNOBS[self.cursor].step(self.settings, d)
+            self.settings = self.settings.apply(**changes)
+        except Refused as exc:
+            self.reason = str(exc)
+            return
+        self.reason = ""
+        self.refresh()
+        self.post_message(self.Change(changes))
+
+    def action_edit(self) -> None:
+        self.post_message(self.Edit(KNOBS[self.cursor]))
+
+    def render(self) -> Text:
+        s = self.settings
+        out = Text()
+        width = max(self.size.width - 2, 20)
+        for i, k in enumerate(KNOBS):
+            sel = i == self.cursor
+            style = "reverse" if sel and self.has_focus else ("bold" if sel else "")
+            row = Text(("▸ " if sel else "  ") + k.label.ljust(9), style=style)
+            row.append(k.show(s).rjust(max(width - len(row), 0)), style=style)
+            out.append_text(row)
+            out.append("\n")
+        sc = s.scenario
+        used = sc.n_p + sc.n_d
+        pool = sc.system.local_pool
+        out.append(f"pool {sc.n_p}+{sc.n_d} = {used} of {pool}", style="dim")
+        if used < pool:
+            out.append(f" ({pool - used} idle)", style="dim")
+        out.append("\n↑↓ knob  ←→ step  ⏎ type", style="dim")
+        if self.reason:
+            out.append("\n")
+            out.append(f"✗ {self.reason}", style=f"bold {color(self, 'text-error')}")
+        return out
+
+    def get_content_height(self, container, viewport, width: int) -> int:
+        return len(KNOBS) + 2 + (self._reason_lines(width) if self.reason else 0)
+
+    def _reason_lines(self, width: int) -> int:
+        return max(1, math.ceil((len(self.reason) + 2) / max(width, 1)))

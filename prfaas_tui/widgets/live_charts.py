@@ -1,0 +1,84 @@
+"""The live charts as one widget: four plotext charts and the queue Sparklines, fed from ticks.
+
+Rebuilding a chart costs tens of milliseconds, so when live it rebuilds one chart per timer tick
+(each at PLOT_HZ), none shortly after a keypress (answering the key comes first), and builds the
+series once per tick for all of them. Not live, everything redraws at once (snapshots).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.containers import Grid, Vertical
+
+from emulator.model import OperatingPoint
+from prfaas_tui.messages import Tick
+from prfaas_tui.widgets.plots import (
+    CeilingsChart,
+    LinkChart,
+    LiveSeries,
+    QueueStrip,
+    ThroughputChart,
+    TTFTChart,
+)
+
+PLOT_HZ = 3.0
+INPUT_QUIET_S = 0.15  # no chart rebuilds this long after a keypress
+CHARTS = (ThroughputChart, LinkChart, CeilingsChart, TTFTChart)
+
+
+class LiveCharts(Vertical):
+    DEFAULT_CSS = """
+    LiveCharts > Grid { grid-size: 2 2; grid-gutter: 0 1; height: 1fr; }
+    LiveCharts > QueueStrip { margin: 0 1; }
+    """
+
+    def __init__(self, model: Callable[[Any], OperatingPoint], *, live: bool,
+                 id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.model = model  # snapshot -> the model at the knobs it ran with
+        self.live = live
+        self.ttft_slo: float | None = None
+        self.last_input = 0.0  # perf_counter of the last keypress (set by the app)
+        self._tick: Tick | None = None
+        self._seq = 0  # ticks received
+        self._series: LiveSeries | None = None
+        self._series_seq = -1
+        self._next = -1
+
+    def compose(self) -> ComposeResult:
+        with Grid():
+            for cls in CHARTS:
+                yield cls(id=cls.__name__.removesuffix("Chart").lower())
+        yield QueueStrip()
+
+    def on_mount(self) -> None:
+        if self.live:
+            self.set_interval(1 / (PLOT_HZ * len(CHARTS)), self._next_chart)
+
+    def show(self, tick: Tick) -> None:
+        self._tick = tick
+        self._seq += 1
+        if not self.live:
+            self.redraw(CHARTS)
+
+    def redraw(self, charts: tuple[type, ...]) -> None:
+        """Give charts the latest series (built once per tick; a chart that has it skips)."""
+        if self._tick is None:
+            return
+        if self._series_seq != self._seq:
+            width = max((self.query_one(c).size.width for c in CHARTS), default=80) or 80
+            self._series = LiveSeries.of(self._tick.history, self.model, 2 * width, self.ttft_slo)
+            self._series_seq = self._seq
+            self.query_one(QueueStrip).show(self._series)
+        for cls in charts:
+            self.query_one(cls).set_data(self._series, key=self._seq)
+
+    def _next_chart(self) -> None:
+        if time.perf_counter() - self.last_input < INPUT_QUIET_S:
+            return
+        self._next = (self._next + 1) % len(CHARTS)
+        self.redraw((CHARTS[self._next],))

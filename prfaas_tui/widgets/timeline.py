@@ -1,0 +1,41 @@
+"""The incident timeline against simulated time: a drill's scripted incidents or the ones
+injected by hand, each done, active or to come, and a drill's progress bar."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.text import Text
+
+from emulator.units import format_duration
+from prfaas_tui.widgets.theme import SizedStatic, color
+
+
+class DrillTimeline(SizedStatic):
+    """The incident timeline against simulated time: done, active, to come."""
+
+    DEFAULT_CSS = "DrillTimeline { height: auto; padding: 0 1; display: none; }"
+
+    def show(self, title: str, windows: Sequence[tuple[float, float | None, str]], now: float,
+             end: float | None) -> None:
+        """`end`: a drill's length (a progress bar), None for hand-made incidents."""
+        self.remember(title, windows, now, end)
+        self.display = True
+        warn, dim = color(self, "text-warning"), "dim"
+        out = Text.assemble((title, "bold"), f"\nat {format_duration(now)}")
+        if end:
+            width = max(self.size.width - 2, 10)
+            done = int(width * min(1.0, now / end))
+            out.append(f" of {format_duration(end)}\n")
+            out.append("━" * done, style=warn)
+            out.append("─" * (width - done), style=dim)
+        for start, stop, label in windows:
+            if now < start:
+                mark, style = "○", dim
+            elif stop is None or now < stop:
+                mark, style = "⚠", f"bold {warn}"
+            else:
+                mark, style = "✓", ""
+            span = f"{format_duration(start)}" + (f"-{format_duration(stop)}" if stop else "")
+            out.append(f"\n{mark} {span} {label}", style=style)
+        self.update(out)

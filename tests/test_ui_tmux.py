@@ -1,0 +1,114 @@
+"""The real `prfaas-tui` in a real terminal (tmux): start it, press keys, read the screen back
+with capture-pane. Skipped only where tmux is absent (CI installs it)."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.tmux,
+              pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]
+SERVERS = itertools.count()  # a fresh tmux server (socket) per app, never reused
+SIM = re.compile(r"([▶⏸]) sim (\d+):(\d\d):(\d\d\.\d)")
+
+
+def command(*args: str) -> str:
+    exe = Path(sys.executable).with_name("prfaas-tui")
+    base = [str(exe)] if exe.exists() else [sys.executable, "-m", "prfaas_tui.cli"]
+    return " ".join([*base, *args])
+
+
+class Tmux:
+    """One app in its own tmux server (-L), so parallel tests cannot resize each other."""
+
+    def __init__(self, name: str, cols: int, rows: int, cmd: str) -> None:
+        self.name = name
+        env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "COLUMNS", "LINES")}
+        env["TERM"] = "xterm-256color"
+        self.tmux("new-session", "-d", "-s", name, "-x", str(cols), "-y", str(rows), cmd, env=env)
+
+    def tmux(self, *args: str, env: dict | None = None) -> str:
+        return subprocess.run(["tmux", "-L", self.name, *args], capture_output=True, text=True,
+                              env=env).stdout
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p", "-t", self.name)
+
+    def keys(self, *keys: str) -> None:
+        self.tmux("send-keys", "-t", self.name, *keys)
+
+    def wait(self, *patterns: str, timeout: float = 30.0) -> str:
+        """The first screen capture that shows every pattern (a capture may catch a frame
+        half drawn, so all must hold in the same one)."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            screen = self.screen()
+            if all(re.search(p, screen) for p in patterns):
+                return screen
+            time.sleep(0.05)
+        raise AssertionError(f"{patterns!r} never showed; screen:\n{self.screen()}")
+
+    def sim_time(self) -> tuple[str, float]:
+        m = SIM.search(self.screen())
+        assert m, self.screen()
+        return m.group(1), int(m.group(2)) * 3600 + int(m.group(3)) * 60 + float(m.group(4))
+
+    def close(self) -> None:
+        self.tmux("kill-server")
+
+
+@pytest.fixture
+def tmux():
+    sessions: list[Tmux] = []
+
+    def start(cols: int, rows: int, *args: str) -> Tmux:
+        t = Tmux(f"prfaas-ui-{os.getpid()}-{next(SERVERS)}", cols, rows,
+                 command(*args) + "; sleep 5")  # keep the pane a moment after exit
+        sessions.append(t)
+        return t
+
+    yield start
+    for t in sessions:
+        t.close()
+
+
+def test_default_preset_opens_running_and_answers_keys(tmux):
+    t = tmux(160, 48)
+    t.wait(r"▶ sim", r"20x \(rtf", "paper-case-study", r"Λmax \d", "lost 0")  # running, paced
+    t.keys("Space")
+    t.wait(r"⏸ sim")
+    _, t0 = t.sim_time()
+    t.keys(".")
+    t.wait(rf"⏸ sim 0:00:{t0 + 1:04.1f}")
+    t.keys("t")
+    t.wait(r"t = \?")
+    t.keys("C-a", "C-k")  # clear the field (a binding: let it run before typing)
+    time.sleep(0.3)
+    t.keys("25000", "Enter")
+    t.wait(r"24\.4K · 25000")
+    t.wait(r"L > 24\.4K → PrfaaS")  # the emulator's router took it
+    t.keys("Space")
+    t.wait(r"▶ sim")
+    t.keys("q")
+    t.wait(r"^\s*$", timeout=5)  # the app left the alternate screen
+    assert "prfaas-tui —" not in t.screen()
+
+
+def test_small_terminal_and_preset_flag(tmux):
+    t = tmux(80, 24, "--preset", "toy")
+    t.wait(r"▶ sim", "toy", r"pool 1\+2 = 3 of 3")
+    t.keys("v")  # narrow: switch to the model view
+    t.wait(r"Λmax \d")
+    t.keys("F1")
+    t.wait(r"prfaas-tui help")
+    t.keys("Escape")  # alone: ESC and a key in one burst read as alt+key
+    t.wait(r"f1 Help")
+    t.keys("q")
