@@ -3,6 +3,9 @@
 `PrfaasApp(preset, live=False, at=SECONDS)` is the deterministic mode for snapshots and tests:
 the emulator is not paced by the wall clock; it runs synchronously to `at` before the first
 render and afterwards moves only when asked (step, changes).
+
+`PrfaasApp(plan=FILE)` opens with a plan's results shown over the dashboard; without a preset it
+starts on the plan's base preset (when that loads).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from prfaas_tui.live import load_drill
 from prfaas_tui.widgets.live_charts import LiveCharts
 from prfaas_tui.widgets.modelview import DEFAULT_SPEED
 
+DEFAULT_PRESET = "paper-case-study"
 DEFAULT_THEME = "textual-dark"
 INPUT_HOLD_S = 0.1  # how long a busy emulator pauses after a keypress or click
 SWITCH_INTERVAL_S = 0.001  # Python's default 5 ms makes each UI wake-up wait behind the emulator
@@ -37,16 +41,27 @@ class PrfaasApp(App):
         Binding("q", "quit", "Quit", id="quit", tooltip="Quit prfaas-tui"),
     ]
 
-    def __init__(self, preset: str | Scenario = "paper-case-study", *, live: bool = True,
+    def __init__(self, preset: str | Scenario | None = None, *, live: bool = True,
                  at: float | None = None, speed: float = DEFAULT_SPEED, seed: int | None = None,
-                 drill: str | None = None, theme: str = DEFAULT_THEME) -> None:
+                 drill: str | None = None, plan: str | None = None,
+                 theme: str = DEFAULT_THEME) -> None:
         super().__init__()
-        # a broken preset or drill fails here, before the terminal switches to the app
+        from prfaas_tui.screens.plan import PlanError, open_plan
+
+        # a broken preset, drill or plan fails here, before the terminal switches to the app
         self.drill = load_drill(drill) if drill else None  # PresetError: one line
+        self.plan = open_plan(plan) if plan else None  # PlanError: one line
         if self.drill is not None:
             self.scenario = self.drill.scenario
+        elif isinstance(preset, Scenario):
+            self.scenario = preset
+        elif preset is None and self.plan is not None:
+            try:
+                self.scenario = self.plan.base()
+            except PlanError:
+                self.scenario = presets.load(DEFAULT_PRESET)
         else:
-            self.scenario = presets.load(preset) if isinstance(preset, str) else preset
+            self.scenario = presets.load(preset or DEFAULT_PRESET)
         self.live, self.at, self.speed, self.seed = live, at, speed, seed
         self.theme = theme
 
@@ -57,7 +72,8 @@ class PrfaasApp(App):
             sys.setswitchinterval(SWITCH_INTERVAL_S)
         # pushed rather than returned by get_default_screen, which skips the screen's CSS_PATH
         self.push_screen(Dashboard(self.scenario, live=self.live, at=self.at, speed=self.speed,
-                                   seed=self.seed, drill=self.drill))
+                                   seed=self.seed, drill=self.drill,
+                                   plan=self.plan.shown if self.plan else None))
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key | events.MouseDown) and not event.is_forwarded:
@@ -101,7 +117,9 @@ class PrfaasApp(App):
                                 lambda p=path: dash.load_scenario(presets.load(p)))
 
 
-def run_app(preset: str = "paper-case-study") -> int:
-    """The `prfaas-tui` entry point without a subcommand."""
-    PrfaasApp(preset).run()
+def run_app(preset: str | None = None, *, plan: str | None = None,
+            drill: str | None = None) -> int:
+    """The `prfaas-tui` entry point without a subcommand (`preset` None: the default, or the
+    plan's base preset)."""
+    PrfaasApp(preset, plan=plan, drill=drill).run()
     return 0

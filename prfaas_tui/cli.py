@@ -26,8 +26,14 @@ def _parser(argv: list[str]) -> argparse.ArgumentParser:
         prog="prfaas-tui",
         description="What-if dashboard, emulator and throughput model for cross-datacenter "
                     "prefill-decode serving (PrfaaS-PD). Without a subcommand, opens the dashboard.")
-    parser.add_argument("--preset", default=DEFAULT_PRESET,
-                        help=f"preset name or TOML path for the dashboard (default {DEFAULT_PRESET})")
+    parser.add_argument("--preset", default=None,
+                        help=f"preset name or TOML path for the dashboard (default {DEFAULT_PRESET}, "
+                             "or the base preset of --plan)")
+    parser.add_argument("--plan", metavar="FILE",
+                        help="open the dashboard on a plan's results (prfaas-tui plan --out FILE): "
+                             "pick a candidate to run it")
+    parser.add_argument("--drill", metavar="NAME",
+                        help="open the dashboard playing a drill (a shipped name or a TOML path)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     wanted = next((a for a in argv if a in COMMANDS), None)
     for name in COMMANDS:
@@ -51,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if getattr(args, "func", None) is None:
             from prfaas_tui.app import run_app
-            return run_app(args.preset)
+            return run_app(args.preset, plan=args.plan, drill=args.drill)
         return int(args.func(args) or 0)
     except (PresetError, TraceError, UnitError, UsageError, TorchUnavailable) as exc:
         print(f"prfaas-tui: {exc}", file=sys.stderr)

@@ -38,11 +38,16 @@ STEP_SAMPLES = 30  # snapshots recorded along one single step, for the plots
 BUSY_SLICE_S = 0.005  # a slice costlier than this makes the emulator yield to keypresses
 
 
-def make_emulation(settings: Settings, *, seed: int | None = None) -> Any:
-    """An Emulation at the settings (the engine's, by the API contract)."""
+def make_emulation(settings: Settings, *, seed: int | None = None,
+                   split: tuple[int, int] | None = None) -> Any:
+    """An Emulation at the settings (the engine's, by the API contract). `split` pins the
+    starting N_p/N_d whatever the paradigm (a plan candidate: the homogeneous paradigm
+    otherwise starts at its own best split)."""
     from emulator.sim.engine import Emulation
 
-    return Emulation(settings.scenario, seed=seed, rate=settings.rate, paradigm=settings.paradigm)
+    n_p, n_d = split if split is not None else (None, None)
+    return Emulation(settings.scenario, seed=seed, rate=settings.rate, paradigm=settings.paradigm,
+                     n_p=n_p, n_d=n_d)
 
 
 def make_pacer(emu: Any, speed: float) -> Any:

@@ -21,7 +21,7 @@ from textual.widgets import Footer, Header
 from emulator.model import OperatingPoint
 from emulator.optimizer import PARADIGMS
 from emulator.presets import Scenario
-from prfaas_tui.live import Driver, inject_incident, scorecard
+from prfaas_tui.live import Driver, inject_incident, make_emulation, scorecard
 from prfaas_tui.messages import EmulatorFailed, Tick, TickReady
 from prfaas_tui.screens.prompt import ValuePrompt
 from prfaas_tui.widgets.controls import KNOB_BY_KEY, KNOBS, ControlPanel, Knob
@@ -34,6 +34,7 @@ from prfaas_tui.widgets.timeline import DrillTimeline
 
 if TYPE_CHECKING:
     from emulator.sim.drills import Drill
+    from prfaas_tui.screens.plan import PlanChoice
 
 
 class Dashboard(Screen):
@@ -58,6 +59,8 @@ class Dashboard(Screen):
                 tooltip="Switch PrfaaS-PD / homogeneous / naive"),
         Binding("p", "presets", "Presets", id="presets",
                 tooltip="Load a shipped preset or a TOML file"),
+        Binding("P", "plan", "Plan results", show=False, id="plan-results",
+                tooltip="Open a plan's results (prfaas-tui plan) and run any candidate"),
         Binding("d", "drills", "Drills", id="drills",
                 tooltip="Run an incident drill and get a scorecard"),
         Binding("i", "inject", "Incident", show=False, id="inject",
@@ -75,9 +78,13 @@ class Dashboard(Screen):
     ]
 
     def __init__(self, scenario: Scenario, *, live: bool = True, at: float | None = None,
-                 speed: float = 20.0, seed: int | None = None, drill: Drill | None = None) -> None:
+                 speed: float = 20.0, seed: int | None = None, drill: Drill | None = None,
+                 plan: str | None = None) -> None:
         super().__init__()
         self.drill = drill
+        self.plan = plan  # the plan results file last opened (P shows it again)
+        self.base = scenario  # what a plan candidate was built from, else the scenario itself
+        self.split: tuple[int, int] | None = None  # a plan candidate's split, pinned at start
         self.scored = False  # the drill's scorecard has been shown
         self.live = live
         self.at = at
@@ -115,6 +122,8 @@ class Dashboard(Screen):
         self.query_one(StatusLine).show(None)
         self.query_one(LiveCharts).ttft_slo = self.settings.scenario.sim.slo_ttft
         self._start_driver()
+        if self.plan is not None:
+            self.action_plan()
 
     def on_unmount(self) -> None:
         if self.driver is not None:
@@ -127,6 +136,7 @@ class Dashboard(Screen):
             self.settings, live=self.live, seed=self.seed, generation=gen,
             attach=self.drill.attach if self.drill else None,
             stop_at=self.drill.duration if self.drill else None,
+            factory=partial(make_emulation, split=self.split),
             on_tick=lambda tick: self.post_message(TickReady(tick)),
             on_error=lambda text, fatal: self.post_message(EmulatorFailed(text, gen)))
         try:
@@ -138,15 +148,22 @@ class Dashboard(Screen):
         except Exception as exc:
             self.query_one(StatusLine).show(None, f"emulator failed: {exc}")
 
-    def load_scenario(self, scenario: Scenario, drill: Drill | None = None) -> None:
+    def load_scenario(self, scenario: Scenario, drill: Drill | None = None, *,
+                      paradigm: str = "prfaas-pd", split: tuple[int, int] | None = None,
+                      base: Scenario | None = None) -> None:
         """Replace the running scenario (or start a drill): new settings, new model, a fresh
-        emulation."""
+        emulation. A plan candidate also brings its paradigm, its split (pinned: the
+        homogeneous paradigm would otherwise start at its own best) and its plan's base."""
+        settings = Settings.initial(scenario, self.settings.speed)
+        if paradigm != settings.paradigm:
+            settings = settings.apply(paradigm=paradigm)  # Refused: nothing replaced yet
         if self.driver is not None:
             self.driver.stop()
         self.drill, self.scored = drill, False
+        self.base, self.split = base or scenario, split
         self.query_one(DrillTimeline).display = False
         self.generation += 1
-        self.settings = Settings.initial(scenario, self.settings.speed)
+        self.settings = settings
         self.view = ModelView.of(self.settings)
         self._points.clear()
         self.tick = None
@@ -330,6 +347,22 @@ class Dashboard(Screen):
                 self.load_scenario(sc)
                 self.notify(f"loaded {sc.name}")
         self.app.push_screen(PresetPicker(), done)
+
+    def action_plan(self) -> None:
+        from prfaas_tui.screens.plan import PlanScreen
+
+        screen = PlanScreen(self.plan, running=self.base, running_name=self.settings.scenario.name)
+
+        def done(choice: PlanChoice | None) -> None:
+            if screen.plan is not None:
+                self.plan = screen.plan.shown
+            if choice is not None:
+                self.load_scenario(choice.scenario, paradigm=choice.paradigm, split=choice.split,
+                                   base=choice.base)
+                rec = choice.record
+                self.notify(f"loaded {rec['label']} from {self.plan}: SLO goodput "
+                            f"{rec['goodput']:.3f} req/s (Λmax {rec['lambda_max']:.2f})")
+        self.app.push_screen(screen, done)
 
     def action_drills(self) -> None:
         from prfaas_tui.screens.drills import pick_drill

@@ -1,0 +1,270 @@
+"""A plan's results (`prfaas-tui plan --out FILE`): every finished candidate ranked by SLO
+goodput, and any of them loaded as the running scenario.
+
+Loading a candidate replaces the running scenario exactly as loading a preset does: the plan's
+base preset (named in the file's header) turned into the candidate's scenario
+(`scenario_from_record`), with the candidate's paradigm and split. A file that is not a plan,
+or a candidate that does not load, keeps the screen open with a one-line reason.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Input, Label, Static
+
+from emulator.config import PresetError
+from emulator.optimizer import PARADIGMS
+from emulator.planner.goodput import scenario_from_record
+from emulator.planner.store import read_results
+from emulator.presets import Scenario
+from emulator.units import format_duration
+from prfaas_tui.commands.common import UsageError
+from prfaas_tui.screens.presets import load_any
+from prfaas_tui.screens.prompt import steady_input
+from prfaas_tui.widgets.modelview import Refused, Settings
+
+COLUMNS = ("#", "candidate", "goodput", "95% band", "Λmax", "util", "cost/h", "per $/h")
+
+
+class PlanError(UsageError):
+    """A results file or record the dashboard cannot use; str() is the one line shown (a
+    UsageError, so the command line reports it and exits 2)."""
+
+
+def _num(x: object, finite: bool = True) -> bool:
+    return (isinstance(x, int | float) and not isinstance(x, bool)
+            and (not finite or math.isfinite(x)))
+
+
+def _problem(rec: object) -> str | None:
+    """What makes a result line unusable here, or None."""
+    if not isinstance(rec, dict):
+        return "not an object"
+    if not isinstance(rec.get("label"), str) or not isinstance(rec.get("binding"), str):
+        return "no label or binding"
+    for k in ("goodput", "goodput_lo", "goodput_hi", "lambda_max", "utilization"):
+        if not _num(rec.get(k)):
+            return f"{k} missing or not a number"
+    for k in ("cost_per_hour", "goodput_per_cost"):
+        if rec.get(k) is not None and not _num(rec[k]):
+            return f"{k} not a number"
+    c = rec.get("candidate")
+    if not isinstance(c, dict):
+        return "no candidate"
+    if c.get("paradigm") not in PARADIGMS:
+        return f"unknown paradigm {c.get('paradigm')!r}"
+    for k in ("n_prfaas", "n_p", "n_d"):
+        if not isinstance(c.get(k), int) or isinstance(c.get(k), bool):
+            return f"candidate {k} missing or not a whole number"
+    for k in ("t", "bandwidth"):
+        if not _num(c.get(k), finite=False):
+            return f"candidate {k} missing or not a number"
+    return None
+
+
+@dataclass(frozen=True)
+class PlanChoice:
+    """A candidate ready to run: what the dashboard's load_scenario takes."""
+
+    scenario: Scenario
+    paradigm: str
+    split: tuple[int, int]
+    base: Scenario
+    record: dict
+
+
+@dataclass(frozen=True)
+class PlanFile:
+    path: Path
+    shown: str  # the path as the user gave it
+    header: dict
+    records: list[dict]  # ranked: best SLO goodput first
+
+    @property
+    def base_name(self) -> str:
+        return self.header["scenario"]
+
+    def summary(self) -> str:
+        h = self.header
+        slo = h.get("slo") if isinstance(h.get("slo"), dict) else {}
+        parts = [f"base {self.base_name}"]
+        if _num(slo.get("ttft_p90")):
+            parts.append(f"SLO P90 TTFT ≤ {format_duration(slo['ttft_p90'])}"
+                         + (f", TPOT ≤ {format_duration(slo['tpot_p90'])}"
+                            if _num(slo.get("tpot_p90")) else ""))
+        seeds, dur = h.get("seeds"), h.get("duration")
+        if isinstance(seeds, list) and _num(dur):
+            parts.append(f"{len(seeds)} seed{'s' * (len(seeds) != 1)} × {format_duration(dur)}")
+        n = len(self.records)
+        parts.append(f"{n} candidate{'s' * (n != 1)}")
+        return " · ".join(parts)
+
+    def base(self, running: Scenario | None = None) -> Scenario:
+        """The plan's base preset; when it does not load here (a TOML file elsewhere), the
+        running scenario's base if it has that name."""
+        try:
+            return load_any(self.base_name)
+        except PresetError as exc:
+            if running is not None and running.name == self.base_name:
+                return running
+            raise PlanError(f"the plan's base preset {self.base_name!r} does not load here "
+                            f"({exc.message}): load it with p, then reopen the plan") from None
+
+    def choice(self, rec: dict, running: Scenario | None = None) -> PlanChoice:
+        """The candidate of one record as a runnable scenario and paradigm."""
+        base = self.base(running)
+        try:
+            sc = scenario_from_record(base, rec)
+            paradigm = rec["candidate"]["paradigm"]
+            Settings.initial(sc).apply(paradigm=paradigm)
+        except (PresetError, Refused) as exc:
+            msg = exc.message if isinstance(exc, PresetError) else str(exc)
+            raise PlanError(f"{rec['label']} does not run on {base.name}: {msg}") from None
+        return PlanChoice(sc, paradigm, (sc.n_p, sc.n_d), base, rec)
+
+
+def open_plan(path: str | Path) -> PlanFile:
+    """Read and check a plan results file; PlanError (one line) when it is not one."""
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise PlanError(f"{path}: {'not a file' if p.exists() else 'no such file'}")
+    try:
+        header, records = read_results(p)
+    except UnicodeDecodeError:
+        raise PlanError(f"{path}: not a prfaas-tui plan results file") from None
+    except ValueError as exc:
+        raise PlanError(str(exc)) from None
+    except OSError as exc:
+        raise PlanError(f"{path}: {exc.strerror or exc}") from None
+    if not isinstance(header, dict) or not isinstance(header.get("scenario"), str):
+        raise PlanError(f"{path}: not a prfaas-tui plan results file (no base scenario)")
+    for rec in records:
+        if (why := _problem(rec)) is not None:
+            raise PlanError(f"{path}: a result line is not a plan record ({why})")
+    ranked = sorted(records, key=lambda r: (-r["goodput"], str(r.get("key", ""))))
+    return PlanFile(p, str(path), header, ranked)
+
+
+def newest_plan(directory: Path | None = None) -> Path | None:
+    """The most recently written plan results file in a directory (the current one)."""
+    d = directory or Path.cwd()
+    try:
+        files = sorted(d.glob("*.jsonl"), key=lambda f: f.stat().st_mtime, reverse=True)
+    except OSError:
+        return None
+    for f in files[:50]:
+        try:
+            with f.open("rb") as fh:
+                if fh.read(10).startswith(b'{"header"'):
+                    return f
+        except OSError:
+            continue
+    return None
+
+
+def _cell(text: str) -> Text:
+    return Text(text, justify="right")
+
+
+def _row(rank: int, rec: dict, running: bool) -> tuple:
+    cost, per = rec.get("cost_per_hour"), rec.get("goodput_per_cost")
+    return (_cell(f"{'▶' if running else ''}{rank}"),
+            Text(rec["label"], style="bold" if running else ""),
+            _cell(f"{rec['goodput']:.3f}"),
+            _cell(f"{rec['goodput_lo']:.2f}–{rec['goodput_hi']:.2f}"),
+            _cell(f"{rec['lambda_max']:.2f}"),
+            _cell(f"{rec['utilization']:.0%}"),
+            _cell("-" if cost is None else f"{cost:.1f}"),
+            _cell("-" if per is None else f"{per:.3f}"))
+
+
+class PlanScreen(ModalScreen[PlanChoice | None]):
+    """Returns the chosen candidate, or None. `plan` holds the file last opened here."""
+
+    CSS_PATH = "dialogs.tcss"
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
+    BINDINGS = [Binding("escape", "cancel", "Close", id="plan-close")]
+
+    def __init__(self, path: str | None = None, *, running: Scenario | None = None,
+                 running_name: str | None = None) -> None:
+        super().__init__(classes="dialog")
+        self.path = path
+        self.running = running  # the dashboard's base scenario: the fallback base
+        self.running_name = running_name  # the running scenario's name: its row is marked
+        self.plan: PlanFile | None = None
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="frame"):
+            yield Label("Plan results (req/s): load a candidate as the running scenario",
+                        classes="title")
+            yield Static("", id="summary", classes="help")
+            table: DataTable = DataTable(cursor_type="row", zebra_stripes=True, id="ranked")
+            table.add_columns(*COLUMNS)
+            yield table
+            newest = None if self.path else newest_plan()
+            yield steady_input(self, str(newest.name) if newest else "", id="path",
+                               placeholder="path of a plan results file (prfaas-tui plan "
+                                           "--out FILE), then enter")
+            yield Static("", id="error", classes="error")
+            yield Static("enter: load the candidate · tab: path · esc: close", classes="help")
+
+    def on_mount(self) -> None:
+        if self.path:
+            self.open(self.path)
+        if self.plan is None:
+            self.query_one("#path", Input).focus()
+            if not self.path:
+                self.query_one("#summary", Static).update("no plan open")
+
+    def open(self, path: str) -> bool:
+        """Show another results file; a bad one keeps what is shown and says why."""
+        try:
+            plan = open_plan(path)
+        except PlanError as exc:
+            self._error(str(exc))
+            return False
+        self.plan = plan
+        self._error("")
+        self.query_one("#summary", Static).update(f"{plan.shown} · {plan.summary()}")
+        table = self.query_one(DataTable)
+        table.clear()
+        current = 0
+        for i, rec in enumerate(plan.records):
+            running = self.running_name == f"{plan.base_name}:{rec['label']}"
+            table.add_row(*_row(i + 1, rec, running), key=str(i))
+            current = i if running else current
+        if not plan.records:
+            self._error("no finished candidates in this plan yet")
+        table.move_cursor(row=current)  # on the running candidate, if it is one of these
+        table.focus()
+        return True
+
+    def _error(self, text: str) -> None:
+        self.query_one("#error", Static).update(f"✗ {text}" if text else "")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if event.value.strip():
+            self.open(event.value.strip())
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        if self.plan is None or event.row_key.value is None:
+            return
+        try:
+            choice = self.plan.choice(self.plan.records[int(event.row_key.value)], self.running)
+        except PlanError as exc:
+            self._error(str(exc))
+            return
+        self.dismiss(choice)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
