@@ -230,7 +230,7 @@ class Driver:
         self._history.append(snap)
         return Tick(snap, tuple(self._history), self.paused, self._speed,
                     self._rtf if self.live else None, self.generation, self._applied,
-                    tuple(emu.timeline.windows()))
+                    snap.incident_windows)
 
     def _main(self) -> None:
         try:

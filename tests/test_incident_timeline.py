@@ -74,12 +74,17 @@ def test_prfaas_loss_restarts_prefills_on_survivors_and_recovers(toy):
         emu.run_until(100)
         entered = emu.prfaas.entered
         act = emu.inject(InstanceLoss(stage="prfaas", count=1, duration=60))
-        assert emu.snapshot().stages["prfaas"].instances == 1
+        snap = emu.snapshot()
+        assert (snap.stages["prfaas"].instances, snap.stages["prfaas"].failed) == (1, 1)
+        assert emu.knobs.n_prfaas == snap.knobs.n_prfaas == 2  # the knob is configured, not alive
+        assert snap.incident_windows == ((100, 160, "1 prfaas instance lost"),)
         assert [m.alive for m in emu.remote.machines] == [True, False]  # the highest-numbered
         emu.run_until(150)
         assert emu.prfaas.entered > entered  # the survivor keeps serving
         emu.run_until(161)
-        assert emu.snapshot().stages["prfaas"].instances == 2 and act.over
+        snap = emu.snapshot()
+        assert (snap.stages["prfaas"].instances, snap.stages["prfaas"].failed) == (2, 0)
+        assert act.over and snap.knobs.n_prfaas == 2
         result = emu.run()
     assert result.accounting.lost_total == 0
 
@@ -90,6 +95,7 @@ def test_decode_loss_re_prefills_its_batch_and_loses_nothing(toy):
         held = sum(w.n for w in emu.pdd.workers if w.machine.idx == 2)
         emu.inject(InstanceLoss(stage="pd-d", count=1, duration=30))
         assert emu.rerouted == held > 0  # its batch went back through the router
+        assert emu.knobs.n_d == 2 and emu.snapshot().stages["pd-d"].failed == 1
         emu.run_until(200)
         assert emu.snapshot().stages["pd-d"].instances == 2
         result = emu.run()

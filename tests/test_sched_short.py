@@ -73,7 +73,10 @@ def test_the_loop_follows_a_brownout_and_comes_back(paper):
         snap = emu.snapshot()
         result = emu.run()
         log = emu.scheduler.log
+        final = emu.snapshot()
     assert t_during > 1.3 * t_before and emu.t < 0.8 * t_during
+    applied = [d for d in log if d.change.startswith("t ")]  # not the "kept t" ones
+    assert 0 < snap.scheduler_changes < final.scheduler_changes == len(applied)
     assert any("egress" in d.reason or "link" in d.reason for d in log)
     assert any("link 6.0" in d.reason for d in log if d.time >= 1000)  # recovery re-solves
     assert any("scheduler (short)" in line for line in snap.decisions)
@@ -87,6 +90,7 @@ def test_the_static_run_makes_no_decisions(paper):
     with brownout_emulation(paper, False) as emu:
         result = emu.run()
     assert emu.scheduler is None and result.to_json()["scheduler"] is None
+    assert emu.snapshot().scheduler_changes == 0
     assert result.to_json()["incidents"][0]["label"] == "link brownout to 20%"
 
 

@@ -255,3 +255,17 @@ async def test_start_a_drill_and_reach_its_scorecard():
         text = screen_text(app)
         assert "scorecard · drill link-brownout" in text and "lost requests" in text
         assert "✓ pass" in text and "scheduler decisions" in text
+
+
+async def test_prfaas_loss_drill_leaves_the_knob_and_shows_who_is_alive():
+    """Half the PrfaaS instances die at 10 min: the N_prfaas knob (the operator's, and the
+    emulator's LiveKnobs) stays at 4 all along; the status line says 2 of 4 are alive."""
+    async with PrfaasApp(drill="prfaas-loss", live=False, at=900.0).run_test(size=SIZE) as pilot:
+        d = dash(pilot.app)
+        snap = d.tick.snapshot
+        assert d.settings.scenario.system.n_prfaas == 4 and "N_prfaas 4" in panel_text(pilot.app)
+        assert {s.knobs.n_prfaas for s in d.tick.history} == {4}  # never moved
+        assert (snap.stages["prfaas"].instances, snap.stages["prfaas"].failed) == (2, 2)
+        assert "2 of 4 PrfaaS alive" in screen_text(pilot.app)
+        assert d.tick.timeline == snap.incident_windows == ((600.0, 1200.0,
+                                                              "2 prfaas instances lost"),)

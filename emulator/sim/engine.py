@@ -475,6 +475,7 @@ class Emulation:
     # -- state -------------------------------------------------------------------------------
     @property
     def knobs(self) -> LiveKnobs:
+        """The configured knobs: instance targets, whether alive or not (see StageSnap)."""
         return LiveKnobs(t=self.t, n_p=self.local.count("pd-p"), n_d=self.local.count("pd-d"),
                          n_prfaas=self.remote.count("prfaas"), bandwidth=self.bandwidth,
                          paradigm=self.paradigm)
@@ -545,7 +546,8 @@ class Emulation:
             util = w.compute if name == "prfaas" else w.utilization[name]
             stages[name] = StageSnap(instances=accepting, busy=st.in_service, utilization=util,
                                      queue=now_tot.queue[i], served_rate=w.stage_rate[name],
-                                     draining=draining)
+                                     draining=draining,
+                                     failed=self._pool_of(name).failed(name))
         link = LinkSnap(capacity=self.link.capacity, utilization=w.link,
                         bytes_in_flight=now_tot.link_in_flight,
                         queued_bytes=self.link.queued_bytes(now_tot.t),
@@ -558,4 +560,6 @@ class Emulation:
             slo_attainment=slo, bottleneck=bottleneck(base, now_tot, w),
             decisions=tuple(self.decisions), events=self.events,
             incidents=tuple(sorted(self.incidents)), target_rate=self.workload.rate,
-            cache=self.cache.snapshot() if self.cache is not None else None)
+            cache=self.cache.snapshot() if self.cache is not None else None,
+            scheduler_changes=self.scheduler.changes if self.scheduler is not None else 0,
+            incident_windows=tuple(self.timeline.windows()))

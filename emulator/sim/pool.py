@@ -76,6 +76,10 @@ class Pool:
         """Machines assigned to `role` (serving, draining into it, or converting to it)."""
         return sum(1 for m in self.machines if m.target == role)
 
+    def failed(self, role: str) -> int:
+        """Machines assigned to `role` that are down (an instance loss)."""
+        return sum(1 for m in self.machines if m.target == role and not m.alive)
+
     # -- role changes ------------------------------------------------------------------------
     def _retarget(self, m: Machine, target: str | None, immediate: bool) -> None:
         m.target = target

@@ -158,6 +158,7 @@ class Scheduler:
         self.log: list[Decision] = []
         self.decisions = 0  # made so far (the log keeps the first MAX_LOG)
         self.conversions = 0
+        self.changes = 0  # knob changes applied (t or split): Snapshot.scheduler_changes
         self._last_convert = -math.inf
         self._short_prev = self._long_prev = emu.totals()
         # The short loop's estimate of what the link delivers: an EWMA (time constant
@@ -244,6 +245,7 @@ class Scheduler:
             self._decide("short", reason, f"t {format_tokens(emu.t)} -> {format_tokens(t_new)} "
                          f"(producers {cur:.2f} -> {gain:.2f} req/s, Lambda {lam:.2f})")
             emu.set_threshold(t_new)
+            self.changes += 1
         p = float(np.mean(cond.lengths.sorted_values > emu.t))
         self._solved = (cond.bandwidth, cond.n_prfaas, p)
 
@@ -280,6 +282,7 @@ class Scheduler:
                      f"({best.binding} binds there)",
                      f"split N_p {cond.n_p} -> {n_p}, N_d {cond.n_d} -> {pool - n_p}")
         emu.set_split(n_p, pool - n_p)
+        self.changes += 1
         self.conversions += 1
         self._last_convert = emu.now
         self.resolve_t("new split", n_p)

@@ -8,6 +8,9 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class LiveKnobs:
+    """The configured knobs (the operator's or the scheduler's targets). An instance loss does
+    not move them: `StageSnap.instances` / `.failed` say what serves and what is down."""
+
     t: float  # tokens
     n_p: int
     n_d: int
@@ -24,6 +27,7 @@ class StageSnap:
     queue: int
     served_rate: float  # req/s leaving the stage served, over the window
     draining: int = 0  # instances finishing their work before a role change
+    failed: int = 0  # instances assigned to the stage (its knob) that are down (incidents)
 
 
 @dataclass(frozen=True)
@@ -83,3 +87,6 @@ class Snapshot:
     incidents: tuple[str, ...]
     target_rate: float = 0.0  # the offered rate asked for (req/s), on/off phase included
     cache: CacheView | None = None  # None without a [cache] section
+    scheduler_changes: int = 0  # knob changes the scheduler applied so far (t or split)
+    # (start, end or None while open, label) of every incident planned or played so far
+    incident_windows: tuple[tuple[float, float | None, str], ...] = ()

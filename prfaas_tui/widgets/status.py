@@ -21,6 +21,14 @@ def clock(seconds: float) -> str:
     return f"{h}:{m:02d}:{s:04.1f}"
 
 
+def instances_down(snap) -> list[str]:
+    """"2 of 4 PrfaaS alive" for each stage with instances down (the knob does not move)."""
+    k = snap.knobs
+    knob = {"prfaas": k.n_prfaas, "pd-p": k.n_p, "pd-d": k.n_d}
+    return [f"{knob[name] - st.failed} of {knob[name]} {STAGE_LABELS[name]} alive"
+            for name, st in snap.stages.items() if st.failed and name in knob]
+
+
 class StatusLine(SizedStatic):
     DEFAULT_CSS = "StatusLine { height: 1; padding: 0 1; background: $panel; }"
 
@@ -47,6 +55,8 @@ class StatusLine(SizedStatic):
             parts.append((3, f"bottleneck {STAGE_LABELS.get(s.bottleneck, s.bottleneck)}", ""))
         if s.incidents:
             parts.append((1, f"⚠ {', '.join(s.incidents)}", bad))
+        for text in instances_down(s):
+            parts.append((1, text, bad))
         if note:
             parts.append((0, note, bad))
         if s.decisions:
