@@ -159,20 +159,25 @@ class PrefixCache:
         computed (its logits start decoding), so a partial last block never matches and a fully
         cached block-aligned prompt reuses all but its last block."""
         n = min(len(hash_ids), (length - 1) // self.block_tokens) if length > 0 else 0
-        children, lru = self._children, self._lru
-        need_state = self.state_blocks > 0
+        chain = self._walk(hash_ids, n)
+        if not self.state_blocks:
+            return chain, len(chain)
+        lru = self._lru
+        usable = next((i + 1 for i in range(len(chain) - 1, -1, -1) if -chain[i] in lru), 0)
+        return chain, usable
+
+    def _walk(self, hash_ids: Sequence[int], n: int) -> list[int]:
+        """Nodes of the cached chain that match the first `n` block ids, root first."""
+        children = self._children
         chain: list[int] = []
-        usable = 0
         parent = 0
         for i in range(n):
             node = children.get((parent, hash_ids[i]))
             if node is None:
                 break
             chain.append(node)
-            if not need_state or -node in lru:
-                usable = i + 1
             parent = node
-        return chain, usable
+        return chain
 
     def peek(self, hash_ids: Sequence[int], length: int) -> int:
         """Reusable prefix in tokens, without touching the LRU or the counters (router's view)."""
@@ -207,14 +212,8 @@ class PrefixCache:
         if n == 0 or self.capacity_blocks == 0:
             return 0
         children, nodes, lru = self._children, self._nodes, self._lru
-        chain: list[int] = []
-        parent = 0
-        for i in range(n):
-            node = children.get((parent, hash_ids[i]))
-            if node is None:
-                break
-            chain.append(node)
-            parent = node
+        chain = self._walk(hash_ids, n)
+        parent = chain[-1] if chain else 0
         new = n - len(chain)
         keep = len(chain)
         snap_needed = self.state_blocks > 0
