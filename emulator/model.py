@@ -16,7 +16,7 @@ All functions are vectorized over t and the split so the optimizer can sweep a g
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -231,10 +231,3 @@ def evaluate(system: System, knobs: Knobs, mode: str = "paper",
         lambda_max=float(lam[0]), binding=STAGES[int(np.argmin(stack))],
     )
 
-
-def default_knobs(system: System, t: float, n_p: int, n_d: int) -> Knobs:
-    return Knobs(t=t, n_p=n_p, n_d=n_d, n_prfaas=system.n_prfaas, bandwidth=system.bandwidth)
-
-
-def with_knobs(knobs: Knobs, **changes) -> Knobs:
-    return replace(knobs, **changes)

@@ -84,10 +84,6 @@ class Curve:
             total = total + c0 * m0 + c1 * m1 + c2 * m2
         return total
 
-    @property
-    def is_linear(self) -> bool:
-        return bool(np.all(self.coefs[:, 2] == 0))
-
 
 @dataclass(frozen=True, eq=False)
 class Profile:

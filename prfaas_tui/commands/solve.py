@@ -10,9 +10,9 @@ import math
 from rich.console import Console
 from rich.table import Table
 
-from emulator.model import MODES, STAGES, OperatingPoint, evaluate
+from emulator.model import MODES, STAGES, evaluate
 from emulator.optimizer import paradigms, search
-from emulator.units import format_duration, format_tokens, to_gbps
+from emulator.units import format_tokens
 from prfaas_tui.commands.common import add_scenario_flags, scenario_from_args
 
 
@@ -88,8 +88,3 @@ def render(out: dict, console: Console) -> None:
                   _f(d["vs_homogeneous"], "{:.2f}x"), _f(d["per_cost_vs_homogeneous"], "{:.2f}x"))
     console.print(t)
 
-
-def describe_point(op: OperatingPoint) -> str:
-    """One line for logs and the UI's status bar."""
-    return (f"Λmax {op.lambda_max:.2f} req/s ({op.binding} binds), t {format_tokens(op.knobs.t)}, "
-            f"PrfaaS {format_duration(op.t_long)}/req, egress {to_gbps(op.egress()):.1f} Gbps")
