@@ -13,11 +13,10 @@ from pathlib import Path
 import numpy as np
 
 from emulator.config import PresetError, Reader, at_most, non_negative, one_of, positive
-from emulator.distributions import Discrete, Empirical, LengthDistribution, TruncatedLogNormal
+from emulator.lengths_config import MAX_TOKENS, parse_lengths
 from emulator.model import MODES, DecodeSpec, Knobs, System
 from emulator.profiles import BEYOND_RULES, Curve, Profile
 from emulator.sim.config import SimConfig, parse_sim_config
-from emulator.traces import TraceError, read_trace
 from emulator.units import (
     parse_bandwidth,
     parse_bytes,
@@ -25,7 +24,6 @@ from emulator.units import (
     parse_tokens,
 )
 
-MAX_TOKENS = 16 * 1024 * 1024  # 16M tokens: anything longer is a typo
 MAX_INSTANCES = 100_000
 MAX_BANDWIDTH = 1e15  # 8 Pbps
 
@@ -93,7 +91,8 @@ def check_knobs(sc: Scenario) -> None:
     lo, hi = s.lengths.support
     if not (0 <= sc.t <= hi):
         raise PresetError(sc.path, "deployment.threshold",
-                          f"{sc.t:.0f} tokens lies outside the length distribution [0, {hi:.0f}]")
+                          f"{sc.t:.0f} tokens lies outside the distribution's support "
+                          f"[{lo:.0f}, {hi:.0f}] (or 0, everything remote)")
 
 
 def resolve(name_or_path: str) -> Path:
@@ -181,10 +180,6 @@ def from_dict(data: dict, path: str | Path | None = None) -> Scenario:
     n_p = dep.get("n_p", int, check=non_negative)
     n_d = dep.get("n_d", int, check=non_negative)
     t = dep.get("threshold", parse_tokens, check=non_negative)
-    if n_p + n_d > pool:
-        raise dep.error("n_p", f"n_p + n_d = {n_p + n_d} exceeds local_pool = {pool}")
-    if n_d == 0:
-        raise dep.error("n_d", "must be >= 1: every request needs decode")
     dep.finish()
 
     dec = root.section("decode", required=True)
@@ -195,14 +190,12 @@ def from_dict(data: dict, path: str | Path | None = None) -> Scenario:
         l_out=dec.get("l_out", parse_tokens, check=lambda x: positive(x) or at_most(MAX_TOKENS, "16M tokens")(x)),
     )
     work = root.section("workload", required=True)
-    lengths = _lengths(work.section("lengths", required=True), base_dir)
+    lengths = parse_lengths(work.section("lengths", required=True), base_dir)
     sim = parse_sim_config(root, work, dec, base_dir, lengths)
     work.finish()
     dec.finish()
 
     lo, hi = lengths.support
-    if t > hi:
-        raise dep.error("threshold", f"{t:.0f} tokens lies above the distribution's support [{lo:.0f}, {hi:.0f}]")
     grid = np.linspace(max(lo, 1.0), hi, 64)
     for pname, prof in profiles.items():
         if prof in (prfaas_prof, local_prof) and (msg := prof.check_positive(grid)):
@@ -226,9 +219,11 @@ def from_dict(data: dict, path: str | Path | None = None) -> Scenario:
                     homogeneous_pool=homo_pool, homogeneous_profile=homo_prof,
                     price_prfaas=price_pf, price_local=price_local)
     root.finish()
-    return Scenario(name=name, description=description, path=str(path) if path else None,
-                    system=system, t=t, n_p=n_p, n_d=n_d, mode=mode, profiles=profiles,
-                    rdma_bandwidth=rdma, sim=sim, source=data)
+    sc = Scenario(name=name, description=description, path=str(path) if path else None,
+                  system=system, t=t, n_p=n_p, n_d=n_d, mode=mode, profiles=profiles,
+                  rdma_bandwidth=rdma, sim=sim, source=data)
+    check_knobs(sc)
+    return sc
 
 
 def _profiles(sec: Reader, base_dir: Path) -> dict[str, Profile]:
@@ -316,49 +311,3 @@ def _curve(r: Reader, key: str, values_key: str, conv) -> Curve:
         curve = Curve.poly(a, b, cc)
     c.finish()
     return curve
-
-
-def _lengths(r: Reader, base_dir: Path) -> LengthDistribution:
-    kind = r.get("kind", str, check=one_of("discrete", "lognormal", "empirical"))
-    if kind == "discrete":
-        vals = r.raw("values")
-        probs = r.raw("probs")
-        if not isinstance(vals, list) or not isinstance(probs, list):
-            raise r.error("values", "values and probs must be lists")
-        try:
-            lv = [parse_tokens(v) for v in vals]
-        except ValueError as exc:
-            raise r.error("values", str(exc)) from None
-        if any(v <= 0 or v > MAX_TOKENS for v in lv):
-            raise r.error("values", "every length must be in (0, 16M] tokens")
-        try:
-            dist: LengthDistribution = Discrete.of(lv, [float(p) for p in probs])
-        except (TypeError, ValueError) as exc:
-            raise r.error("probs", str(exc)) from None
-    elif kind == "lognormal":
-        mu = r.get("mu", float)
-        sigma = r.get("sigma", float, check=positive)
-        lo = r.get("lo", parse_tokens, 1.0, check=positive)
-        hi = r.get("hi", parse_tokens, check=lambda x: positive(x) or at_most(MAX_TOKENS, "16M tokens")(x))
-        if lo >= hi:
-            raise r.error("hi", f"must be above lo ({lo:.0f})")
-        try:
-            dist = TruncatedLogNormal(mu, sigma, lo, hi)
-        except ValueError as exc:
-            raise r.error("mu", str(exc)) from None
-    else:
-        if r.has("samples"):
-            try:
-                dist = Empirical.of([parse_tokens(v) for v in r.raw("samples")], "preset")
-            except (TypeError, ValueError) as exc:
-                raise r.error("samples", str(exc)) from None
-        else:
-            p = Path(r.get("trace", str))
-            p = p if p.is_absolute() else base_dir / p
-            try:
-                trace = read_trace(p)
-            except TraceError as exc:
-                raise r.error("trace", str(exc)) from None
-            dist = Empirical.of(trace.input_lengths, p.name)
-    r.finish()
-    return dist
