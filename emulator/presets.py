@@ -91,8 +91,8 @@ def check_knobs(sc: Scenario) -> None:
     lo, hi = s.lengths.support
     if not (0 <= sc.t <= hi):
         raise PresetError(sc.path, "deployment.threshold",
-                          f"{sc.t:.0f} tokens lies outside the distribution's support "
-                          f"[{lo:.0f}, {hi:.0f}] (or 0, everything remote)")
+                          f"{sc.t:.0f} tokens lies outside the length distribution's support "
+                          f"[{lo:.0f}, {hi:.0f}] (any t from 0 to {hi:.0f} routes)")
 
 
 def resolve(name_or_path: str) -> Path:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from emulator.config import Reader, between, non_negative, one_of, positive
 from emulator.distributions import LengthDistribution
+from emulator.lengths_config import parse_lengths
 from emulator.sim.sessions import SessionWorkload, constant
 from emulator.traces import MOONCAKE_BLOCK_TOKENS
 from emulator.units import parse_bytes, parse_duration, parse_tokens
@@ -71,11 +72,9 @@ def parse_sessions(s: Reader, base_dir: Path, *, lengths: LengthDistribution | N
                    output_lengths: LengthDistribution | None, l_out: float,
                    block_tokens: int) -> SessionWorkload:
     """`[workload] sessions = { ... }` as a SessionWorkload (blocks of the cache's size)."""
-    from emulator.presets import _lengths  # the one length-table parser (imports us)
-
     def table(key: str, default: LengthDistribution | None) -> LengthDistribution:
         sec = s.section(key, required=default is None)
-        return default if sec is None else _lengths(sec, base_dir)
+        return default if sec is None else parse_lengths(sec, base_dir)
 
     system = s.get("system_prompt", parse_tokens, 0.0, check=non_negative)
     try:

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from emulator.config import Reader, between, non_negative, one_of, positive
 from emulator.distributions import LengthDistribution
+from emulator.lengths_config import parse_lengths
 from emulator.sim.cache_config import CacheConfig, parse_cache, parse_sessions
 from emulator.sim.incidents import Incident, parse_incidents
 from emulator.sim.prefill_backend import PrefillBackendConfig, parse_prefill
@@ -101,9 +102,7 @@ def parse_sim_config(root: Reader, work: Reader, dec: Reader, base_dir: Path,
     kw["off_mean"] = work.get("off_mean", parse_duration, 60.0, check=positive)
     kw["off_level"] = work.get("off_level", float, 0.0, check=between(0.0, 1.0))
     if (out := work.section("output_lengths")) is not None:
-        from emulator.presets import _lengths  # the one length-table parser (imports us)
-
-        dist = _lengths(out, base_dir)
+        dist = parse_lengths(out, base_dir)
         l_out = dec.get("l_out", parse_tokens)
         if abs(dist.mean - l_out) > 0.01 * l_out:
             raise work.error("output_lengths", f"mean {dist.mean:.1f} differs from decode.l_out = "

@@ -1,0 +1,61 @@
+"""The one parser of length tables (`[workload.lengths]`, `output_lengths`, the sessions'
+tables), shared by emulator.presets and the emulator's settings without an import cycle."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from emulator.config import Reader, at_most, one_of, positive
+from emulator.distributions import Discrete, Empirical, LengthDistribution, TruncatedLogNormal
+from emulator.traces import TraceError, read_trace
+from emulator.units import parse_tokens
+
+MAX_TOKENS = 16 * 1024 * 1024  # 16M tokens: anything longer is a typo
+
+
+def parse_lengths(r: Reader, base_dir: Path) -> LengthDistribution:
+    """A length table: kind = "discrete" (values, probs), "lognormal" (mu, sigma, lo, hi) or
+    "empirical" (samples, or a trace file relative to `base_dir`)."""
+    kind = r.get("kind", str, check=one_of("discrete", "lognormal", "empirical"))
+    if kind == "discrete":
+        vals = r.raw("values")
+        probs = r.raw("probs")
+        if not isinstance(vals, list) or not isinstance(probs, list):
+            raise r.error("values", "values and probs must be lists")
+        try:
+            lv = [parse_tokens(v) for v in vals]
+        except ValueError as exc:
+            raise r.error("values", str(exc)) from None
+        if any(v <= 0 or v > MAX_TOKENS for v in lv):
+            raise r.error("values", "every length must be in (0, 16M] tokens")
+        try:
+            dist: LengthDistribution = Discrete.of(lv, [float(p) for p in probs])
+        except (TypeError, ValueError) as exc:
+            raise r.error("probs", str(exc)) from None
+    elif kind == "lognormal":
+        mu = r.get("mu", float)
+        sigma = r.get("sigma", float, check=positive)
+        lo = r.get("lo", parse_tokens, 1.0, check=positive)
+        hi = r.get("hi", parse_tokens, check=lambda x: positive(x) or at_most(MAX_TOKENS, "16M tokens")(x))
+        if lo >= hi:
+            raise r.error("hi", f"must be above lo ({lo:.0f})")
+        try:
+            dist = TruncatedLogNormal(mu, sigma, lo, hi)
+        except ValueError as exc:
+            raise r.error("mu", str(exc)) from None
+    else:
+        if r.has("samples"):
+            try:
+                dist = Empirical.of([parse_tokens(v) for v in r.raw("samples")], "preset")
+            except (TypeError, ValueError) as exc:
+                raise r.error("samples", str(exc)) from None
+        else:
+            p = Path(r.get("trace", str))
+            p = p if p.is_absolute() else base_dir / p
+            try:
+                trace = read_trace(p)
+            except TraceError as exc:
+                raise r.error("trace", str(exc)) from None
+            dist = Empirical.of(trace.input_lengths, p.name)
+    r.finish()
+    return dist
