@@ -28,9 +28,8 @@ class ScalarCurve:
 class Costs:
     """What one instance of a profile spends on a request: prefill seconds and KV bytes."""
 
-    __slots__ = ("profile", "t_prefill", "s_kv")
+    __slots__ = ("t_prefill", "s_kv")
 
     def __init__(self, profile: Profile):
-        self.profile = profile
         self.t_prefill = ScalarCurve(profile.prefill_time)
         self.s_kv = ScalarCurve(profile.kv_size)

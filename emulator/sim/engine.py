@@ -43,6 +43,7 @@ from emulator.sim.sessions import generate_sessions, to_trace
 from emulator.sim.snapshot import LinkSnap, LiveKnobs, Snapshot, StageSnap
 from emulator.sim.workload import SyntheticSource, TraceSource, Workload
 from emulator.traces import MOONCAKE_BLOCK_TOKENS, Trace, read_trace
+from emulator.units import to_gbps
 
 
 def check_split(n_p: int, n_d: int, pool: int, paradigm: str = "prfaas-pd") -> None:
@@ -131,7 +132,8 @@ class Emulation:
         self._tasks: list[asyncio.Task] = []
         self._max_queue = sim.max_queue
         self._max_wait = sim.max_queue_seconds
-        self._admission = sim.admission_bounded or sim.kv_budget is not None
+        self._kv_bounded = sim.kv_budget is not None
+        self._admission = sim.admission_bounded or self._kv_bounded
 
         # workload
         streams = [np.random.default_rng(s) for s in np.random.SeedSequence(self.seed).spawn(4)]
@@ -226,7 +228,7 @@ class Emulation:
 
     def _refuse(self, stage: PrefillStage, req: Request) -> str | None:
         """Admission control: why this request is turned away, or None."""
-        if not self.pdd.fits(stage.costs.s_kv(req.length)):
+        if self._kv_bounded and not self.pdd.fits(stage.costs.s_kv(req.length)):
             return "kv-exceeds-decode-budget"
         if self._max_queue is not None:
             if len(stage.queue) >= self._max_queue:
@@ -372,7 +374,7 @@ class Emulation:
             raise ValueError(f"bandwidth must be > 0, got {bytes_per_second!r}")
         self.bandwidth = float(bytes_per_second)
         self.link.set_capacity(self.bandwidth * self.link_factor)
-        self.note(f"bandwidth -> {bytes_per_second * 8e-9:.2f} Gbps")
+        self.note(f"bandwidth -> {to_gbps(bytes_per_second):.2f} Gbps")
 
     def set_link_capacity(self, bytes_per_second: float) -> None:
         """What the link delivers now, knob unchanged (brownout, outage = 0, recovery)."""
@@ -555,7 +557,7 @@ class Emulation:
         return Snapshot(
             sim_time=now_tot.t, knobs=self.knobs, offered_rate=w.offered, served_rate=w.served,
             arrived=self.arrived, completed=self.completed, in_flight=now_tot.in_flight,
-            rejected=sum(self.rejected.values()), lost=sum(self.lost.values()), stages=stages,
+            rejected=now_tot.rejected, lost=sum(self.lost.values()), stages=stages,
             link=link, ttft_p50=ttft[0], ttft_p90=ttft[1], ttft_p99=ttft[2], tpot_p50=tpot[0],
             slo_attainment=slo, bottleneck=bottleneck(base, now_tot, w),
             decisions=tuple(self.decisions), events=self.events,

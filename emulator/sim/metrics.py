@@ -14,6 +14,7 @@ from typing import NamedTuple
 from emulator.model import STAGES, _num
 from emulator.sim.histogram import LogHistogram
 from emulator.sim.request import Request
+from emulator.units import to_gbps
 
 QUANTILES = (0.5, 0.9, 0.99)
 
@@ -190,7 +191,7 @@ class TimeSeries:
             w = window(prev, row)
             out.append((row.t, w.offered, w.served, w.rejected, row.in_flight, *row.queue,
                         w.compute, w.utilization["pd-p"], w.utilization["pd-d"], w.link,
-                        (row.link_sent - prev.link_sent) * 8e-9 / w.seconds if w.seconds else 0.0,
+                        to_gbps(row.link_sent - prev.link_sent) / w.seconds if w.seconds else 0.0,
                         row.link_in_flight))
             prev = row
         return out

@@ -45,9 +45,7 @@ class PrefillStage(Stage):
     def __init__(self, loop, name: str, costs: Costs, link: Link,
                  deliver: Callable[[Request], None]):
         super().__init__(loop, name)
-        self.costs = costs
-        self._t_prefill = costs.t_prefill
-        self._s_kv = costs.s_kv
+        self.set_costs(costs)
         self.link = link
         self.deliver = deliver  # the KV reached the decode side
         self._free: list[int] = []  # heap of idle, accepting, alive worker indices

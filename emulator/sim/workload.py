@@ -126,8 +126,6 @@ class Workload:
         self._timer = None
         self._gap_left = 0.0  # operational time to the next arrival while the rate is 0
         self._paused = False
-        self.exhausted = False
-        self._phase_timer = None
 
     @property
     def rate(self) -> float:
@@ -142,7 +140,6 @@ class Workload:
     def start(self) -> None:
         gap = self.source.gaps.next()
         if gap is None:
-            self.exhausted = True
             return
         self._arm(self.loop._now, gap)
 
@@ -162,7 +159,6 @@ class Workload:
         gap = src.gaps.next()
         if gap is None:
             self._timer = None
-            self.exhausted = True
         elif self._rate > 0:
             self._timer = self.loop.call_at(self.loop._now + gap / self._rate, self._fire)
         else:
@@ -213,7 +209,6 @@ class Workload:
             self.level = on_level if on else off_level * on_level
             self._retime()
             mean = on_mean if on else off_mean
-            self._phase_timer = self.loop.call_at(self.loop._now + mean * durations.next(),
-                                                  switch, not on)
+            self.loop.call_at(self.loop._now + mean * durations.next(), switch, not on)
 
         switch(on)
