@@ -53,7 +53,7 @@ def cost(system: System, c: Candidate) -> float | None:
 def score_all(system: System, cands: list[Candidate]) -> list[Scored]:
     """Lambda_max (exact mode) of every candidate. The length statistics depend only on t and
     the profiles, so they are computed once per distinct threshold; the rest is arithmetic."""
-    lo, hi = system.lengths.support
+    hi = system.lengths.support[1]
     grid = system.lengths.threshold_grid()
     out: list[Scored | None] = [None] * len(cands)
     by_profile: dict[str, list[int]] = {}
@@ -92,7 +92,6 @@ def prune(system: System, cands: list[Candidate], *, per_config: int = 3,
           margin: float = 0.10) -> list[Scored]:
     """Score all candidates; mark the pruned ones with the rule that removed them."""
     scored = score_all(system, cands)
-    out: list[Scored] = []
     groups: dict[tuple, list[int]] = {}
     for i, s in enumerate(scored):
         if not s.lambda_max > 0:
@@ -113,5 +112,4 @@ def prune(system: System, cands: list[Candidate], *, per_config: int = 3,
             if lam < (1 - margin) * best:
                 scored[i] = replace(scored[i], pruned="dominated at its cost")
             best = max(best, lam)
-    out.extend(scored)
-    return out
+    return scored

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -23,6 +24,7 @@ import numpy as np
 
 from emulator.config import Reader, non_negative, one_of, positive
 from emulator.distributions import LengthDistribution
+from emulator.lengths_config import parse_lengths
 from emulator.model import STAGES
 from emulator.sim.workload import TraceSource
 from emulator.units import format_tokens, parse_duration, parse_tokens
@@ -199,12 +201,9 @@ class Surge(Incident):
         if self.long_factor is None:
             act.timeline.set_rate(act, self.factor)
             return
-        base = act.timeline.base_lengths
-        cut = emu.scenario.t if self.cut is None else self.cut
-        shifted = Reweighted.of(base, cut, self.long_factor)
-        p = float(base.p_above(cut))
+        shifted = _long_mix(emu, act, self.cut, self.long_factor)
         act.timeline.set_lengths(act, shifted)
-        act.timeline.set_rate(act, (1 - p) + self.long_factor * p)  # short requests keep their rate
+        act.timeline.set_rate(act, shifted.mass)  # short requests keep their rate
 
     def stop(self, emu, act):
         act.timeline.set_rate(act, None)
@@ -232,12 +231,15 @@ class LengthShift(Incident):
         if self.lengths is not None:
             act.timeline.set_lengths(act, self.lengths)
         else:
-            cut = emu.scenario.t if self.cut is None else self.cut
-            act.timeline.set_lengths(act, Reweighted.of(act.timeline.base_lengths, cut,
-                                                        self.long_factor))
+            act.timeline.set_lengths(act, _long_mix(emu, act, self.cut, self.long_factor))
 
     def stop(self, emu, act):
         act.timeline.set_lengths(act, None)
+
+
+def _long_mix(emu: Emulation, act: Active, cut: float | None, factor: float) -> Reweighted:
+    """The preset's mix with the odds above `cut` (default: the threshold) x `factor`."""
+    return Reweighted.of(act.timeline.base_lengths, emu.scenario.t if cut is None else cut, factor)
 
 
 @dataclass(frozen=True)
@@ -283,29 +285,38 @@ class Reweighted(LengthDistribution):
 
     @classmethod
     def of(cls, base: LengthDistribution, cut: float, factor: float) -> Reweighted:
-        p = float(base.p_above(cut))
-        if not 0 < p < 1:
-            raise ValueError(f"nothing to re-weight: P(L > {cut:.0f}) = {p:.3g}")
-        return cls(base, float(cut), float(factor))
+        out = cls(base, float(cut), float(factor))
+        if not 0 < out.p < 1:
+            raise ValueError(f"nothing to re-weight: P(L > {cut:.0f}) = {out.p:.3g}")
+        return out
+
+    @cached_property
+    def p(self) -> float:
+        """P(L > cut) of the base."""
+        return float(self.base.p_above(self.cut))
 
     @property
-    def _weights(self) -> tuple[float, float, float]:
-        """(weight below, weight above, P(L > cut) of the base)."""
-        p = float(self.base.p_above(self.cut))
-        z = (1 - p) + self.factor * p
-        return 1 / z, self.factor / z, p
+    def mass(self) -> float:
+        """(1 - p) + factor x p: the base's mass after re-weighting, before renormalizing (the
+        rate multiplier that keeps requests below `cut` at their rate)."""
+        return (1 - self.p) + self.factor * self.p
+
+    @property
+    def _weights(self) -> tuple[float, float]:
+        """(weight below, weight above)."""
+        z = self.mass
+        return 1 / z, self.factor / z
 
     def partial_moments(self, a, b):
         a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
         c = self.cut
-        w_lo, w_hi, _ = self._weights
+        w_lo, w_hi = self._weights
         lo = self.base.partial_moments(np.minimum(a, c), np.minimum(b, c))
         hi = self.base.partial_moments(np.maximum(a, c), np.maximum(b, c))
         return tuple(w_lo * x + w_hi * y for x, y in zip(lo, hi, strict=True))
 
     def sample(self, rng, n):
-        _, w_hi, p = self._weights
-        above = rng.random(n) < w_hi * p
+        above = rng.random(n) < self._weights[1] * self.p
         out = np.empty(n)
         for side in (True, False):
             want = int(np.count_nonzero(above == side))
@@ -522,6 +533,4 @@ def _mix(r: Reader, kind: str, kw: dict, base_dir: Path) -> None:
     elif kind == "surge":
         kw["factor"] = r.get("factor", float, check=positive)
     else:
-        from emulator.presets import _lengths  # the one length-table parser (it imports us)
-
-        kw["lengths"] = _lengths(r.section("lengths", required=True), base_dir)
+        kw["lengths"] = parse_lengths(r.section("lengths", required=True), base_dir)

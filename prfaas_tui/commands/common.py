@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 from emulator import presets
 from emulator.presets import Scenario
@@ -23,18 +24,40 @@ def add_scenario_flags(p: argparse.ArgumentParser, default_preset: str = "paper-
                    help="cross-datacenter egress B_out: a number in Gbps or '1000 MB/s'")
 
 
-def _flag(name: str, conv, raw: str):
+def parse_flag(flag: str, conv, raw: str | None, check=None):
+    """A flag's value through `conv` (None when not given); every failure a UsageError naming
+    the flag. `check` returns an error text or None."""
+    if raw is None:
+        return None
     try:
-        return conv(raw)
+        value = conv(raw)
     except (UnitError, ValueError) as exc:
-        raise UsageError(f"{name}: {exc}") from None
+        raise UsageError(f"{flag}: {exc}") from None
+    if check is not None and (msg := check(value)):
+        raise UsageError(f"{flag}: {msg} (got {raw!r})")
+    return value
+
+
+def whole(raw: str) -> int:
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"must be a whole number, got {raw!r}") from None
+
+
+def positive(x: float) -> str | None:
+    return None if x > 0 and math.isfinite(x) else "must be > 0"
+
+
+def non_negative(x: float) -> str | None:
+    return None if x >= 0 and math.isfinite(x) else "must be >= 0"
 
 
 def scenario_from_args(args: argparse.Namespace) -> Scenario:
     """Load the preset and apply --t/--np/--nd/--nprfaas/--bandwidth, validated like a preset."""
     sc = presets.load(args.preset)
-    t = _flag("--t", parse_tokens, args.t) if args.t is not None else None
-    bw = _flag("--bandwidth", parse_bandwidth, args.bandwidth) if args.bandwidth is not None else None
+    t = parse_flag("--t", parse_tokens, args.t)
+    bw = parse_flag("--bandwidth", parse_bandwidth, args.bandwidth)
     for flag, val in (("--np", args.n_p), ("--nd", args.n_d), ("--nprfaas", args.n_prfaas)):
         if val is not None and val < 0:
             raise UsageError(f"{flag}: must be >= 0 (got {val})")

@@ -16,7 +16,7 @@ import time
 from emulator.sim.accounting import AccountingError
 from emulator.sim.drills import Drill, list_drills, load_drill
 from emulator.units import format_duration
-from prfaas_tui.commands.common import UsageError
+from prfaas_tui.commands.common import non_negative, parse_flag, whole
 
 HELP = "run an incident drill (presets/drills) and print its scorecard"
 
@@ -37,7 +37,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def main(args) -> int:
     if args.name is None:
         return _list()
-    seed = _seed(args.seed)
+    seed = parse_flag("--seed", whole, args.seed, non_negative)
     drill = load_drill(args.name)
     started = time.perf_counter()
     try:
@@ -63,18 +63,6 @@ def main(args) -> int:
         print(f"prfaas-tui drill: {drill.name}: missed {', '.join(missed)}", file=sys.stderr)
         return 1
     return 0
-
-
-def _seed(raw: str | None) -> int | None:
-    if raw is None:
-        return None
-    try:
-        seed = int(raw)
-    except ValueError:
-        raise UsageError(f"--seed: must be a whole number, got {raw!r}") from None
-    if seed < 0:
-        raise UsageError(f"--seed: must be >= 0 (got {seed})")
-    return seed
 
 
 def _list() -> int:

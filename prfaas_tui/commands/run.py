@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from dataclasses import replace
@@ -19,13 +18,10 @@ from emulator.sim.router import PARADIGMS
 from emulator.torch_prefill import TorchUnavailable
 from emulator.torch_prefill.config import get_config
 from emulator.traces import TraceError
-from emulator.units import UnitError, parse_bandwidth, parse_duration, parse_tokens
+from emulator.units import parse_bandwidth, parse_duration, parse_tokens
+from prfaas_tui.commands.common import UsageError, non_negative, parse_flag, positive, whole
 
 HELP = "emulate a preset in virtual time and report rates, latencies and the bottleneck"
-
-
-class CliError(ValueError):
-    """Bad input: one line on stderr, exit status 2."""
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -68,54 +64,26 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
-def _parse(flag: str, conv, raw: str | None, check=None):
-    """A flag's value through `conv`, with every failure a CliError naming the flag."""
-    if raw is None:
-        return None
-    try:
-        value = conv(raw)
-    except (UnitError, ValueError) as exc:
-        raise CliError(f"{flag}: {exc}") from None
-    if check is not None and (msg := check(value)):
-        raise CliError(f"{flag}: {msg} (got {raw!r})")
-    return value
-
-
-def _positive(x: float) -> str | None:
-    return None if x > 0 and math.isfinite(x) else "must be > 0"
-
-
-def _non_negative(x: float) -> str | None:
-    return None if x >= 0 and math.isfinite(x) else "must be >= 0"
-
-
-def _whole(raw: str) -> int:
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValueError(f"must be a whole number, got {raw!r}") from None
-
-
 def build(args) -> Emulation:
-    """The emulation the flags describe; CliError/PresetError/TraceError on bad input."""
+    """The emulation the flags describe; UsageError/PresetError/TraceError on bad input."""
     sc: Scenario = load(args.preset)
-    duration = _parse("--duration", parse_duration, args.duration, _positive)
-    rate = _parse("--rate", float, args.rate, _non_negative)
-    load_ = _parse("--load", float, args.load, _positive)
-    seed = _parse("--seed", _whole, args.seed, _non_negative)
-    t = _parse("--t", parse_tokens, args.t, _non_negative)
-    n_p = _parse("--np", _whole, args.np, _non_negative)
-    n_d = _parse("--nd", _whole, args.nd, _non_negative)
-    n_prfaas = _parse("--n-prfaas", _whole, args.n_prfaas, _non_negative)
-    bandwidth = _parse("--bandwidth", parse_bandwidth, args.bandwidth, _positive)
+    duration = parse_flag("--duration", parse_duration, args.duration, positive)
+    rate = parse_flag("--rate", float, args.rate, non_negative)
+    load_ = parse_flag("--load", float, args.load, positive)
+    seed = parse_flag("--seed", whole, args.seed, non_negative)
+    t = parse_flag("--t", parse_tokens, args.t, non_negative)
+    n_p = parse_flag("--np", whole, args.np, non_negative)
+    n_d = parse_flag("--nd", whole, args.nd, non_negative)
+    n_prfaas = parse_flag("--n-prfaas", whole, args.n_prfaas, non_negative)
+    bandwidth = parse_flag("--bandwidth", parse_bandwidth, args.bandwidth, positive)
     try:
         sc = sc.with_knobs(t=t, n_prfaas=n_prfaas, bandwidth=bandwidth)
     except PresetError as exc:
         flag = {"deployment.threshold": "--t", "deployment.n_prfaas": "--n-prfaas",
                 "deployment.bandwidth": "--bandwidth"}.get(exc.key, "")
-        raise CliError(f"{flag}: {exc.message}" if flag else str(exc)) from None
+        raise UsageError(f"{flag}: {exc.message}" if flag else str(exc)) from None
     if rate is not None and load_ is not None:
-        raise CliError("--rate/--load: give one or the other")
+        raise UsageError("--rate/--load: give one or the other")
     sc = _prefill_backend(sc, args)
     homogeneous = args.paradigm == "homogeneous"
     if (n_p is not None or n_d is not None) and not (homogeneous and (n_p is None or n_d is None)):
@@ -125,14 +93,14 @@ def build(args) -> Emulation:
             check_split(sc.n_p if n_p is None else n_p, sc.n_d if n_d is None else n_d, pool,
                         args.paradigm)
         except ValueError as exc:
-            raise CliError(f"--np/--nd: {exc}") from None
+            raise UsageError(f"--np/--nd: {exc}") from None
     try:
         return Emulation(sc, seed=seed, rate=rate, load=load_, duration=duration,
                          paradigm=args.paradigm, trace=args.trace, n_p=n_p, n_d=n_d)
     except TraceError:
         raise
     except ValueError as exc:
-        raise CliError(str(exc)) from None
+        raise UsageError(str(exc)) from None
 
 
 def _prefill_backend(sc: Scenario, args) -> Scenario:
@@ -143,16 +111,16 @@ def _prefill_backend(sc: Scenario, args) -> Scenario:
     base = sc.sim.prefill
     if args.backend == "profile" or (args.backend is None and base is None):
         if given:
-            raise CliError(f"{given}: needs --backend torch (or [prefill] backend = \"torch\")")
+            raise UsageError(f"{given}: needs --backend torch (or [prefill] backend = \"torch\")")
         return replace(sc, sim=replace(sc.sim, prefill=None))
     base = base or PrefillBackendConfig(backend="torch")
     model = args.torch_model or base.model
     try:
         get_config(model)
     except ValueError as exc:
-        raise CliError(f"--torch-model: {exc}") from None
-    scale = _parse("--length-scale", float, args.length_scale, _positive)
-    device = _parse("--torch-device", str, args.torch_device, check_device)
+        raise UsageError(f"--torch-model: {exc}") from None
+    scale = parse_flag("--length-scale", float, args.length_scale, positive)
+    device = parse_flag("--torch-device", str, args.torch_device, check_device)
     cfg = replace(base, model=model, length_scale=base.length_scale if scale is None else scale,
                   device=device or base.device)
     return replace(sc, sim=replace(sc.sim, prefill=cfg))
@@ -161,10 +129,7 @@ def _prefill_backend(sc: Scenario, args) -> Scenario:
 def main(args) -> int:
     try:
         emu = build(args)
-    except TorchUnavailable as exc:
-        print(f"prfaas-tui run: error: {exc}", file=sys.stderr)
-        return 2
-    except (CliError, PresetError, TraceError) as exc:
+    except (UsageError, PresetError, TraceError, TorchUnavailable) as exc:
         print(f"prfaas-tui run: error: {exc}", file=sys.stderr)
         return 2
     with emu:
