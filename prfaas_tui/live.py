@@ -229,8 +229,7 @@ class Driver:
             self._history.pop()  # same moment, newer knobs: the plots must show them
         self._history.append(snap)
         return Tick(snap, tuple(self._history), self.paused, self._speed,
-                    self._rtf if self.live else None, self.generation, self._applied,
-                    snap.incident_windows)
+                    self._rtf if self.live else None, self.generation, self._applied)
 
     def _main(self) -> None:
         try:

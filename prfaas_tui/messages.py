@@ -23,7 +23,6 @@ class Tick:
     rtf: float | None  # simulated seconds per wall second; None when not paced by the wall clock
     generation: int = 0  # which emulation produced it (a preset load starts a new one)
     applied: int = 0  # how many of the UI's setting changes the emulation has taken so far
-    timeline: tuple[tuple[float, float | None, str], ...] = ()  # snapshot.incident_windows
 
 
 class TickReady(Message):

@@ -196,11 +196,11 @@ class Dashboard(Screen):
     def _follow_incidents(self, tick: Tick) -> None:
         """Play the incident timeline (a drill's, or incidents injected by hand); at a drill's
         end, pause and show its scorecard."""
-        d, now = self.drill, tick.snapshot.sim_time
-        if d is None and not tick.timeline:
+        d, now, windows = self.drill, tick.snapshot.sim_time, tick.snapshot.incident_windows
+        if d is None and not windows:
             return
         title = f"drill {d.name}" if d else "incidents"
-        self.query_one(DrillTimeline).show(title, tick.timeline, now, d.duration if d else None)
+        self.query_one(DrillTimeline).show(title, windows, now, d.duration if d else None)
         if d is not None and now >= d.duration and not self.scored and self.driver is not None:
             self.scored = True
             from prfaas_tui.screens.drills import ScorecardScreen

@@ -28,25 +28,26 @@ if TYPE_CHECKING:
     from prfaas_tui.screens.dashboard import Dashboard
 
 
-class DrillPicker(ModalScreen[str | None]):
-    """Lists the shipped drills; returns the chosen name."""
+class _Picker(ModalScreen[str | None]):
+    """A list of (name, description) in a dialog; returns the chosen name, or None."""
 
     CSS_PATH = "dialogs.tcss"
-    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="drill-cancel")]
 
-    def __init__(self) -> None:
+    def __init__(self, title: str, items: Sequence[tuple[str, str]], keys: str,
+                 empty: str = "", list_id: str | None = None) -> None:
         super().__init__(classes="dialog")
+        self.title_text, self.items, self.keys = title, items, keys
+        self.empty, self.list_id = empty, list_id
 
     def compose(self) -> ComposeResult:
-        drills = live.list_drills()
         with Vertical(classes="frame"):
-            yield Label("Run a drill: its scenario replaces the running one", classes="title")
-            if drills:
+            yield Label(self.title_text, classes="title")
+            if self.items or not self.empty:
                 yield OptionList(*[Option(Text.assemble((f"{n:<24}", "bold"), (d, "dim")), id=n)
-                                   for n, d in drills], id="drills")
-            if not drills:
-                yield Static("no drills shipped (presets/drills/*.toml)", classes="help")
-            yield Static("enter: start · esc: cancel", classes="help")
+                                   for n, d in self.items], id=self.list_id)
+            else:
+                yield Static(self.empty, classes="help")
+            yield Static(self.keys, classes="help")
 
     def on_mount(self) -> None:
         if self.query(OptionList):
@@ -57,26 +58,25 @@ class DrillPicker(ModalScreen[str | None]):
         self.dismiss(event.option.id)
 
 
-class InjectPicker(ModalScreen[str | None]):
+class DrillPicker(_Picker):
+    """Lists the shipped drills; returns the chosen name."""
+
+    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="drill-cancel")]
+
+    def __init__(self) -> None:
+        super().__init__("Run a drill: its scenario replaces the running one", live.list_drills(),
+                         "enter: start · esc: cancel",
+                         empty="no drills shipped (presets/drills/*.toml)", list_id="drills")
+
+
+class InjectPicker(_Picker):
     """Incidents that can be injected now; returns the chosen kind."""
 
-    CSS_PATH = "dialogs.tcss"
     BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="inject-cancel")]
 
     def __init__(self, kinds: Sequence[tuple[str, str]]) -> None:
-        super().__init__(classes="dialog")
-        self.kinds = kinds
-
-    def compose(self) -> ComposeResult:
-        with Vertical(classes="frame"):
-            yield Label("Inject an incident at the current simulated time", classes="title")
-            yield OptionList(*[Option(Text.assemble((f"{k:<24}", "bold"), (d, "dim")), id=k)
-                               for k, d in self.kinds])
-            yield Static("enter: inject · esc: cancel", classes="help")
-
-    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        event.stop()
-        self.dismiss(event.option.id)
+        super().__init__("Inject an incident at the current simulated time", kinds,
+                         "enter: inject · esc: cancel")
 
 
 METRICS = (  # scorecard key, label, format

@@ -132,7 +132,6 @@ def metric_rows(history: Sequence[Any], model: Callable[[Any], OperatingPoint]) 
     rows = []
     for s in history:
         op = model(s)
-        rejected = s.rejected if isinstance(s.rejected, int) else sum(dict(s.rejected).values())
         row = {"sim_time": s.sim_time, "offered_rate": s.offered_rate, "served_rate": s.served_rate,
                "lambda_max": op.lambda_max, "binding": op.binding}
         row |= {f"ceiling_{st}": op.ceilings[st] for st in STAGES}
@@ -142,7 +141,7 @@ def metric_rows(history: Sequence[Any], model: Callable[[Any], OperatingPoint]) 
                 "ttft_p50": s.ttft_p50, "ttft_p90": s.ttft_p90, "ttft_p99": s.ttft_p99}
         row |= {f"queue_{st}": s.stages[st].queue for st in STAGES}
         row |= {"link_queued_bytes": s.link.queued_bytes, "arrived": s.arrived,
-                "completed": s.completed, "in_flight": s.in_flight, "rejected": rejected,
+                "completed": s.completed, "in_flight": s.in_flight, "rejected": s.rejected,
                 "lost": s.lost, "bottleneck": s.bottleneck}
         k = s.knobs
         row |= {"t": k.t, "n_p": k.n_p, "n_d": k.n_d, "n_prfaas": k.n_prfaas,

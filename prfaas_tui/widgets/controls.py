@@ -18,7 +18,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from emulator.optimizer import PARADIGMS
-from emulator.units import format_tokens, parse_bandwidth, parse_tokens, to_gbps
+from emulator.units import GBPS, K_TOKENS, format_tokens, parse_bandwidth, parse_tokens, to_gbps
 from prfaas_tui.widgets.modelview import (
     PARADIGM_LABELS,
     Refused,
@@ -77,13 +77,13 @@ def _cycle(s: Settings, d: int) -> dict:
 
 def _t_step(s: Settings, d: int) -> dict:
     hi = s.scenario.system.lengths.support[1]
-    return {"t": min(hi, max(0.0, s.scenario.t + d * 1024))}
+    return {"t": min(hi, max(0.0, s.scenario.t + d * K_TOKENS))}
 
 
 def _gbps_step(s: Settings, d: int) -> dict:
     g = to_gbps(s.scenario.system.bandwidth)
     step = nice_step(g * (0.999 if d < 0 else 1.0), 1) * abs(d)
-    return {"bandwidth": max(step / 10, g + math.copysign(step, d)) * 1e9 / 8}
+    return {"bandwidth": max(step / 10, g + math.copysign(step, d)) * GBPS}
 
 
 def _rate_step(s: Settings, d: int) -> dict:

@@ -18,7 +18,7 @@ from textual.widgets import Sparkline, Static
 from textual_plotext import PlotextPlot
 
 from emulator.model import STAGES, OperatingPoint
-from emulator.units import format_bytes, format_duration, format_tokens, to_gbps
+from emulator.units import K_TOKENS, format_bytes, format_duration, format_tokens, to_gbps
 from prfaas_tui.widgets.model_panel import STAGE_LABELS
 from prfaas_tui.widgets.modelview import Figure5, ModelView
 from prfaas_tui.widgets.theme import rgb
@@ -251,13 +251,13 @@ class CeilingsVsTChart(Chart):
     def draw(self, plt: Any, v: ModelView) -> None:
         f: Figure5 = v.figure5
         sel = decimate(len(f.t), self.width_points())
-        t = f.t[sel] / 1024
+        t = f.t[sel] / K_TOKENS
         lam = f.lambda_vs_t[sel]
         top = max(1e-3, float(np.nanmax(np.where(np.isfinite(lam), lam, np.nan), initial=1.0))) * 2.0
         self.title(plt, f"Fig. 5b: producer ceilings vs t (K) at N_p={v.scenario.n_p}",
                    "ceilings vs t (K)")
         self.line(plt, t, finite(f.prfaas_vs_t[sel], top), "warning", "PrfaaS")
         self.line(plt, t, finite(f.pdp_vs_t[sel], top), "success", "PD-P")
-        plt.vline(v.scenario.t / 1024, color=self.c("error"))
-        plt.vline(v.optimum.best.knobs.t / 1024, color=self.c("primary"))
+        plt.vline(v.scenario.t / K_TOKENS, color=self.c("error"))
+        plt.vline(v.optimum.best.knobs.t / K_TOKENS, color=self.c("primary"))
         plt.ylim(0, top)
