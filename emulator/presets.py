@@ -22,6 +22,7 @@ from emulator.units import (
     parse_bytes,
     parse_duration,
     parse_tokens,
+    to_gbps,
 )
 
 MAX_INSTANCES = 100_000
@@ -78,14 +79,15 @@ def check_knobs(sc: Scenario) -> None:
     """Raise PresetError when the knobs are impossible for the deployment."""
     s = sc.system
     if sc.n_p < 0 or sc.n_d < 0:
-        raise PresetError(sc.path, "deployment.n_p" if sc.n_p < 0 else "deployment.n_d", "must be >= 0")
+        raise PresetError(sc.path, "deployment.n_p" if sc.n_p < 0 else "deployment.n_d",
+                          f"must be >= 0 (got {min(sc.n_p, sc.n_d)})")
     if sc.n_p + sc.n_d > s.local_pool:
         raise PresetError(sc.path, "deployment.n_p",
                           f"n_p + n_d = {sc.n_p + sc.n_d} exceeds the local pool of {s.local_pool}")
     if s.n_prfaas < 0:
-        raise PresetError(sc.path, "deployment.n_prfaas", "must be >= 0")
+        raise PresetError(sc.path, "deployment.n_prfaas", f"must be >= 0 (got {s.n_prfaas})")
     if not s.bandwidth > 0:
-        raise PresetError(sc.path, "deployment.bandwidth", "must be > 0")
+        raise PresetError(sc.path, "deployment.bandwidth", f"must be > 0 (got {to_gbps(s.bandwidth):g} Gbps)")
     if sc.n_d == 0:
         raise PresetError(sc.path, "deployment.n_d", "must be >= 1: every request needs decode")
     lo, hi = s.lengths.support

@@ -6,6 +6,7 @@ import argparse
 import math
 
 from emulator import presets
+from emulator.config import PresetError
 from emulator.presets import Scenario
 from emulator.units import UnitError, parse_bandwidth, parse_tokens
 
@@ -53,26 +54,25 @@ def non_negative(x: float) -> str | None:
     return None if x >= 0 and math.isfinite(x) else "must be >= 0"
 
 
+# check_knobs names preset keys; a scenario that loaded can only be broken by the flags
+_FLAG_OF_KEY = {"deployment.threshold": "--t", "deployment.n_p": "--np/--nd",
+                "deployment.n_d": "--np/--nd", "deployment.n_prfaas": "--nprfaas",
+                "deployment.bandwidth": "--bandwidth"}
+
+
 def scenario_from_args(args: argparse.Namespace) -> Scenario:
-    """Load the preset and apply --t/--np/--nd/--nprfaas/--bandwidth, validated like a preset."""
+    """Load the preset and apply --t/--np/--nd/--nprfaas/--bandwidth, validated like a preset
+    (presets.check_knobs) with the error naming the flag."""
     sc = presets.load(args.preset)
     t = parse_flag("--t", parse_tokens, args.t)
     bw = parse_flag("--bandwidth", parse_bandwidth, args.bandwidth)
-    for flag, val in (("--np", args.n_p), ("--nd", args.n_d), ("--nprfaas", args.n_prfaas)):
-        if val is not None and val < 0:
-            raise UsageError(f"{flag}: must be >= 0 (got {val})")
-    if bw is not None and not bw > 0:
-        raise UsageError(f"--bandwidth: must be > 0 (got {args.bandwidth})")
     n_p, n_d = args.n_p, args.n_d
     pool = sc.system.local_pool
     if n_p is not None and n_d is None:
-        n_d = pool - n_p
+        n_d = max(pool - n_p, 0)
     elif n_d is not None and n_p is None:
-        n_p = pool - n_d
-    if n_p is not None and n_d is not None and (n_p + n_d > pool or n_d < 1 or n_p < 0):
-        raise UsageError(f"--np/--nd: N_p={n_p} + N_d={n_d} does not fit the local pool "
-                          f"of {pool} instances with at least one decode instance")
-    lo, hi = sc.system.lengths.support
-    if t is not None and not 0 <= t <= hi:
-        raise UsageError(f"--t: {t:.0f} tokens lies outside the length distribution [0, {hi:.0f}]")
-    return sc.with_knobs(t=t, n_p=n_p, n_d=n_d, n_prfaas=args.n_prfaas, bandwidth=bw)
+        n_p = max(pool - n_d, 0)
+    try:
+        return sc.with_knobs(t=t, n_p=n_p, n_d=n_d, n_prfaas=args.n_prfaas, bandwidth=bw)
+    except PresetError as exc:
+        raise UsageError(f"{_FLAG_OF_KEY.get(exc.key, exc.key)}: {exc.message}") from None
