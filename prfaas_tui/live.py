@@ -338,7 +338,7 @@ def scorecard(drill: Drill, emu: Any) -> dict:
 
 def incident_kinds() -> list[tuple[str, str]]:
     """(label, description) of the incidents an operator can inject by hand."""
-    from emulator.sim.incidents import catalog
+    from emulator.scenario.incidents import catalog
 
     return [(label, desc) for label, desc, _ in catalog()] + [
         (END_ALL, "end every incident started by hand")]
@@ -347,10 +347,9 @@ def incident_kinds() -> list[tuple[str, str]]:
 def inject_incident(emu: Any, label: str) -> None:
     """Start a catalog incident now (open-ended), or END_ALL: end the ones started by hand.
     Runs on the emulator thread; active incidents show in the snapshot's `incidents`."""
-    from emulator.sim.incidents import catalog
+    from emulator.scenario.incidents import catalog
 
     if label == END_ALL:
-        for act in [a for a in emu.timeline.active if a.incident.at is None]:
-            act.end()
+        emu.end_manual_incidents()
         return
     emu.inject(next(inc for lbl, _, inc in catalog() if lbl == label))

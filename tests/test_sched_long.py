@@ -7,10 +7,11 @@ import dataclasses
 
 import pytest
 
+from emulator.distributions import Reweighted
 from emulator.model import Knobs, evaluate
 from emulator.optimizer import search
+from emulator.scenario.incidents import LengthShift
 from emulator.sim.engine import Emulation
-from emulator.sim.incidents import LengthShift, Reweighted
 
 
 def with_scheduler(sc, **kw):
@@ -29,7 +30,7 @@ def run_checked(emu: Emulation, step: float = 30.0) -> list[tuple[int, int]]:
         splits.append((emu.local.count("pd-p"), emu.local.count("pd-d")))
         t += step
     result = emu.run()
-    assert result.accounting.lost_total == 0
+    assert result.accounting.lost == 0
     return splits
 
 

@@ -118,7 +118,7 @@ def test_a_flow_that_fell_behind_catches_up_then_follows_production():
 
 
 def test_token_bucket_lets_a_burst_through_at_peak_then_the_nominal_rate():
-    loop, link = make(1000 * MB, burst=500 * MB, peak_factor=2.0)
+    loop, link = make(1000 * MB, burst=500 * MB, peak=2000 * MB)
     log = flow(loop, link, 2000 * MB)
     loop.run_until(20)
     # 2000 MB/s drains 500 MB of tokens in 0.5 s (1000 MB sent), then 1000 MB at 1000 MB/s

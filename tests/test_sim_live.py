@@ -22,7 +22,8 @@ def settle(emu, extra=3000.0):
     emu.set_n_prfaas(2)
     emu.set_split(1, 2)
     emu.set_bandwidth(1e9)
-    emu.set_rate_multiplier(1.0)
+    emu.set_rate_multiplier("test", None)
+    emu.set_link_factor("test", None)
     emu.set_rate(0.0)
     emu.run_until(emu.now + extra)
 
@@ -75,9 +76,10 @@ def test_prefill_failure_restarts_the_request_and_loses_nothing():
 def test_decode_failure_reroutes_its_batch():
     with Emulation(load("toy"), rate=1.5, duration=1000, seed=2) as emu:
         emu.run_until(100)
-        held = emu.pdd.workers[emu._machine_of("pd-d", 0)].n
+        first = emu.live_instances("pd-d")[0]
+        held = emu.pdd.workers[first].n
         assert held > 0
-        emu.fail_instance("pd-d", 0)
+        emu.fail_instance("pd-d", first)
         assert emu.rerouted == held
         settle(emu)
         acc = emu.accounting
@@ -109,11 +111,11 @@ def test_rate_and_length_changes_take_effect_at_once():
         emu.set_rate(4.0)
         emu.run_until(2000)
         assert (emu.arrived - a0) / 1000 == pytest.approx(4.0, rel=0.06)
-        emu.set_length_distribution(Discrete.of([1024], [1.0]))  # everything short: local
+        emu.set_length_distribution("test", Discrete.of([1024], [1.0]))  # everything short: local
         entered = emu.prfaas.entered
         emu.run_until(2100)
         assert emu.prfaas.entered == entered
-        emu.set_rate_multiplier(0.0)
+        emu.set_rate_multiplier("test", 0.0)
         a1 = emu.arrived
         emu.run_until(2500)
         assert emu.arrived == a1
@@ -149,7 +151,7 @@ def test_snapshot_is_immutable_and_complete():
             snap.sim_time = 0
         assert snap.sim_time == 120
         assert set(snap.stages) == {"prfaas", "pd-p", "pd-d"}
-        assert snap.arrived == snap.completed + snap.in_flight + snap.rejected + snap.lost
+        assert snap.lost == 0 and snap.arrived == snap.completed + snap.in_flight + snap.rejected
         assert snap.offered_rate > 0 and snap.bottleneck in ("prfaas", "pd-p", "pd-d", "link")
         assert snap.knobs.n_prfaas == 2 and snap.link.capacity == 1e9
         emu.run_until(130)
@@ -160,7 +162,7 @@ ACTIONS = st.one_of(
     st.tuples(st.just("t"), st.sampled_from([0, 1024, 8192, 32768])),
     st.tuples(st.just("split"), st.sampled_from([(0, 1), (0, 3), (1, 1), (1, 2), (2, 1)])),
     st.tuples(st.just("bandwidth"), st.floats(0.05e9, 2e9)),
-    st.tuples(st.just("link"), st.sampled_from([0.0, 0.2e9])),
+    st.tuples(st.just("link"), st.sampled_from([0.0, 0.2, None])),
     st.tuples(st.just("n_prfaas"), st.integers(0, 3)),
     st.tuples(st.just("rate"), st.floats(0.0, 5.0)),
     st.tuples(st.just("fail"), st.tuples(st.sampled_from(["prfaas", "pd-p", "pd-d"]),
@@ -181,7 +183,7 @@ def apply(emu, kind, arg):
         elif kind == "bandwidth":
             emu.set_bandwidth(arg)
         elif kind == "link":
-            emu.set_link_capacity(arg)
+            emu.set_link_factor("test", arg)
         elif kind == "n_prfaas":
             emu.set_n_prfaas(arg)
         elif kind == "rate":

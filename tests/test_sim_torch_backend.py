@@ -98,7 +98,7 @@ def test_every_prefill_runs_the_model_and_sets_the_service_time(tmp_path):
         result = emu.run()
     assert link_open and rdma_open
     acc = result.accounting
-    assert acc.lost_total == 0 and acc.arrived == acc.completed + acc.in_flight
+    assert acc.lost == 0 and acc.arrived == acc.completed + acc.in_flight
     # (measured times vary with the machine's load: count on the 4 instances, not on speed)
     assert len(measured) == emu.prfaas.started + emu.pdp.started == len(opened) >= 4
     for m, (size, prod_time) in zip(measured, opened, strict=True):
@@ -118,7 +118,7 @@ def test_torch_backend_with_the_prefix_cache(tmp_path):
     with Emulation(sc) as emu:
         result = emu.run()
     out = result.to_json()
-    assert result.accounting.lost_total == 0
+    assert result.accounting.lost == 0
     assert out["prefill_backend"]["prefills"] == emu.prfaas.started > 0
     assert out["cache"]["prefill_tokens"]["saved"] > 0
 

@@ -1,5 +1,5 @@
-"""The hybrid prefix cache inside a running emulation: one PrefixCache per cluster, the global
-index the router reads, cache moves as real link flows, transfer-cache blocks, and the detector
+"""The hybrid prefix cache inside a running emulation: one PrefixCache per cluster (the
+router's lookup hook peeks both), cache moves as real link flows, transfer-cache blocks, and the detector
 that switches the routing rule between scarce and abundant bandwidth.
 
 Request path with a cache:
@@ -28,7 +28,7 @@ from emulator.profiles import Profile
 from emulator.sim.cache_config import CacheConfig
 from emulator.sim.cache_routing import ScarcityDetector
 from emulator.sim.link import Flow, Link
-from emulator.sim.prefix_cache import CLUSTERS, GlobalCacheIndex, PrefixCache, kv_layout
+from emulator.sim.prefix_cache import CLUSTERS, PrefixCache, kv_layout
 from emulator.sim.snapshot import CacheSnap, CacheView
 
 if TYPE_CHECKING:
@@ -48,7 +48,6 @@ class CacheRuntime:
         caps = {"prfaas": cfg.prfaas_capacity, "pd": cfg.pd_capacity}
         self.caches = {c: PrefixCache(caps[c], kv_layout(profiles[c]), cfg.block_tokens, c)
                        for c in CLUSTERS}
-        self.index = GlobalCacheIndex(self.caches["prfaas"], self.caches["pd"])
         self.links = links  # source cluster -> the link its cache leaves over
         self.prfaas = prfaas
         self.note = note

@@ -30,8 +30,8 @@ from pathlib import Path
 from emulator.config import Reader, between, non_negative, one_of, positive
 from emulator.distributions import LengthDistribution
 from emulator.lengths_config import parse_lengths
+from emulator.scenario.incidents import Incident, parse_incidents
 from emulator.sim.cache_config import CacheConfig, parse_cache, parse_sessions
-from emulator.sim.incidents import Incident, parse_incidents
 from emulator.sim.prefill_backend import PrefillBackendConfig, parse_prefill
 from emulator.sim.scheduler import SchedulerConfig, parse_scheduler
 from emulator.sim.sessions import SessionWorkload
@@ -156,8 +156,7 @@ def parse_sim_config(root: Reader, work: Reader, dec: Reader, base_dir: Path,
     kw["incidents"] = parse_incidents(root.sections("incidents"), base_dir)
     if kw.get("replay") is not None or kw.get("sessions") is not None:
         for i, inc in enumerate(kw["incidents"]):
-            if (getattr(inc, "long_factor", None) is not None
-                    or getattr(inc, "lengths", None) is not None):
+            if inc.changes_lengths:
                 raise root.error(f"incidents[{i}].kind", f"{inc.kind}: a replayed trace or "
                                  "session workload brings its own lengths")
     return SimConfig(**kw)

@@ -279,7 +279,6 @@ class DecodeStage(Stage):
             req.timer = None
             req.worker = None
         self.in_service -= len(lost)
-        self.displaced += len(lost)
         w.reqs.clear()
         w.n, w.kv, w.batch, w.ctx = 0, 0.0, 0, 0.0
         w.finish, w.pending = [], []

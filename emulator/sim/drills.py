@@ -1,5 +1,5 @@
 """Drills: a preset, a timeline of incidents, an SLO and expectations, run in virtual time and
-scored (the incident rehearsal of issue 4).
+scored: an incident rehearsal.
 
 A drill file (presets/drills/NAME.toml) names its base preset and overrides it section by
 section; everything but the drill's own keys goes through the preset parser, so a drill is
@@ -39,8 +39,8 @@ from emulator.sim.engine import Emulation
 from emulator.units import parse_duration
 
 if TYPE_CHECKING:
-    from emulator.sim.incidents import Active
     from emulator.sim.request import Request
+    from emulator.sim.timeline import Active
 
 DRILL_KEYS = ("name", "description", "preset", "expect", "score")
 EXPECT_MAX = ("lost", "recovery_seconds", "peak_ttft_p90", "ttft_p90_during")
@@ -308,7 +308,7 @@ def scorecard(emu: Emulation, expect: dict[str, float] | None = None,
         recovery = recovery_time(list(rec.rows), ends, recovery_window, tolerance)
         peak, queues = _num(rec.peak_ttft_p90), dict(rec.peak_queue)
     sched = emu.scheduler
-    card = dict(lost=acc.lost_total, slo_attainment=emu.latencies.attainment(),
+    card = dict(lost=acc.lost, slo_attainment=emu.latencies.attainment(),
                 peak_ttft_p90=peak, ttft_p90_during=during, unfinished_during=unfinished,
                 recovery_seconds=recovery, peak_queue=queues,
                 decisions=[str(d) for d in sched.log] if sched else [],

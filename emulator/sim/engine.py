@@ -6,7 +6,7 @@ with prefill) -> PD-D decode queue -> continuous batching -> completion.
 
 Live changes (threshold, split, PrfaaS instances, bandwidth, rate, paradigm) apply at the current
 simulated time and lose nothing: instances that change role drain first. The methods meant for
-the scheduler and incidents (issue 4) are here too: set_link_capacity, fail_instance,
+the scheduler and incidents are here too: set_link_capacity, fail_instance,
 restore_instance, set_rate_multiplier, set_length_distribution, plus `every` and `spawn` to
 attach periodic controllers and coroutines to the virtual loop.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections import deque
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Hashable
 from dataclasses import replace
 
 import numpy as np
@@ -25,11 +25,11 @@ from emulator.distributions import LengthDistribution
 from emulator.model import STAGES, Knobs, OperatingPoint, evaluate
 from emulator.optimizer import homogeneous as homogeneous_point
 from emulator.presets import Scenario
+from emulator.scenario.incidents import Incident
 from emulator.sim.accounting import Accounting
 from emulator.sim.cache_runtime import CacheRuntime
 from emulator.sim.costs import Costs
 from emulator.sim.decode import DecodeStage
-from emulator.sim.incidents import Active, Incident, Timeline
 from emulator.sim.link import Link
 from emulator.sim.loop import VirtualTimeLoop
 from emulator.sim.metrics import Latencies, TimeSeries, Totals, bottleneck, window
@@ -41,6 +41,7 @@ from emulator.sim.router import PrefixLookup, Router, check_paradigm
 from emulator.sim.scheduler import Scheduler
 from emulator.sim.sessions import generate_sessions, to_trace
 from emulator.sim.snapshot import LinkSnap, LiveKnobs, Snapshot, StageSnap
+from emulator.sim.timeline import Active, Timeline
 from emulator.sim.workload import SyntheticSource, TraceSource, Workload
 from emulator.traces import MOONCAKE_BLOCK_TOKENS, Trace, read_trace
 from emulator.units import to_gbps
@@ -82,13 +83,15 @@ class Emulation:
         self.t = float(scenario.t)
         self.bandwidth = float(system.bandwidth)
         self.link_factor = 1.0  # share of B_out the link delivers now (incidents)
+        # the incidents' contributions by key: composed, so ending one removes only its own
+        self._link_factors: dict[Hashable, float] = {}
+        self._rate_factors: dict[Hashable, float] = {}
+        self._length_shifts: dict[Hashable, LengthDistribution] = {}
         self.paradigm = paradigm
         self._n_prfaas = system.n_prfaas  # the PrfaaS size the non-homogeneous paradigms use
         self._split = (scenario.n_p, scenario.n_d)
 
-        self.link = Link(loop, "link", self.bandwidth, burst=sim.link_burst,
-                         peak_factor=max(1.0, sim.link_peak / self.bandwidth) if sim.link_peak
-                         else 2.0,
+        self.link = Link(loop, "link", self.bandwidth, burst=sim.link_burst, peak=sim.link_peak,
                          latency=sim.link_latency)
         self.rdma = Link(loop, "rdma", scenario.rdma_bandwidth, latency=sim.rdma_latency)
         self.prfaas = PrefillStage(loop, "prfaas", Costs(system.prfaas), self.link, self._kv_in)
@@ -123,10 +126,8 @@ class Emulation:
         self.arrived = 0
         self.completed = 0
         self.rejected: dict[str, int] = {}
-        self.lost: dict[str, int] = {}
         self.rerouted = 0
         self.decisions: deque[str] = deque(maxlen=32)
-        self.incidents: dict[str, float] = {}  # label -> since (issue 4's incidents)
         self.cache_flushes = 0
         self._done_hooks: list[Callable[[Request, float], None]] = []
         self._tasks: list[asyncio.Task] = []
@@ -179,7 +180,7 @@ class Emulation:
         self.latencies.mark(0.0)
         loop.call_at_quiet(sim.sample_interval, self._sample)
 
-        # issue 4: the preset's incidents and scheduler (both public: UI, drills, scorecards)
+        # the preset's incidents and scheduler (both public: UI, drills, scorecards)
         self.timeline = Timeline(self, sim.incidents)
         self.scheduler = Scheduler(self, sim.scheduler) if sim.scheduler.enabled else None
 
@@ -376,22 +377,6 @@ class Emulation:
         self.link.set_capacity(self.bandwidth * self.link_factor)
         self.note(f"bandwidth -> {to_gbps(bytes_per_second):.2f} Gbps")
 
-    def set_link_capacity(self, bytes_per_second: float) -> None:
-        """What the link delivers now, knob unchanged (brownout, outage = 0, recovery)."""
-        self.link.set_capacity(bytes_per_second)
-
-    def set_link_factor(self, factor: float) -> None:
-        """The link delivers `factor` x B_out from now on, also across B_out changes (the
-        incidents' composed link factor: brownout < 1, outage 0, recovery 1)."""
-        if not (factor >= 0 and math.isfinite(factor)):
-            raise ValueError(f"link factor must be a finite number >= 0, got {factor!r}")
-        self.link_factor = float(factor)
-        self.link.set_capacity(self.bandwidth * self.link_factor)
-
-    def inject(self, incident: Incident) -> Active | None:
-        """Start an incident now (or at its `at`): see emulator.sim.incidents."""
-        return self.timeline.inject(incident)
-
     def flush_cache(self, cluster: str | None = None) -> int:
         """Empty the prefix cache of `cluster` ("prfaas" or "pd"; None: both): every prefix
         block and state snapshot goes, pinned transfer blocks stay. Counts the flush even
@@ -406,14 +391,6 @@ class Emulation:
     def set_rate(self, req_per_s: float) -> None:
         self.workload.set_rate(req_per_s)
         self.note(f"offered rate -> {req_per_s:.3f} req/s")
-
-    def set_rate_multiplier(self, m: float) -> None:
-        """A surge (m > 1) or a lull on top of the offered rate."""
-        self.workload.set_multiplier(m)
-
-    def set_length_distribution(self, dist: LengthDistribution) -> None:
-        """A length-mix shift: new requests draw from `dist`."""
-        self.workload.set_lengths(dist)
 
     def set_paradigm(self, paradigm: str) -> None:
         check_paradigm(paradigm)
@@ -451,28 +428,73 @@ class Emulation:
         self.remote.resize(max(self.remote.size, n_prfaas))
         self.remote.set_counts({"prfaas": n_prfaas}, immediate=immediate)
 
-    # -- incidents (issue 4 builds on these) -------------------------------------------------
+    # -- faults: the public API incidents use (emulator.scenario.incidents.Faults) -----------
+    def inject(self, incident: Incident) -> Active | None:
+        """Start an incident now (or at its `at`); None when it starts later."""
+        return self.timeline.inject(incident)
+
+    def end_manual_incidents(self) -> int:
+        """End every active incident started by hand (`inject` without `at`); how many."""
+        return self.timeline.end_manual()
+
+    def call_at(self, when: float, fn: Callable[..., object], *args: object) -> asyncio.TimerHandle:
+        """Call fn(*args) at simulated time `when` (an event of the emulated system)."""
+        return self.loop.call_at(when, fn, *args)
+
+    @property
+    def base_lengths(self) -> LengthDistribution:
+        return self.scenario.system.lengths
+
+    @property
+    def base_threshold(self) -> float:
+        return self.scenario.t
+
+    @property
+    def lengths_fixed(self) -> bool:
+        return isinstance(self.workload.source, TraceSource)
+
+    def set_link_factor(self, key: Hashable, factor: float | None) -> None:
+        """`key`'s share of B_out (None: it no longer limits the link). The link delivers B_out
+        times the product of every key's factor, also across B_out changes."""
+        if factor is None:
+            self._link_factors.pop(key, None)
+        elif not (factor >= 0 and math.isfinite(factor)):
+            raise ValueError(f"link factor must be a finite number >= 0, got {factor!r}")
+        else:
+            self._link_factors[key] = float(factor)
+        self.link_factor = math.prod(self._link_factors.values())
+        self.link.set_capacity(self.bandwidth * self.link_factor)
+
+    def set_rate_multiplier(self, key: Hashable, factor: float | None) -> None:
+        """`key`'s surge (> 1) or lull on the offered rate (None: gone); they multiply."""
+        _keyed(self._rate_factors, key, factor)
+        self.workload.set_multiplier(math.prod(self._rate_factors.values()))
+
+    def set_length_distribution(self, key: Hashable, dist: LengthDistribution | None) -> None:
+        """`key`'s length mix for new requests (None: gone); the newest key still set wins."""
+        _keyed(self._length_shifts, key, dist)
+        shifts = self._length_shifts
+        self.workload.set_lengths(next(reversed(shifts.values())) if shifts
+                                  else self.base_lengths)
+
     def _pool_of(self, stage: str) -> Pool:
         if stage not in STAGES:
             raise ValueError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}")
         return self.remote if stage == "prfaas" else self.local
 
-    def _machine_of(self, stage: str, idx: int) -> int:
-        pool = self._pool_of(stage)
-        mine = [m.idx for m in pool.machines if m.target == stage]
-        if not 0 <= idx < len(mine):
-            raise ValueError(f"{stage} has {len(mine)} instances, no instance {idx}")
-        return mine[idx]
+    def live_instances(self, stage: str) -> list[int]:
+        """Ids of the live instances assigned to `stage`, ascending. An id is the instance's
+        number in its cluster, stable across role changes."""
+        return [m.idx for m in self._pool_of(stage).machines if m.alive and m.target == stage]
 
     def fail_instance(self, stage: str, idx: int) -> None:
-        """Instance `idx` of `stage` (in index order) dies: a prefill restarts from the queue
-        head, a decode batch goes back through the router (its KV is gone)."""
-        self._pool_of(stage).fail(self._machine_of(stage, idx))
-        self.note(f"{stage}[{idx}] failed")
+        """Instance `idx` of `stage`'s cluster dies: a prefill restarts from the queue head, a
+        decode batch goes back through the router (its KV is gone)."""
+        self._pool_of(stage).fail(idx)
 
     def restore_instance(self, stage: str, idx: int) -> None:
-        self._pool_of(stage).restore(self._machine_of(stage, idx))
-        self.note(f"{stage}[{idx}] restored")
+        """Instance `idx` of `stage`'s cluster comes back (in whatever role it holds now)."""
+        self._pool_of(stage).restore(idx)
 
     # -- state -------------------------------------------------------------------------------
     @property
@@ -509,8 +531,7 @@ class Emulation:
     @property
     def accounting(self) -> Accounting:
         return Accounting(arrived=self.arrived, completed=self.completed,
-                          in_flight=self.in_flight, rejected=dict(self.rejected),
-                          lost=dict(self.lost))
+                          in_flight=self.in_flight, rejected=dict(self.rejected))
 
     def totals(self) -> Totals:
         """Every cumulative counter and integral now (read-only)."""
@@ -557,11 +578,20 @@ class Emulation:
         return Snapshot(
             sim_time=now_tot.t, knobs=self.knobs, offered_rate=w.offered, served_rate=w.served,
             arrived=self.arrived, completed=self.completed, in_flight=now_tot.in_flight,
-            rejected=now_tot.rejected, lost=sum(self.lost.values()), stages=stages,
+            rejected=now_tot.rejected,
+            lost=now_tot.arrived - now_tot.completed - now_tot.in_flight - now_tot.rejected,
+            stages=stages,
             link=link, ttft_p50=ttft[0], ttft_p90=ttft[1], ttft_p99=ttft[2], tpot_p50=tpot[0],
             slo_attainment=slo, bottleneck=bottleneck(base, now_tot, w),
             decisions=tuple(self.decisions), events=self.events,
-            incidents=tuple(sorted(self.incidents)), target_rate=self.workload.rate,
+            incidents=tuple(sorted(self.timeline.since)), target_rate=self.workload.rate,
             cache=self.cache.snapshot() if self.cache is not None else None,
             scheduler_changes=self.scheduler.changes if self.scheduler is not None else 0,
             incident_windows=tuple(self.timeline.windows()))
+
+
+def _keyed(table: dict, key: Hashable, value: object) -> None:
+    if value is None:
+        table.pop(key, None)
+    else:
+        table[key] = value

@@ -41,16 +41,20 @@ class Flow:
         return self.prod_rate * (now - self.start)
 
 
+PEAK_FACTOR = 2.0  # burst rate / nominal capacity when no peak is configured
+
+
 class Link:
     def __init__(self, loop, name: str, capacity: float, *, burst: float = 0.0,
-                 peak_factor: float = 2.0, latency: float = 0.0):
+                 peak: float | None = None, latency: float = 0.0):
         if not capacity >= 0:
             raise ValueError(f"{name}: capacity must be >= 0, got {capacity!r}")
         self.loop = loop
         self.name = name
         self.capacity = float(capacity)  # nominal rate, bytes per second (B_out)
         self.burst = float(burst)
-        self.peak_factor = float(peak_factor)
+        # the rate while tokens last, relative to the nominal capacity (kept across changes)
+        self.peak_factor = max(1.0, peak / self.capacity) if peak and self.capacity else PEAK_FACTOR
         self.latency = float(latency)
         self.tokens = self.burst
         self.mirror: Link | None = None  # the reverse direction: follows every capacity change

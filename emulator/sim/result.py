@@ -84,7 +84,7 @@ class RunResult:
             "model": {m: emu.model_point(m).to_dict() for m in ("exact", "paper")},
             "cache": emu.cache.to_json() if emu.cache is not None else None,
             "prefill_backend": emu.torch.to_json() if emu.torch is not None else "profile",
-            # issue 4: what the scheduler decided (null when off) and the incidents played
+            # what the scheduler decided (null when off) and the incidents played
             "scheduler": emu.scheduler.to_dict() if emu.scheduler is not None else None,
             "incidents": [{"start": s, "end": e, "label": lbl} for s, e, lbl
                           in emu.timeline.windows()],

@@ -73,7 +73,7 @@ class Snapshot:
     completed: int
     in_flight: int
     rejected: int
-    lost: int
+    lost: int  # measured: arrived - completed - in flight - rejected (0 when sound)
     stages: dict[str, StageSnap]
     link: LinkSnap
     ttft_p50: float

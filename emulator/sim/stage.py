@@ -37,7 +37,6 @@ class Stage:
         self.on_idle: Callable | None = None  # pool hook: a draining worker has no work left
         self.entered = 0  # requests that joined the stage
         self.done = 0  # requests that left it, served
-        self.displaced = 0  # requests that left it unserved (their instance failed)
         self.in_service = 0  # requests being served now
         self.n_online = 0  # service slots of workers that are up and in the stage
         self.n_accepting = 0  # workers that take new work
