@@ -61,17 +61,17 @@ def setting_changes(old: Settings, new: Settings) -> list[Callable[[Any], Any]]:
     a, b = old.scenario, new.scenario
     calls: list[Callable[[Any], Any]] = []
     if b.t != a.t:
-        calls.append(lambda emu: emu.set_threshold(b.t))
+        calls.append(lambda emu: emu.change(t=b.t))
     if (b.n_p, b.n_d) != (a.n_p, a.n_d):
-        calls.append(lambda emu: emu.set_split(b.n_p, b.n_d))
+        calls.append(lambda emu: emu.change(n_p=b.n_p, n_d=b.n_d))
     if b.system.n_prfaas != a.system.n_prfaas:
-        calls.append(lambda emu: emu.set_n_prfaas(b.system.n_prfaas))
+        calls.append(lambda emu: emu.change(n_prfaas=b.system.n_prfaas))
     if b.system.bandwidth != a.system.bandwidth:
-        calls.append(lambda emu: emu.set_bandwidth(b.system.bandwidth))
+        calls.append(lambda emu: emu.change(bandwidth=b.system.bandwidth))
     if new.rate != old.rate:
-        calls.append(lambda emu: emu.set_rate(new.rate))
+        calls.append(lambda emu: emu.change(rate=new.rate))
     if new.paradigm != old.paradigm:
-        calls.append(lambda emu: emu.set_paradigm(new.paradigm))
+        calls.append(lambda emu: emu.change(paradigm=new.paradigm))
     return calls
 
 

@@ -42,7 +42,7 @@ def test_link_incidents_compose_and_restore(toy):
         emu.run_until(60)
         assert emu.link.capacity == 0
         assert set(emu.snapshot().incidents) == {"link brownout to 50%", "link outage"}
-        emu.set_bandwidth(2 * b)  # a knob change during a brownout keeps the brownout
+        emu.change(bandwidth=2 * b)  # a knob change during a brownout keeps the brownout
         emu.run_until(80)
         assert emu.link.capacity == pytest.approx(0.5 * 2 * b)
         emu.run_until(120)
@@ -222,7 +222,7 @@ def test_random_timelines_never_break_the_accounting(toy, timeline, scheduler, s
             assert emu.accounting.balanced
         emu.timeline.inject(Outage(duration=5))  # and one injected live
         result = emu.run()  # raises AccountingError when broken
-        emu.set_rate(0)
+        emu.change(rate=0)
         emu.run_until(3000)  # then everything drains: nothing was parked forever
         acc = emu.accounting
     assert result.accounting.lost == 0

@@ -22,11 +22,12 @@ from dataclasses import replace
 import numpy as np
 
 from emulator.distributions import LengthDistribution
-from emulator.model import STAGES, Knobs, OperatingPoint, evaluate
+from emulator.model import STAGES, Knobs, OperatingPoint, Stage
 from emulator.optimizer import homogeneous as homogeneous_point
 from emulator.paradigm import Paradigm
 from emulator.presets import Scenario
 from emulator.scenario.incidents import Incident
+from emulator.scenario.knobs import Controls, KnobError
 from emulator.sim.accounting import Accounting
 from emulator.sim.cache_runtime import CacheRuntime
 from emulator.sim.costs import Costs
@@ -48,20 +49,6 @@ from emulator.traces import MOONCAKE_BLOCK_TOKENS, Trace, read_trace
 from emulator.units import to_gbps
 
 
-def check_split(n_p: int, n_d: int, pool: int, paradigm: str = "prfaas-pd") -> None:
-    """ValueError with a one-line reason unless (n_p, n_d) fits a local pool of `pool`."""
-    if isinstance(n_p, bool) or isinstance(n_d, bool) or int(n_p) != n_p or int(n_d) != n_d:
-        raise ValueError(f"n_p and n_d must be whole numbers, got {n_p!r}, {n_d!r}")
-    if n_p < 0:
-        raise ValueError(f"n_p must be >= 0, got {n_p}")
-    if n_d < 1:
-        raise ValueError(f"n_d must be >= 1 (every request needs decode), got {n_d}")
-    if n_p + n_d > pool:
-        raise ValueError(f"n_p + n_d = {n_p + n_d} exceeds the local pool of {pool}")
-    if paradigm == "naive-heterogeneous" and n_p > 0:
-        raise ValueError("naive-heterogeneous prefills everything remotely: n_p must be 0")
-
-
 class Emulation:
     """One run of a scenario. See docs/emulator-api.md for the contract."""
 
@@ -81,14 +68,13 @@ class Emulation:
         self.seed = sim.seed if seed is None else int(seed)
         self.duration = sim.duration if duration is None else float(duration)
         self.loop = loop = VirtualTimeLoop()
-        self.t = float(scenario.t)
         self.bandwidth = float(system.bandwidth)
         self.link_factor = 1.0  # share of B_out the link delivers now (incidents)
         # the incidents' contributions by key: composed, so ending one removes only its own
         self._link_factors: dict[Hashable, float] = {}
         self._rate_factors: dict[Hashable, float] = {}
         self._length_shifts: dict[Hashable, LengthDistribution] = {}
-        self.paradigm = paradigm
+        self.paradigm = paradigm  # set again by _deploy
         self._n_prfaas = system.n_prfaas  # the PrfaaS size the non-homogeneous paradigms use
         self._split = (scenario.n_p, scenario.n_d)
 
@@ -115,13 +101,19 @@ class Emulation:
         self.reverse_link: Link | None = None
         if sim.cache is not None:
             cached_prefix = self._attach_cache(sim, tr if replay else None, cached_prefix)
-        self.router = Router(self.t, paradigm, cached_prefix)
+        self.router = Router(scenario.t, paradigm, cached_prefix)
         if self.cache is not None:
             self.cache.attach(self.router)
         self.torch = TorchService(sim.prefill, self.seed) if sim.prefill is not None else None
         for st in (self.prfaas, self.pdp):
             st.on_start = start_hook(st, self.torch, self.cache)
-        self._apply_paradigm(paradigm, n_p, n_d, immediate=True)
+        if (why := paradigm.unavailable(system)) is not None:
+            raise KnobError("paradigm", why)
+        split = self._split_of(paradigm)
+        split = (split[0] if n_p is None else n_p, split[1] if n_d is None else n_d)
+        Controls(t=scenario.t, n_p=split[0], n_d=split[1], n_prfaas=self._n_prfaas,
+                 bandwidth=self.bandwidth, paradigm=paradigm).validate(system)
+        self._deploy(paradigm, split, immediate=True)
 
         # counters (the in-flight term is counted from the structures, see `accounting`)
         self.arrived = 0
@@ -342,92 +334,90 @@ class Emulation:
         self.decisions.append(f"{self.now:9.1f}s {text}")
 
     # -- live changes ----------------------------------------------------------------------
-    def set_threshold(self, t_tokens: float) -> None:
-        if not (t_tokens >= 0 and math.isfinite(t_tokens)):
-            raise ValueError(f"threshold must be a finite number of tokens >= 0, got {t_tokens!r}")
-        self.t = float(t_tokens)
-        if self.paradigm == "prfaas-pd":
-            self.router.t = self.t
-        self.note(f"threshold -> {self.t:.0f} tokens")
+    @property
+    def t(self) -> float:
+        """The threshold t in tokens (the router owns it; only threshold routing reads it)."""
+        return self.router.t
 
-    def set_split(self, n_p: int, n_d: int) -> None:
-        """Local prefill / decode instances; instances that change role drain first."""
-        check_split(n_p, n_d, self.local.size, self.paradigm)
-        self.local.set_counts({"pd-p": n_p, "pd-d": n_d})
-        if self.paradigm == "prfaas-pd":
-            self._split = (n_p, n_d)
-        self.note(f"split -> N_p {n_p} / N_d {n_d}")
+    @property
+    def controls(self) -> Controls:
+        """The operator's settings now: t, the local split deployed, the PrfaaS size asked for
+        (kept while a paradigm without PrfaaS runs), B_out, the offered rate, the paradigm."""
+        return Controls(t=self.router.t, n_p=self.local.count("pd-p"),
+                        n_d=self.local.count("pd-d"), n_prfaas=self._n_prfaas,
+                        bandwidth=self.bandwidth, rate=self.workload.base_rate,
+                        paradigm=self.paradigm)
 
-    def set_n_prfaas(self, n: int) -> None:
-        if isinstance(n, bool) or int(n) != n or n < 0:
-            raise ValueError(f"n_prfaas must be a whole number >= 0, got {n!r}")
-        self._n_prfaas = int(n)
-        if self.paradigm != "homogeneous":
-            self._set_remote(self._n_prfaas)
-        self.note(f"PrfaaS instances -> {n}")
+    def apply(self, new: Controls) -> Controls:
+        """Take the running emulation to `new` at the current simulated time, changing only
+        what differs from `controls` (rate None: unchanged). A paradigm switch alone deploys
+        that paradigm's own split (PrfaaS-PD: the last one it ran). Role changes drain first,
+        nothing is lost. KnobError, and nothing changed, when `new` cannot run here. Returns
+        the controls now in force."""
+        old = self.controls
+        par = Paradigm(new.paradigm)
+        split = (new.n_p, new.n_d)
+        if par != old.paradigm and split == (old.n_p, old.n_d):
+            if (why := par.unavailable(self.scenario.system)) is not None:
+                raise KnobError("paradigm", why)
+            split = self._split_of(par)
+        rate = old.rate if new.rate is None else new.rate
+        target = replace(new, n_p=split[0], n_d=split[1], rate=rate, paradigm=par)
+        target.validate(self.scenario.system)
+        if target.t != old.t:
+            self.router.t = float(target.t)
+            self.note(f"threshold -> {target.t:.0f} tokens")
+        if par != old.paradigm:
+            self._deploy(par, split, immediate=False)
+            self.note(f"paradigm -> {par}")
+        elif split != (old.n_p, old.n_d):
+            self.local.set_counts({"pd-p": split[0], "pd-d": split[1]})
+            if par.threshold_routing:
+                self._split = split
+            self.note(f"split -> N_p {split[0]} / N_d {split[1]}")
+        if target.n_prfaas != old.n_prfaas:
+            self._n_prfaas = target.n_prfaas
+            self._set_remote(par.n_prfaas(target.n_prfaas))
+            self.note(f"PrfaaS instances -> {target.n_prfaas}")
+        if target.bandwidth != old.bandwidth:
+            self.bandwidth = float(target.bandwidth)
+            self.link.set_capacity(self.bandwidth * self.link_factor)
+            self.note(f"bandwidth -> {to_gbps(self.bandwidth):.2f} Gbps")
+        if rate != old.rate:
+            self.workload.set_rate(rate)
+            self.note(f"offered rate -> {rate:.3f} req/s")
+        return self.controls
 
-    def _set_remote(self, n: int) -> None:
-        self.remote.resize(max(self.remote.size, n))
-        self.remote.set_counts({"prfaas": n})
+    def change(self, **knobs: object) -> Controls:
+        """`apply` with some knobs changed (names as in Controls), the rest as they are."""
+        return self.apply(replace(self.controls, **knobs))
 
-    def set_bandwidth(self, bytes_per_second: float) -> None:
-        """The configured B_out (a knob): the link runs at it from now on."""
-        if not (bytes_per_second > 0 and math.isfinite(bytes_per_second)):
-            raise ValueError(f"bandwidth must be > 0, got {bytes_per_second!r}")
-        self.bandwidth = float(bytes_per_second)
-        self.link.set_capacity(self.bandwidth * self.link_factor)
-        self.note(f"bandwidth -> {to_gbps(bytes_per_second):.2f} Gbps")
-
-    def flush_cache(self, cluster: str | None = None) -> int:
-        """Empty the prefix cache of `cluster` ("prfaas" or "pd"; None: both): every prefix
-        block and state snapshot goes, pinned transfer blocks stay. Counts the flush even
-        without a [cache]. Returns how many caches were emptied."""
-        self.cache_flushes += 1
-        if self.cache is None:
-            return 0
-        blocks = self.cache.flush(cluster)
-        self.note(f"prefix cache flushed ({cluster or 'both'}): {blocks} blocks")
-        return 1 if cluster else len(self.cache.caches)
-
-    def set_rate(self, req_per_s: float) -> None:
-        self.workload.set_rate(req_per_s)
-        self.note(f"offered rate -> {req_per_s:.3f} req/s")
-
-    def set_paradigm(self, paradigm: str) -> None:
-        paradigm = Paradigm(paradigm)
-        self._apply_paradigm(paradigm, None, None, immediate=False)
-        self.note(f"paradigm -> {paradigm}")
-
-    def _apply_paradigm(self, paradigm: str, n_p: int | None, n_d: int | None,
-                        immediate: bool) -> None:
+    def _split_of(self, par: Paradigm) -> tuple[int, int]:
+        """The local split a paradigm starts with: homogeneous its own best, naive all decode,
+        PrfaaS-PD the split it last ran."""
         system = self.scenario.system
-        if paradigm == "homogeneous":
-            if system.homogeneous_pool <= 0:
-                raise ValueError("the homogeneous paradigm needs a [homogeneous] section "
-                                 "in the preset")
-            pool = system.homogeneous_pool
+        if par.behaviour.own_pool:
             op = homogeneous_point(system, self.mode)
-            split = (op.knobs.n_p, op.knobs.n_d)
-            profile = system.homogeneous_profile or system.local
-            n_prfaas = 0
-        elif paradigm == "naive-heterogeneous":
-            pool, split, profile = system.local_pool, (0, system.local_pool), system.local
-            n_prfaas = self._n_prfaas
-        else:
-            pool, split, profile = system.local_pool, self._split, system.local
-            n_prfaas = self._n_prfaas
-        if n_p is not None or n_d is not None:
-            split = (split[0] if n_p is None else n_p, split[1] if n_d is None else n_d)
-        check_split(*split, pool, paradigm)
-        self.paradigm = paradigm
-        self.router.paradigm = paradigm
-        self.router.t = self.t
-        self.pdp.set_costs(Costs(profile))
+            return op.knobs.n_p, op.knobs.n_d
+        if Stage.PD_P not in par.stages:
+            return 0, par.pool(system)
+        return self._split
+
+    def _deploy(self, par: Paradigm, split: tuple[int, int], immediate: bool) -> None:
+        """Lay the paradigm's stages out on the pools (validated by the caller)."""
+        system = self.scenario.system
+        pool = par.pool(system)
+        self.paradigm = par
+        self.router.paradigm = par
+        self.pdp.set_costs(Costs(par.local_profile(system)))
         self.local.resize(max(len(self.local.machines), pool))
         self.local.size = pool
         self.local.set_counts({"pd-p": split[0], "pd-d": split[1]}, immediate=immediate)
-        self.remote.resize(max(self.remote.size, n_prfaas))
-        self.remote.set_counts({"prfaas": n_prfaas}, immediate=immediate)
+        self._set_remote(par.n_prfaas(self._n_prfaas), immediate)
+
+    def _set_remote(self, n: int, immediate: bool = False) -> None:
+        self.remote.resize(max(self.remote.size, n))
+        self.remote.set_counts({"prfaas": n}, immediate=immediate)
 
     # -- faults: the public API incidents use (emulator.scenario.incidents.Faults) -----------
     def inject(self, incident: Incident) -> Active | None:
@@ -478,6 +468,17 @@ class Emulation:
         self.workload.set_lengths(next(reversed(shifts.values())) if shifts
                                   else self.base_lengths)
 
+    def flush_cache(self, cluster: str | None = None) -> int:
+        """Empty the prefix cache of `cluster` ("prfaas" or "pd"; None: both): every prefix
+        block and state snapshot goes, pinned transfer blocks stay. Counts the flush even
+        without a [cache]. Returns how many caches were emptied."""
+        self.cache_flushes += 1
+        if self.cache is None:
+            return 0
+        blocks = self.cache.flush(cluster)
+        self.note(f"prefix cache flushed ({cluster or 'both'}): {blocks} blocks")
+        return 1 if cluster else len(self.cache.caches)
+
     def _pool_of(self, stage: str) -> Pool:
         if stage not in STAGES:
             raise ValueError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}")
@@ -507,18 +508,9 @@ class Emulation:
 
     def model_point(self, mode: str | None = None) -> OperatingPoint:
         """The closed-form model at the current knobs and paradigm."""
-        system = self.scenario.system
         k = self.knobs
         knobs = Knobs(t=k.t, n_p=k.n_p, n_d=k.n_d, n_prfaas=k.n_prfaas, bandwidth=k.bandwidth)
-        lo, hi = system.lengths.support
-        profiles = None
-        if self.paradigm == "homogeneous":
-            prof = system.homogeneous_profile or system.local
-            knobs = replace(knobs, t=hi, n_prfaas=0)
-            profiles = (prof, prof)
-        elif self.paradigm == "naive-heterogeneous":
-            knobs = replace(knobs, t=max(lo - 1.0, 0.0))
-        return evaluate(system, knobs, mode or self.mode, profiles=profiles)
+        return self.paradigm.evaluate(self.scenario.system, knobs, mode or self.mode)
 
     @property
     def in_flight(self) -> int:

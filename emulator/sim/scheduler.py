@@ -244,7 +244,7 @@ class Scheduler:
         else:
             self._decide("short", reason, f"t {format_tokens(emu.t)} -> {format_tokens(t_new)} "
                          f"(producers {cur:.2f} -> {gain:.2f} req/s, Lambda {lam:.2f})")
-            emu.set_threshold(t_new)
+            emu.change(t=t_new)
             self.changes += 1
         p = float(np.mean(cond.lengths.sorted_values > emu.t))
         self._solved = (cond.bandwidth, cond.n_prfaas, p)
@@ -281,7 +281,7 @@ class Scheduler:
                      f"{pool - target} gives Lambda {best.lambda_max:.2f} vs {here:.2f} req/s "
                      f"({best.binding} binds there)",
                      f"split N_p {cond.n_p} -> {n_p}, N_d {cond.n_d} -> {pool - n_p}")
-        emu.set_split(n_p, pool - n_p)
+        emu.change(n_p=n_p, n_d=pool - n_p)
         self.changes += 1
         self.conversions += 1
         self._last_convert = emu.now
