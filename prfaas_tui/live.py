@@ -26,7 +26,7 @@ from prfaas_tui.messages import Tick
 from prfaas_tui.widgets.modelview import Settings
 
 if TYPE_CHECKING:
-    from emulator.sim.drills import Drill
+    from emulator.scenario.drills import Drill
 
 TICK_S = 0.05  # wall seconds per paced slice
 POST_S = 0.1  # wall seconds between ticks posted to the UI
@@ -112,6 +112,7 @@ class Driver:
         self._on_tick, self._on_error = on_tick, on_error
         self._factory = lambda: factory(settings, seed=seed)
         self._attach = attach  # e.g. a drill's scorecard recorder, on the new emulation
+        self.attached: Any = None  # what `attach` returned
         self.stop_at = stop_at  # a drill's end: a live run or a step pauses exactly there
         self._calls: queue.SimpleQueue[_Call] = queue.SimpleQueue()
         self._stop = threading.Event()
@@ -204,6 +205,13 @@ class Driver:
             self._run_sampled(emu, self._limit(emu, emu.now + seconds), STEP_SAMPLES)
         return self.submit(step)
 
+    def scorecard(self, drill: Drill) -> dict:
+        """The drill's scorecard of the emulation now, as a dict (`attach_recorder` attached
+        its recorder)."""
+        from emulator.sim.score import scorecard
+
+        return self.call(lambda emu: scorecard(emu, self.attached, drill.scoring).to_dict())
+
     def current(self) -> Tick:
         """The emulation as it is now (waits for the emulator thread)."""
         return self.call(self._tick)
@@ -235,7 +243,7 @@ class Driver:
         try:
             self._emu = emu = self._factory()
             if self._attach is not None:
-                self._attach(emu)
+                self.attached = self._attach(emu)
             self._pacer = make_pacer(emu, self._speed)
             if self.live:
                 self._on_tick(self._tick(emu))
@@ -319,21 +327,23 @@ END_ALL = "end all"
 
 def list_drills() -> list[tuple[str, str]]:
     """(name, description) of the shipped drills, presets/drills/*.toml."""
-    from emulator.sim.drills import list_drills as shipped
+    from emulator.scenario.drills import list_drills as shipped
 
     return shipped()
 
 
 def load_drill(name_or_path: str) -> Drill:
     """A shipped drill by name or a drill file by path (PresetError, one line, if broken)."""
-    from emulator.sim.drills import load_drill as load
+    from emulator.scenario.drills import load_drill as load
 
     return load(name_or_path)
 
 
-def scorecard(drill: Drill, emu: Any) -> dict:
-    """The drill's scorecard of an emulation, as a dict (run on the emulator thread)."""
-    return drill.scorecard(emu).to_dict()
+def attach_recorder(emu: Any) -> Any:
+    """Record an emulation for its drill scorecard (Driver's `attach`; see Driver.scorecard)."""
+    from emulator.sim.record import attach
+
+    return attach(emu)
 
 
 def incident_kinds() -> list[tuple[str, str]]:

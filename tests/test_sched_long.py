@@ -81,7 +81,7 @@ def test_no_conversions_with_headroom(paper):
 def test_hysteresis_knobs_are_read(paper, key):
     from emulator.config import PresetError
     from emulator.presets import from_dict
-    from emulator.sim.drills import merge
+    from emulator.scenario.drills import merge
 
     with pytest.raises(PresetError, match=f"scheduler.{key}"):
         from_dict(merge(paper.source, {"scheduler": {key: -1}}), "x.toml")

@@ -12,8 +12,8 @@ from emulator.config import PresetError
 from emulator.distributions import Empirical
 from emulator.model import Knobs, evaluate
 from emulator.presets import from_dict
+from emulator.scenario.drills import merge
 from emulator.scenario.incidents import Brownout
-from emulator.sim.drills import merge
 from emulator.sim.engine import Emulation
 from emulator.sim.scheduler import Conditions, best_threshold
 from emulator.units import GBPS

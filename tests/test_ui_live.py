@@ -10,6 +10,7 @@ import pytest
 from test_ui_support import dash, screen_text, select_knob, wait_for
 from textual import events
 
+from emulator.sim.drills import run_drill
 from prfaas_tui.app import PrfaasApp
 from prfaas_tui.screens.drills import ScorecardScreen
 from prfaas_tui.screens.prompt import ValuePrompt
@@ -95,5 +96,5 @@ async def test_a_live_drill_stops_at_its_end_with_the_clis_scorecard():
         await wait_for(pilot, lambda: isinstance(app.screen, ScorecardScreen), timeout=30)
         d = dash(app)
         assert d.tick.paused and d.tick.snapshot.sim_time == d.drill.duration
-        cli = d.drill.run()["scorecard"]  # what `prfaas-tui drill link-outage --json` reports
+        cli = run_drill(d.drill)["scorecard"]  # what `prfaas-tui drill link-outage --json` reports
         assert app.screen.card == cli

@@ -13,8 +13,9 @@ import math
 import sys
 import time
 
+from emulator.scenario.drills import Drill, list_drills, load_drill
 from emulator.sim.accounting import AccountingError
-from emulator.sim.drills import Drill, list_drills, load_drill
+from emulator.sim.drills import run_drill
 from emulator.units import format_duration
 from prfaas_tui.commands.common import non_negative, parse_flag, whole
 
@@ -42,10 +43,10 @@ def main(args) -> int:
     started = time.perf_counter()
     try:
         if args.compare:
-            runs = {"scheduler": drill.run(seed, scheduler=True),
-                    "static": drill.run(seed, scheduler=False)}
+            runs = {"scheduler": run_drill(drill, seed, scheduler=True),
+                    "static": run_drill(drill, seed, scheduler=False)}
         else:
-            runs = {"drill": drill.run(seed)}
+            runs = {"drill": run_drill(drill, seed)}
     except AccountingError as exc:
         print(f"prfaas-tui drill: error: {exc}", file=sys.stderr)
         return 1

@@ -21,7 +21,7 @@ from textual.widgets import Footer, Header
 from emulator.model import OperatingPoint
 from emulator.paradigm import Paradigm
 from emulator.presets import Scenario
-from prfaas_tui.live import Driver, inject_incident, make_emulation, scorecard
+from prfaas_tui.live import Driver, attach_recorder, inject_incident, make_emulation
 from prfaas_tui.messages import EmulatorFailed, Tick, TickReady
 from prfaas_tui.screens.prompt import ValuePrompt
 from prfaas_tui.widgets.controls import KNOB_BY_KEY, KNOBS, ControlPanel, Knob
@@ -33,7 +33,7 @@ from prfaas_tui.widgets.status import StatusLine
 from prfaas_tui.widgets.timeline import DrillTimeline
 
 if TYPE_CHECKING:
-    from emulator.sim.drills import Drill
+    from emulator.scenario.drills import Drill
     from prfaas_tui.screens.plan import PlanChoice
 
 
@@ -134,7 +134,7 @@ class Dashboard(Screen):
         gen = self.generation
         self.driver = Driver(
             self.settings, live=self.live, seed=self.seed, generation=gen,
-            attach=self.drill.attach if self.drill else None,
+            attach=attach_recorder if self.drill else None,
             stop_at=self.drill.duration if self.drill else None,
             factory=partial(make_emulation, split=self.split),
             on_tick=lambda tick: self.post_message(TickReady(tick)),
@@ -207,7 +207,7 @@ class Dashboard(Screen):
 
             if self.live:
                 self.driver.pause(True)
-            card = self.driver.call(partial(scorecard, d))
+            card = self.driver.scorecard(d)
             self.app.push_screen(ScorecardScreen(d.name, card))
 
     def _adopt_scheduler_knobs(self, tick: Tick) -> None:
