@@ -15,7 +15,7 @@ from emulator.sim.engine import Emulation
 def settle(emu, extra=3000.0):
     """Stop arrivals, put everything back in service and let the system empty."""
     for stage in ("prfaas", "pd-p", "pd-d"):
-        pool = emu._pool_of(stage)
+        pool = emu.pool_of(stage)
         for m in pool.machines:
             pool.restore(m.idx)
     emu.change(paradigm="prfaas-pd")

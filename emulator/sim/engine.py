@@ -34,15 +34,17 @@ from emulator.sim.costs import Costs
 from emulator.sim.decode import DecodeStage
 from emulator.sim.link import Link
 from emulator.sim.loop import VirtualTimeLoop
-from emulator.sim.metrics import Latencies, TimeSeries, Totals, bottleneck, window
+from emulator.sim.metrics import Latencies, Totals
+from emulator.sim.observe import Observer
 from emulator.sim.pool import Pool
 from emulator.sim.prefill import PrefillStage
 from emulator.sim.prefill_backend import TorchService, start_hook
 from emulator.sim.request import Request
+from emulator.sim.result import RunResult
 from emulator.sim.router import PrefixLookup, Router
 from emulator.sim.scheduler import Scheduler
 from emulator.sim.sessions import generate_sessions, to_trace
-from emulator.sim.snapshot import LinkSnap, LiveKnobs, Snapshot, StageSnap
+from emulator.sim.snapshot import LiveKnobs, Snapshot
 from emulator.sim.timeline import Active, Timeline
 from emulator.sim.workload import SyntheticSource, TraceSource, Workload
 from emulator.traces import MOONCAKE_BLOCK_TOKENS, Trace, read_trace
@@ -163,15 +165,8 @@ class Emulation:
 
         # metrics
         self.latencies = Latencies(sim.window, sim.slo_ttft, sim.slo_tpot)
-        self.start_totals = self.totals()
-        self._samples: deque[Totals] = deque(
-            [self.start_totals], maxlen=int(math.ceil(sim.window / sim.sample_interval)) + 1)
-        self.series = TimeSeries(sim.timeseries_rows)
-        self._sample_interval = sim.sample_interval
-        self._marks_every = max(1, round(sim.window / 2 / sim.sample_interval))
-        self._n_samples = 0
-        self.latencies.mark(0.0)
-        loop.call_at_quiet(sim.sample_interval, self._sample)
+        self.observer = Observer(self, loop, sim.sample_interval, sim.window,
+                                 sim.timeseries_rows)
 
         # the preset's incidents and scheduler (both public: UI, drills, scorecards)
         self.timeline = Timeline(self, sim.incidents)
@@ -273,8 +268,6 @@ class Emulation:
             slices: int = 100):
         """Run to `duration`, check the accounting (AccountingError), return a RunResult.
         `progress(now, duration)` is called `slices` times along the way when given."""
-        from emulator.sim.result import RunResult
-
         end = self.duration
         mid = self.now + (end - self.now) / 2
         halfway: list[Totals] = []
@@ -288,7 +281,7 @@ class Emulation:
                 progress(self.now, end)
         acc = self.accounting
         acc.check()
-        return RunResult(self, acc, halfway[0] if halfway else self.start_totals)
+        return RunResult(self, acc, halfway[0] if halfway else self.observer.start)
 
     def close(self) -> None:
         """Cancel attached coroutines and close the loop."""
@@ -479,7 +472,8 @@ class Emulation:
         self.note(f"prefix cache flushed ({cluster or 'both'}): {blocks} blocks")
         return 1 if cluster else len(self.cache.caches)
 
-    def _pool_of(self, stage: str) -> Pool:
+    def pool_of(self, stage: str) -> Pool:
+        """The pool whose machines serve `stage` (PrfaaS or the local PD cluster)."""
         if stage not in STAGES:
             raise ValueError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}")
         return self.remote if stage == "prfaas" else self.local
@@ -487,16 +481,16 @@ class Emulation:
     def live_instances(self, stage: str) -> list[int]:
         """Ids of the live instances assigned to `stage`, ascending. An id is the instance's
         number in its cluster, stable across role changes."""
-        return [m.idx for m in self._pool_of(stage).machines if m.alive and m.target == stage]
+        return [m.idx for m in self.pool_of(stage).machines if m.alive and m.target == stage]
 
     def fail_instance(self, stage: str, idx: int) -> None:
         """Instance `idx` of `stage`'s cluster dies: a prefill restarts from the queue head, a
         decode batch goes back through the router (its KV is gone)."""
-        self._pool_of(stage).fail(idx)
+        self.pool_of(stage).fail(idx)
 
     def restore_instance(self, stage: str, idx: int) -> None:
         """Instance `idx` of `stage`'s cluster comes back (in whatever role it holds now)."""
-        self._pool_of(stage).restore(idx)
+        self.pool_of(stage).restore(idx)
 
     # -- state -------------------------------------------------------------------------------
     @property
@@ -512,75 +506,20 @@ class Emulation:
         knobs = Knobs(t=k.t, n_p=k.n_p, n_d=k.n_d, n_prfaas=k.n_prfaas, bandwidth=k.bandwidth)
         return self.paradigm.evaluate(self.scenario.system, knobs, mode or self.mode)
 
+    # observation (emulator.sim.observe)
     @property
     def in_flight(self) -> int:
-        """Requests held anywhere: queues, instances, wires, batches (counted, not derived)."""
-        n = (self.prfaas.holding + self.pdp.holding + self.pdd.holding
-             + self.link.propagating_flows + self.rdma.propagating_flows)
-        if self.cache is not None:  # cache moves and KV tails the transfer cache holds
-            n += self.cache.holding + self.reverse_link.propagating_flows
-        return n
+        return self.observer.in_flight
 
     @property
     def accounting(self) -> Accounting:
-        return Accounting(arrived=self.arrived, completed=self.completed,
-                          in_flight=self.in_flight, rejected=dict(self.rejected))
+        return self.observer.accounting
 
     def totals(self) -> Totals:
-        """Every cumulative counter and integral now (read-only)."""
-        now = self.now
-        stages = (self.prfaas, self.pdp, self.pdd)
-        tot = [s.totals(now) for s in stages]
-        sent, cap, sat = self.link.totals(now)
-        return Totals(
-            t=now, arrived=self.arrived, completed=self.completed,
-            rejected=sum(self.rejected.values()),
-            entered=tuple(s.entered for s in stages), done=tuple(s.done for s in stages),
-            busy=tuple(x[0] for x in tot), online=tuple(x[1] for x in tot),
-            queue=tuple(len(s.queue) for s in stages), compute=self.prfaas.work_started,
-            link_sent=sent, link_cap=cap, link_sat=sat,
-            link_in_flight=self.link.bytes_in_flight(now), in_flight=self.in_flight)
-
-    def _sample(self) -> None:
-        """Periodic bookkeeping on the virtual clock: windows, time series, histogram marks."""
-        row = self.totals()
-        self._samples.append(row)
-        self.series.offer(row)
-        self._n_samples += 1
-        if self._n_samples % self._marks_every == 0:
-            self.latencies.mark(row.t)
-        self.loop.call_at_quiet(row.t + self._sample_interval, self._sample)
+        return self.observer.totals()
 
     def snapshot(self) -> Snapshot:
-        now_tot = self.totals()
-        base = self._samples[0]
-        w = window(base, now_tot)
-        ttft, tpot, slo = self.latencies.recent(now_tot.t)
-        stages = {}
-        for i, (name, st) in enumerate(self.stages.items()):
-            accepting, draining = st.counts()
-            util = w.compute if name == "prfaas" else w.utilization[name]
-            stages[name] = StageSnap(instances=accepting, busy=st.in_service, utilization=util,
-                                     queue=now_tot.queue[i], served_rate=w.stage_rate[name],
-                                     draining=draining,
-                                     failed=self._pool_of(name).failed(name))
-        link = LinkSnap(capacity=self.link.capacity, utilization=w.link,
-                        bytes_in_flight=now_tot.link_in_flight,
-                        queued_bytes=self.link.queued_bytes(now_tot.t),
-                        flows=len(self.link.flows))
-        return Snapshot(
-            sim_time=now_tot.t, knobs=self.knobs, offered_rate=w.offered, served_rate=w.served,
-            arrived=self.arrived, completed=self.completed, in_flight=now_tot.in_flight,
-            rejected=now_tot.rejected,
-            lost=now_tot.arrived - now_tot.completed - now_tot.in_flight - now_tot.rejected,
-            stages=stages,
-            link=link, ttft_p50=ttft[0], ttft_p90=ttft[1], ttft_p99=ttft[2], tpot_p50=tpot[0],
-            slo_attainment=slo, bottleneck=bottleneck(base, now_tot, w),
-            decisions=tuple(self.decisions), events=self.events,
-            incidents=tuple(sorted(self.timeline.since)), target_rate=self.workload.rate,
-            cache=self.cache.snapshot() if self.cache is not None else None,
-            scheduler_changes=self.scheduler.changes if self.scheduler is not None else 0,
-            incident_windows=tuple(self.timeline.windows()))
+        return self.observer.snapshot()
 
 
 def _keyed(table: dict, key: Hashable, value: object) -> None:

@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from itertools import islice
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
@@ -39,11 +40,41 @@ from emulator.config import Reader, between, non_negative, one_of, positive
 from emulator.distributions import Empirical
 from emulator.model import MODES, System, ceilings, split_stats
 from emulator.optimizer import search
-from emulator.sim.metrics import window
+from emulator.paradigm import Paradigm
+from emulator.sim.link import Link
+from emulator.sim.metrics import Totals, window
+from emulator.sim.pool import Pool
+from emulator.sim.router import Router
 from emulator.units import format_tokens, parse_duration, to_gbps
 
-if TYPE_CHECKING:
-    from emulator.sim.engine import Emulation
+
+class _Scenario(Protocol):
+    system: System
+
+
+class Controlled(Protocol):
+    """What the scheduler reads from and changes in the engine."""
+
+    scenario: _Scenario
+    paradigm: Paradigm
+    router: Router
+    link: Link
+    local: Pool
+    remote: Pool
+
+    @property
+    def now(self) -> float: ...
+
+    @property
+    def t(self) -> float: ...
+
+    def totals(self) -> Totals: ...
+
+    def change(self, **knobs: object) -> object: ...
+
+    def every(self, period: float, fn: Callable[[Controlled], None]) -> None: ...
+
+    def note(self, text: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -151,7 +182,7 @@ class Scheduler:
 
     MAX_LOG = 1000
 
-    def __init__(self, emu: Emulation, config: SchedulerConfig):
+    def __init__(self, emu: Controlled, config: SchedulerConfig):
         self.emu = emu
         self.config = config
         self.system = emu.scenario.system
@@ -226,7 +257,7 @@ class Scheduler:
     # -- short timescale: t ------------------------------------------------------------------
     def short_tick(self) -> None:
         reasons = self.triggers()
-        if reasons and self.emu.paradigm == "prfaas-pd":
+        if reasons and self.emu.paradigm.threshold_routing:
             self.resolve_t(", ".join(reasons))
 
     def resolve_t(self, reason: str, n_p: int | None = None) -> None:
@@ -255,7 +286,7 @@ class Scheduler:
         emu, cfg = self.emu, self.config
         prev, now = self._long_prev, emu.totals()
         self._long_prev = now
-        if emu.paradigm != "prfaas-pd" or emu.now - self._last_convert < cfg.min_dwell:
+        if not emu.paradigm.threshold_routing or emu.now - self._last_convert < cfg.min_dwell:
             return
         if any(m.role != m.target for m in emu.local.machines[: emu.local.size]):
             return  # a conversion is still draining or reloading
