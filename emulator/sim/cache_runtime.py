@@ -70,7 +70,7 @@ class CacheRuntime:
         self.router = router
         router.bandwidth_scarce = self.detector.scarce
         if self.cfg.routing == "auto":
-            now = self.loop._now
+            now = self.loop.now
             self._last = self.links["prfaas"].totals(now)[:2]
             self.loop.call_at_quiet(now + self.cfg.scarcity_window, self._tick)
 
@@ -122,7 +122,7 @@ class CacheRuntime:
     def started(self, stage: PrefillStage, w: PrefillWorker, req: Request, kv: float,
                 per_token: float | None) -> float:
         """At prefill start: arm the prefill-end timer; return the bytes the KV flow carries."""
-        end = self.loop._now + req.service
+        end = self.loop.now + req.service
         if stage is not self.prfaas:
             w.end = self.loop.call_at(end, self._prefill_end, stage, w, req, None)
             return kv
@@ -172,7 +172,7 @@ class CacheRuntime:
 
     # -- scarce / abundant ---------------------------------------------------------------------
     def _tick(self) -> None:
-        now = self.loop._now
+        now = self.loop.now
         sent, cap, _ = self.links["prfaas"].totals(now)
         d_sent, d_cap = sent - self._last[0], cap - self._last[1]
         self._last = (sent, cap)

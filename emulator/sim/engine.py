@@ -203,7 +203,7 @@ class Emulation:
     def _arrive(self, length: float, out_len: int, hash_ids: list[int] | None) -> None:
         self._rid += 1
         self.arrived += 1
-        req = Request(self._rid, self.loop._now, length, out_len, hash_ids)
+        req = Request(self._rid, self.loop.now, length, out_len, hash_ids)
         stage = self.prfaas if self.router.remote(req) else self.pdp
         if self._admission:
             reason = self._refuse(stage, req)
@@ -254,7 +254,7 @@ class Emulation:
     # -- running ---------------------------------------------------------------------------
     @property
     def now(self) -> float:
-        return self.loop._now
+        return self.loop.now
 
     @property
     def events(self) -> int:
@@ -308,7 +308,7 @@ class Emulation:
 
         def tick() -> None:
             fn(self)
-            self.loop.call_at(self.loop._now + period, tick)
+            self.loop.call_at(self.loop.now + period, tick)
 
         self.loop.call_at(self.now + period if start is None else start, tick)
 

@@ -82,7 +82,7 @@ class Stage:
         return 1
 
     def _recount(self) -> None:
-        now = self.loop._now
+        now = self.loop.now
         self._account(now)
         up = [w for w in self.workers if w.machine.alive]
         self.n_accepting = sum(1 for w in up if w.accepting)

@@ -11,8 +11,9 @@ from dataclasses import replace
 from emulator.config import PresetError
 from emulator.paradigm import Paradigm
 from emulator.presets import Scenario, load
+from emulator.scenario.knobs import Controls
 from emulator.sim.accounting import AccountingError
-from emulator.sim.engine import Emulation, check_split
+from emulator.sim.engine import Emulation
 from emulator.sim.prefill_backend import PrefillBackendConfig, check_device
 from emulator.sim.result import RunResult
 from emulator.torch_prefill import TorchUnavailable
@@ -88,10 +89,10 @@ def build(args) -> Emulation:
     homogeneous = args.paradigm == "homogeneous"
     if (n_p is not None or n_d is not None) and not (homogeneous and (n_p is None or n_d is None)):
         # (homogeneous with one of the two given: the other comes from the optimizer's split)
-        pool = sc.system.homogeneous_pool if homogeneous else sc.system.local_pool
         try:
-            check_split(sc.n_p if n_p is None else n_p, sc.n_d if n_d is None else n_d, pool,
-                        args.paradigm)
+            Controls(t=sc.t, n_p=sc.n_p if n_p is None else n_p,
+                     n_d=sc.n_d if n_d is None else n_d, n_prfaas=sc.system.n_prfaas,
+                     bandwidth=sc.system.bandwidth, paradigm=args.paradigm).validate(sc.system)
         except ValueError as exc:
             raise UsageError(f"--np/--nd: {exc}") from None
     try:
