@@ -4,11 +4,12 @@ Request path: arrival -> router -> admission control -> PrfaaS or PD-P prefill (
 instance held until the KV has left) -> cross-datacenter link or intra-cluster RDMA (pipelined
 with prefill) -> PD-D decode queue -> continuous batching -> completion.
 
-Live changes (threshold, split, PrfaaS instances, bandwidth, rate, paradigm) apply at the current
-simulated time and lose nothing: instances that change role drain first. The methods meant for
-the scheduler and incidents are here too: set_link_capacity, fail_instance,
-restore_instance, set_rate_multiplier, set_length_distribution, plus `every` and `spawn` to
-attach periodic controllers and coroutines to the virtual loop.
+Live changes go through `apply(controls)` (the engine computes the diff) and lose nothing:
+instances that change role drain first. Incidents act through the public fault API (keyed and
+composed: `set_link_factor`, `set_rate_multiplier`, `set_length_distribution`,
+`fail_instance`/`restore_instance`, `flush_cache`); `every`, `spawn` and `call_at` attach
+controllers, coroutines and timers to the virtual loop. Observation (totals, accounting,
+snapshots) is emulator.sim.observe's.
 """
 
 from __future__ import annotations

@@ -60,7 +60,6 @@ class Controlled(Protocol):
     router: Router
     link: Link
     local: Pool
-    remote: Pool
 
     @property
     def now(self) -> float: ...
@@ -75,6 +74,8 @@ class Controlled(Protocol):
     def every(self, period: float, fn: Callable[[Controlled], None]) -> None: ...
 
     def note(self, text: str) -> None: ...
+
+    def live_instances(self, stage: str) -> list[int]: ...
 
 
 @dataclass(frozen=True)
@@ -206,7 +207,7 @@ class Scheduler:
 
     # -- what the scheduler sees ---------------------------------------------------------------
     def _alive(self) -> int:
-        return sum(1 for m in self.emu.remote.machines if m.alive and m.target == "prfaas")
+        return len(self.emu.live_instances("prfaas"))
 
     def _recent(self, history: int) -> np.ndarray:
         recent = self.emu.router.recent
