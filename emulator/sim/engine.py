@@ -57,7 +57,7 @@ class Emulation:
 
     def __init__(self, scenario: Scenario, *, seed: int | None = None,
                  rate: float | None = None, load: float | None = None,
-                 duration: float | None = None, paradigm: str = "prfaas-pd",
+                 duration: float | None = None, paradigm: Paradigm | str = Paradigm.PRFAAS_PD,
                  trace: str | Trace | None = None, mode: str = "exact",
                  n_p: int | None = None, n_d: int | None = None,
                  cached_prefix: PrefixLookup | None = None):

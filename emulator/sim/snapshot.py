@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from emulator.paradigm import Paradigm
+
 
 @dataclass(frozen=True)
 class LiveKnobs:
@@ -16,7 +18,7 @@ class LiveKnobs:
     n_d: int
     n_prfaas: int
     bandwidth: float  # configured B_out, bytes per second
-    paradigm: str
+    paradigm: Paradigm
 
 
 @dataclass(frozen=True)
