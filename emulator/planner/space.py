@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from emulator.paradigm import Paradigm
-from emulator.presets import Scenario
+from emulator.scenario.scenario import Scenario
 
 AUTO_T = -1.0  # "the model decides t" (the optimizer's best threshold for that deployment)
 

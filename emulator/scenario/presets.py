@@ -7,22 +7,21 @@ Shipped presets live in the top-level `presets/` folder (installed as `emulator/
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
-from emulator.config import PresetError, Reader, at_most, non_negative, one_of, positive
-from emulator.lengths_config import MAX_TOKENS, parse_lengths
-from emulator.model import MODES, DecodeSpec, Knobs, System
+from emulator.model import MODES, DecodeSpec, System
 from emulator.profiles import BEYOND_RULES, Curve, Profile
-from emulator.sim.config import SimConfig, parse_sim_config
+from emulator.scenario.lengths import MAX_TOKENS, parse_lengths
+from emulator.scenario.reader import PresetError, Reader, at_most, non_negative, one_of, positive
+from emulator.scenario.scenario import Scenario, check_knobs
+from emulator.scenario.sim import parse_sim_config
 from emulator.units import (
     parse_bandwidth,
     parse_bytes,
     parse_duration,
     parse_tokens,
-    to_gbps,
 )
 
 MAX_INSTANCES = 100_000
@@ -31,70 +30,11 @@ MAX_BANDWIDTH = 1e15  # 8 Pbps
 
 def presets_dir() -> Path:
     """The source tree's presets/ in a checkout, else the copy shipped inside the package."""
-    here = Path(__file__).resolve().parent
-    for cand in (here.parent / "presets", here / "_presets"):
+    package = Path(__file__).resolve().parent.parent  # emulator/
+    for cand in (package.parent / "presets", package / "_presets"):
         if cand.is_dir():
             return cand
-    return here.parent / "presets"
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """A loaded preset: the model's system, the initial knobs and the emulator's settings."""
-
-    name: str
-    description: str
-    path: str | None
-    system: System
-    t: float
-    n_p: int
-    n_d: int
-    mode: str
-    profiles: dict[str, Profile]
-    rdma_bandwidth: float
-    sim: SimConfig
-    source: dict = field(default_factory=dict, repr=False)  # the TOML as read, for save-as
-
-    @property
-    def knobs(self) -> Knobs:
-        return Knobs(t=self.t, n_p=self.n_p, n_d=self.n_d, n_prfaas=self.system.n_prfaas,
-                     bandwidth=self.system.bandwidth)
-
-    def with_knobs(self, *, t: float | None = None, n_p: int | None = None,
-                   n_d: int | None = None, n_prfaas: int | None = None,
-                   bandwidth: float | None = None) -> Scenario:
-        """A copy with other knobs, validated like a preset (pool limits, positive values)."""
-        system = self.system
-        if n_prfaas is not None or bandwidth is not None:
-            system = replace(system,
-                             n_prfaas=system.n_prfaas if n_prfaas is None else n_prfaas,
-                             bandwidth=system.bandwidth if bandwidth is None else bandwidth)
-        sc = replace(self, system=system, t=self.t if t is None else t,
-                     n_p=self.n_p if n_p is None else n_p, n_d=self.n_d if n_d is None else n_d)
-        check_knobs(sc)
-        return sc
-
-
-def check_knobs(sc: Scenario) -> None:
-    """Raise PresetError when the knobs are impossible for the deployment."""
-    s = sc.system
-    if sc.n_p < 0 or sc.n_d < 0:
-        raise PresetError(sc.path, "deployment.n_p" if sc.n_p < 0 else "deployment.n_d",
-                          f"must be >= 0 (got {min(sc.n_p, sc.n_d)})")
-    if sc.n_p + sc.n_d > s.local_pool:
-        raise PresetError(sc.path, "deployment.n_p",
-                          f"n_p + n_d = {sc.n_p + sc.n_d} exceeds the local pool of {s.local_pool}")
-    if s.n_prfaas < 0:
-        raise PresetError(sc.path, "deployment.n_prfaas", f"must be >= 0 (got {s.n_prfaas})")
-    if not s.bandwidth > 0:
-        raise PresetError(sc.path, "deployment.bandwidth", f"must be > 0 (got {to_gbps(s.bandwidth):g} Gbps)")
-    if sc.n_d == 0:
-        raise PresetError(sc.path, "deployment.n_d", "must be >= 1: every request needs decode")
-    lo, hi = s.lengths.support
-    if not (0 <= sc.t <= hi):
-        raise PresetError(sc.path, "deployment.threshold",
-                          f"{sc.t:.0f} tokens lies outside the length distribution's support "
-                          f"[{lo:.0f}, {hi:.0f}] (any t from 0 to {hi:.0f} routes)")
+    return package.parent / "presets"
 
 
 def resolve(name_or_path: str) -> Path:
