@@ -11,10 +11,19 @@ from pathlib import Path
 
 import numpy as np
 
-from emulator.model import MODES, DecodeSpec, System
+from emulator.model import DecodeSpec, System
 from emulator.profiles import BEYOND_RULES, Curve, Profile
 from emulator.scenario.lengths import MAX_TOKENS, parse_lengths
-from emulator.scenario.reader import PresetError, Reader, at_most, non_negative, one_of, positive
+from emulator.scenario.reader import (
+    PresetError,
+    Reader,
+    at_most,
+    default_of,
+    non_negative,
+    one_of,
+    positive,
+    read_fields,
+)
 from emulator.scenario.scenario import Scenario, check_knobs
 from emulator.scenario.sim import parse_sim_config
 from emulator.units import (
@@ -84,13 +93,12 @@ def load(name_or_path: str | Path) -> Scenario:
 def from_dict(data: dict, path: str | Path | None = None) -> Scenario:
     root = Reader(data, path)
     name = root.get("name", str, Path(path).stem if path else "scenario")
-    description = root.get("description", str, "")
-    mode = root.get("mode", str, "paper", check=one_of(*MODES))
+    top = read_fields(Scenario, root)  # description, mode
     base_dir = Path(path).parent if path else Path.cwd()
 
     profiles = _profiles(root.section("profiles", required=True), base_dir)
     dep = root.section("deployment", required=True)
-    par = dep.get("parallelism", int, 1, check=positive)
+    par = dep.get("parallelism", int, default_of(System, "parallelism"), check=positive)
 
     def instances(r: Reader, key: str, gpus_key: str) -> int:
         if r.has(key) and r.has(gpus_key):
@@ -118,7 +126,7 @@ def from_dict(data: dict, path: str | Path | None = None) -> Scenario:
     pool = instances(dep, "local_pool", "local_gpus")
     bandwidth = dep.get("bandwidth", parse_bandwidth, check=lambda x: positive(x) or
                         at_most(MAX_BANDWIDTH, "8 Pbps")(x))
-    rdma = dep.get("rdma_bandwidth", parse_bandwidth, "800 Gbps", check=positive)
+    top |= read_fields(Scenario, dep, "deployment")  # rdma_bandwidth
     n_p = dep.get("n_p", int, check=non_negative)
     n_d = dep.get("n_d", int, check=non_negative)
     t = dep.get("threshold", parse_tokens, check=non_negative)
@@ -143,17 +151,17 @@ def from_dict(data: dict, path: str | Path | None = None) -> Scenario:
         if prof in (prfaas_prof, local_prof) and (msg := prof.check_positive(grid)):
             raise PresetError(path, f"profiles.{pname}", msg)
 
-    homo_pool, homo_prof = 0, None
+    homo_pool, homo_prof = default_of(System, "homogeneous_pool"), None
     if (h := root.section("homogeneous")) is not None:
         homo_pool = instances(h, "pool", "gpus")
         homo_prof = profile_ref(h, "profile", next(k for k, v in profiles.items() if v is local_prof))
         if msg := homo_prof.check_positive(grid):
             raise h.error("profile", msg)
         h.finish()
-    price_pf = price_local = None
+    price_pf, price_local = default_of(System, "price_prfaas"), default_of(System, "price_local")
     if (pr := root.section("prices")) is not None:
-        price_pf = pr.get("prfaas_instance_hour", float, None, check=positive)
-        price_local = pr.get("local_instance_hour", float, None, check=positive)
+        price_pf = pr.get("prfaas_instance_hour", float, price_pf, check=positive)
+        price_local = pr.get("local_instance_hour", float, price_local, check=positive)
         pr.finish()
 
     system = System(prfaas=prfaas_prof, local=local_prof, lengths=lengths, decode=decode,
@@ -161,9 +169,8 @@ def from_dict(data: dict, path: str | Path | None = None) -> Scenario:
                     homogeneous_pool=homo_pool, homogeneous_profile=homo_prof,
                     price_prfaas=price_pf, price_local=price_local)
     root.finish()
-    sc = Scenario(name=name, description=description, path=str(path) if path else None,
-                  system=system, t=t, n_p=n_p, n_d=n_d, mode=mode, profiles=profiles,
-                  rdma_bandwidth=rdma, sim=sim, source=data)
+    sc = Scenario(name=name, path=str(path) if path else None, system=system, t=t, n_p=n_p,
+                  n_d=n_d, profiles=profiles, sim=sim, source=data, **top)
     check_knobs(sc)
     return sc
 

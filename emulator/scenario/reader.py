@@ -150,6 +150,15 @@ def read_fields(cls: type, r: Reader, section: str | None = None) -> dict[str, A
     return out
 
 
+def default_of(cls: type, name: str) -> Any:
+    """The default of dataclass `cls`'s field `name`: what a parser uses for an absent key
+    whose field is not a `setting()` (e.g. the model's System)."""
+    f = next(f for f in dataclasses.fields(cls) if f.name == name)
+    if f.default is dataclasses.MISSING:
+        raise TypeError(f"{cls.__name__}.{name} has no default")
+    return f.default
+
+
 # common checks: one rule for every number, finite first --------------------------------------
 def positive(x: float) -> str | None:
     return "must be finite" if not math.isfinite(x) else None if x > 0 else "must be > 0"

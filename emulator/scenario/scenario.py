@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from emulator.model import Knobs, System
+from emulator.model import MODES, Knobs, System
 from emulator.profiles import Profile
 from emulator.scenario.knobs import KNOBS, Controls, KnobError
-from emulator.scenario.reader import PresetError
+from emulator.scenario.reader import PresetError, one_of, positive, setting
 from emulator.scenario.sim import SimConfig
+from emulator.units import GBPS, parse_bandwidth
 
 
 @dataclass(frozen=True)
@@ -20,16 +21,18 @@ class Scenario:
     """A loaded preset: the model's system, the initial knobs and the emulator's settings."""
 
     name: str
-    description: str
     path: str | None
     system: System
     t: float
     n_p: int
     n_d: int
-    mode: str
     profiles: dict[str, Profile]
-    rdma_bandwidth: float
     sim: SimConfig
+    description: str = setting("", parse=str)
+    mode: str = setting("paper", parse=str, check=one_of(*MODES))  # the model's evaluation mode
+    # intra-cluster KV transfer (PD-P -> PD-D)
+    rdma_bandwidth: float = setting(800 * GBPS, parse=parse_bandwidth, check=positive,
+                                    section="deployment")
     source: dict = field(default_factory=dict, repr=False)  # the TOML as read, for save-as
 
     @property

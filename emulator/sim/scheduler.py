@@ -175,7 +175,7 @@ class Scheduler:
     # -- short timescale: t ------------------------------------------------------------------
     def short_tick(self) -> None:
         reasons = self.triggers()
-        if reasons and self.emu.paradigm == "prfaas-pd":
+        if reasons and self.emu.paradigm.threshold_routing:
             self.resolve_t(", ".join(reasons))
 
     def resolve_t(self, reason: str, n_p: int | None = None) -> None:
@@ -204,7 +204,7 @@ class Scheduler:
         emu, cfg = self.emu, self.config
         prev, now = self._long_prev, emu.totals()
         self._long_prev = now
-        if emu.paradigm != "prfaas-pd" or emu.now - self._last_convert < cfg.min_dwell:
+        if not emu.paradigm.threshold_routing or emu.now - self._last_convert < cfg.min_dwell:
             return
         if any(m.role != m.target for m in emu.local.machines[: emu.local.size]):
             return  # a conversion is still draining or reloading
