@@ -10,7 +10,7 @@ import argparse
 import importlib
 import sys
 
-from emulator.config import PresetError
+from emulator.scenario.reader import PresetError
 from emulator.torch_prefill import TorchUnavailable
 from emulator.traces import TraceError
 from emulator.units import UnitError

@@ -321,7 +321,7 @@ class Driver:
         return target
 
 
-# -- drills and incidents: the engine's (emulator.sim.drills, emulator.sim.incidents) ----------
+# -- drills and incidents (emulator.scenario.drills/incidents, emulator.sim.record/score) ---
 END_ALL = "end all"
 
 

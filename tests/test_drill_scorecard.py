@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from emulator.config import PresetError
 from emulator.scenario.drills import Drill, list_drills, load_drill
+from emulator.scenario.reader import PresetError
 from emulator.sim.drills import run_drill
 from emulator.sim.engine import Emulation
 from emulator.sim.record import attach

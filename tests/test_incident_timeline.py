@@ -10,9 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from emulator.config import PresetError
 from emulator.distributions import Discrete, Reweighted
-from emulator.presets import from_dict
 from emulator.scenario.incidents import (
     Brownout,
     CacheFlush,
@@ -24,6 +22,8 @@ from emulator.scenario.incidents import (
     Surge,
     catalog,
 )
+from emulator.scenario.presets import from_dict
+from emulator.scenario.reader import PresetError
 from emulator.sim.engine import Emulation
 
 

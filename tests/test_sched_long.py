@@ -11,6 +11,7 @@ from emulator.distributions import Reweighted
 from emulator.model import Knobs, evaluate
 from emulator.optimizer import search
 from emulator.scenario.incidents import LengthShift
+from emulator.scenario.presets import from_dict
 from emulator.sim.engine import Emulation
 
 
@@ -79,9 +80,8 @@ def test_no_conversions_with_headroom(paper):
 
 @pytest.mark.parametrize("key", ["gain_margin", "min_dwell", "stress"])
 def test_hysteresis_knobs_are_read(paper, key):
-    from emulator.config import PresetError
-    from emulator.presets import from_dict
     from emulator.scenario.drills import merge
+    from emulator.scenario.reader import PresetError
 
     with pytest.raises(PresetError, match=f"scheduler.{key}"):
         from_dict(merge(paper.source, {"scheduler": {key: -1}}), "x.toml")

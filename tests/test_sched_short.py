@@ -8,12 +8,12 @@ import dataclasses
 import numpy as np
 import pytest
 
-from emulator.config import PresetError
 from emulator.distributions import Empirical
 from emulator.model import Knobs, evaluate
-from emulator.presets import from_dict
 from emulator.scenario.drills import merge
 from emulator.scenario.incidents import Brownout
+from emulator.scenario.presets import from_dict
+from emulator.scenario.reader import PresetError
 from emulator.sim.engine import Emulation
 from emulator.sim.scheduler import Conditions, best_threshold
 from emulator.units import GBPS

@@ -3,7 +3,7 @@ link and batch shows up as lost 1 on the snapshot and fails the run."""
 
 import pytest
 
-from emulator.presets import load
+from emulator.scenario.presets import load
 from emulator.sim.accounting import Accounting, AccountingError
 from emulator.sim.engine import Emulation
 

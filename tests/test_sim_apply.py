@@ -6,8 +6,8 @@ from dataclasses import replace
 import pytest
 
 from emulator.paradigm import Paradigm
-from emulator.presets import load
 from emulator.scenario.knobs import KnobError
+from emulator.scenario.presets import load
 from emulator.sim.engine import Emulation
 
 

@@ -23,8 +23,9 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from emulator.config import PresetError, Reader, between, non_negative, positive
-from emulator.presets import Scenario, from_dict, presets_dir, resolve
+from emulator.scenario.presets import from_dict, presets_dir, resolve
+from emulator.scenario.reader import PresetError, Reader, between, non_negative, positive
+from emulator.scenario.scenario import Scenario
 from emulator.units import parse_duration
 
 DRILL_KEYS = ("name", "description", "preset", "expect", "score")

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, Protocol
 
-from emulator.config import Reader, non_negative, one_of, positive
 from emulator.distributions import LengthDistribution, Reweighted
-from emulator.lengths_config import parse_lengths
 from emulator.model import STAGES
+from emulator.scenario.lengths import parse_lengths
+from emulator.scenario.reader import Reader, non_negative, one_of, positive
 from emulator.units import parse_duration, parse_tokens
 
 CLUSTERS = ("prfaas", "pd")

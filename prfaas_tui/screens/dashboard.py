@@ -20,7 +20,7 @@ from textual.widgets import Footer, Header
 
 from emulator.model import OperatingPoint
 from emulator.paradigm import Paradigm
-from emulator.presets import Scenario
+from emulator.scenario.scenario import Scenario
 from prfaas_tui.live import Driver, attach_recorder, inject_incident, make_emulation
 from prfaas_tui.messages import EmulatorFailed, Tick, TickReady
 from prfaas_tui.screens.prompt import ValuePrompt
