@@ -101,6 +101,19 @@ def test_decode_loss_re_prefills_its_batch_and_loses_nothing(toy):
     assert result.accounting.lost == 0 and result.accounting.balanced
 
 
+def test_an_instance_loss_restores_the_same_instances_across_a_role_change(toy):
+    with emu_of(toy, load=0.5) as emu:
+        emu.run_until(60)
+        act = emu.inject(InstanceLoss(stage="pd-d", count=1))
+        assert act.machines == [2] and emu.live_instances("pd-d") == [1]
+        emu.change(n_p=0, n_d=3)  # the prefill instance turns decode while 2 is down
+        emu.run_until(120)
+        act.end()
+        assert all(m.alive for m in emu.local.machines)
+        assert emu.live_instances("pd-d") == [0, 1, 2]
+        emu.run()
+
+
 def test_surges_multiply_and_a_long_surge_keeps_the_short_rate(toy):
     with emu_of(toy) as emu:
         emu.inject(Surge(duration=50, factor=2.0))

@@ -112,13 +112,6 @@ class Incident:
         """Whether it changes the length mix (impossible when a trace brings the lengths)."""
         return False
 
-    @property
-    def window(self) -> tuple[float, float, str] | None:
-        """(start, end, label) when scripted at a time (an instant one ends where it starts)."""
-        if self.at is None:
-            return None
-        return self.at, self.at + (self.duration or 0.0), self.label
-
     @classmethod
     def read(cls, r: Reader, base_dir: Path) -> dict[str, Any]:
         """The constructor's arguments from one `[[incidents]]` table (keys from the fields)."""
