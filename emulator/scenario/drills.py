@@ -1,5 +1,6 @@
-"""Drill files: a preset, a timeline of incidents, an SLO and expectations (an incident
-rehearsal); the simulator runs and scores them (emulator.sim.drills).
+"""Drill files (an incident rehearsal: a preset, a timeline of incidents, an SLO and
+expectations) loaded into `Drill`s (emulator.scenario.drill), which the simulator runs and
+scores (emulator.sim.drills).
 
 A drill file (presets/drills/NAME.toml) names its base preset and overrides it section by
 section; everything but the drill's own keys goes through the preset parser, so a drill is
@@ -20,55 +21,14 @@ checked as strictly as a preset and a bad key is one line naming the drill file 
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from emulator.scenario.drill import EXPECT_MAX, EXPECT_MIN, Drill, Scoring
 from emulator.scenario.presets import from_dict, presets_dir, resolve
 from emulator.scenario.reader import PresetError, Reader, between, non_negative, positive
-from emulator.scenario.scenario import Scenario
 from emulator.units import parse_duration
 
 DRILL_KEYS = ("name", "description", "preset", "expect", "score")
-EXPECT_MAX = ("lost", "recovery_seconds", "peak_ttft_p90", "ttft_p90_during")  # at most
-EXPECT_MIN = ("slo_attainment",)  # at least
-
-
-@dataclass(frozen=True)
-class Scoring:
-    """How a drill is scored: the bars of [expect] and the recovery criterion of [score]."""
-
-    expect: dict[str, float] = field(default_factory=lambda: {"lost": 0})
-    recovery_window: float = 300.0  # seconds of traffic each recovery window covers
-    tolerance: float = 0.05  # served within this share of offered counts as recovered
-
-
-@dataclass(frozen=True)
-class Drill:
-    name: str
-    description: str
-    path: str
-    scenario: Scenario  # the base preset with the drill's overrides, incidents and scheduler
-    scoring: Scoring = field(default_factory=Scoring)
-
-    @property
-    def duration(self) -> float:
-        return self.scenario.sim.duration
-
-    @property
-    def timeline(self) -> tuple[tuple[float, float | None, str], ...]:
-        """(start, end, label) of the scripted incidents, for a timeline view (a cache flush
-        is instantaneous: end == start)."""
-        return tuple((i.at, i.at + (i.duration or 0.0), i.label)
-                     for i in self.scenario.sim.incidents)
-
-    def with_scheduler(self, on: bool | None) -> Scenario:
-        """The drill's scenario with its scheduler on or off (off: the static baseline; None:
-        as the drill file says)."""
-        if on is None:
-            return self.scenario
-        sim = self.scenario.sim
-        return replace(self.scenario, sim=replace(sim, scheduler=replace(sim.scheduler,
-                                                                         enabled=on)))
 
 
 def drills_dir() -> Path:

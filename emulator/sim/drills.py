@@ -3,7 +3,7 @@ scorecard's recorder attached, and the `drill --json` object."""
 
 from __future__ import annotations
 
-from emulator.scenario.drills import Drill
+from emulator.scenario.drill import Drill
 from emulator.sim.engine import Emulation
 from emulator.sim.record import Recorder, attach
 from emulator.sim.score import scorecard

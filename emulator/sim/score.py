@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from emulator.model import STAGES, _num
-from emulator.scenario.drills import EXPECT_MIN, Scoring
+from emulator.scenario.drill import EXPECT_MIN, Scoring
 from emulator.sim.engine import Emulation
 from emulator.sim.record import Recorder
 

@@ -14,13 +14,10 @@ from emulator.scenario.knobs import KNOBS, Controls, KnobError
 from emulator.scenario.presets import load
 from emulator.scenario.scenario import Scenario
 from emulator.units import UnitError
+from prfaas_tui.errors import UsageError
 
 # the knobs every scenario command takes; `run` adds rate and paradigm
 DEPLOYMENT_KNOBS = ("t", "n_p", "n_d", "n_prfaas", "bandwidth")
-
-
-class UsageError(ValueError):
-    """A bad command-line value; str() is the one line the user sees."""
 
 
 def add_scenario_flags(p: argparse.ArgumentParser,

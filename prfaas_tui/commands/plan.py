@@ -19,7 +19,7 @@ from emulator.planner.space import AUTO_T, Space
 from emulator.planner.sweep import Plan, run_plan
 from emulator.scenario import presets
 from emulator.units import parse_bandwidth, parse_duration, parse_tokens
-from prfaas_tui.commands.common import UsageError
+from prfaas_tui.errors import UsageError
 
 
 def _ints(flag: str, text: str | None) -> tuple[int, ...] | None:

@@ -20,12 +20,8 @@ from emulator.torch_prefill import TorchUnavailable
 from emulator.torch_prefill.config import get_config
 from emulator.traces import TraceError
 from emulator.units import parse_duration
-from prfaas_tui.commands.common import (
-    UsageError,
-    add_scenario_flags,
-    controls_from_args,
-    parse_flag,
-)
+from prfaas_tui.commands.common import add_scenario_flags, controls_from_args, parse_flag
+from prfaas_tui.errors import UsageError
 
 HELP = "emulate a preset in virtual time and report rates, latencies and the bottleneck"
 

@@ -26,7 +26,7 @@ from emulator.planner.store import read_results
 from emulator.scenario.reader import PresetError
 from emulator.scenario.scenario import Scenario
 from emulator.units import format_duration
-from prfaas_tui.commands.common import UsageError
+from prfaas_tui.errors import UsageError
 from prfaas_tui.screens.presets import load_any
 from prfaas_tui.screens.prompt import steady_input
 from prfaas_tui.widgets.modelview import Refused, Settings

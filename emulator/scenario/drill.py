@@ -1,0 +1,49 @@
+"""A drill as the simulator receives it: the scenario (base preset, overrides, incidents,
+scheduler) and how to score it. Drill files load through emulator.scenario.drills."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from emulator.scenario.scenario import Scenario
+
+EXPECT_MAX = ("lost", "recovery_seconds", "peak_ttft_p90", "ttft_p90_during")  # at most
+EXPECT_MIN = ("slo_attainment",)  # at least
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """How a drill is scored: the bars of [expect] and the recovery criterion of [score]."""
+
+    expect: dict[str, float] = field(default_factory=lambda: {"lost": 0})
+    recovery_window: float = 300.0  # seconds of traffic each recovery window covers
+    tolerance: float = 0.05  # served within this share of offered counts as recovered
+
+
+@dataclass(frozen=True)
+class Drill:
+    name: str
+    description: str
+    path: str
+    scenario: Scenario  # the base preset with the drill's overrides, incidents and scheduler
+    scoring: Scoring = field(default_factory=Scoring)
+
+    @property
+    def duration(self) -> float:
+        return self.scenario.sim.duration
+
+    @property
+    def timeline(self) -> tuple[tuple[float, float | None, str], ...]:
+        """(start, end, label) of the scripted incidents, for a timeline view (a cache flush
+        is instantaneous: end == start)."""
+        return tuple((i.at, i.at + (i.duration or 0.0), i.label)
+                     for i in self.scenario.sim.incidents)
+
+    def with_scheduler(self, on: bool | None) -> Scenario:
+        """The drill's scenario with its scheduler on or off (off: the static baseline; None:
+        as the drill file says)."""
+        if on is None:
+            return self.scenario
+        sim = self.scenario.sim
+        return replace(self.scenario, sim=replace(sim, scheduler=replace(sim.scheduler,
+                                                                         enabled=on)))
