@@ -42,3 +42,12 @@ def test_a_paradigm_switch_alone_deploys_its_own_split_and_comes_back():
         back = emu.change(paradigm="prfaas-pd")
         assert back == pd
         emu.run()
+
+
+def test_a_split_given_with_the_switch_is_the_one_a_later_switch_returns_to():
+    with Emulation(load("paper-case-study"), load=0.5, duration=600, seed=1,
+                   paradigm="homogeneous") as emu:
+        pd = emu.change(paradigm="prfaas-pd", n_p=2, n_d=6)
+        assert (pd.n_p, pd.n_d) == (2, 6)
+        emu.change(paradigm="naive-heterogeneous")
+        assert (emu.change(paradigm="prfaas-pd").n_p, emu.controls.n_d) == (2, 6)

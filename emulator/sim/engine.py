@@ -367,7 +367,7 @@ class Emulation:
         elif split != (old.n_p, old.n_d):
             self.local.set_counts({"pd-p": split[0], "pd-d": split[1]})
             if par.threshold_routing:
-                self._split = split
+                self._split = split  # what a switch back to PrfaaS-PD returns to
             self.note(f"split -> N_p {split[0]} / N_d {split[1]}")
         if target.n_prfaas != old.n_prfaas:
             self._n_prfaas = target.n_prfaas
@@ -407,6 +407,8 @@ class Emulation:
         self.local.resize(max(len(self.local.machines), pool))
         self.local.size = pool
         self.local.set_counts({"pd-p": split[0], "pd-d": split[1]}, immediate=immediate)
+        if par.threshold_routing:
+            self._split = split
         self._set_remote(par.n_prfaas(self._n_prfaas), immediate)
 
     def _set_remote(self, n: int, immediate: bool = False) -> None:
