@@ -114,8 +114,8 @@ class Emulation:
             raise KnobError("paradigm", why)
         split = self._split_of(paradigm)
         split = (split[0] if n_p is None else n_p, split[1] if n_d is None else n_d)
-        Controls(t=scenario.t, n_p=split[0], n_d=split[1], n_prfaas=self._n_prfaas,
-                 bandwidth=self.bandwidth, paradigm=paradigm).validate(system)
+        replace(scenario.controls, n_p=split[0], n_d=split[1],
+                paradigm=paradigm).validate(system)
         self._deploy(paradigm, split, immediate=True)
 
         # counters (the in-flight term is counted from the structures, see `accounting`)
