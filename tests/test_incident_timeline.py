@@ -191,6 +191,8 @@ def test_scripted_incidents_in_an_ordinary_preset_play_in_run(toy):
 @pytest.mark.parametrize(("incident", "key", "msg"), [
     ({"kind": "brownout", "at": 1, "duration": 1, "factor": 1.0}, "incidents[0].factor", "[0, 1)"),
     ({"kind": "outage", "at": 1}, "incidents[0].duration", "missing"),
+    ({"kind": "brownout", "at": 1, "duration": 1}, "incidents[0].factor", "missing"),
+    ({"kind": "cache-flush", "at": 1, "duration": 1}, "incidents[0].duration", "unknown key"),
     ({"kind": "surge", "at": 1, "duration": 1}, "incidents[0].long_factor", "exactly one"),
     ({"kind": "instance-loss", "at": 1, "duration": 1, "stage": "gpu"}, "incidents[0].stage",
      "one of"),

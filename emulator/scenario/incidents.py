@@ -17,12 +17,12 @@ import math
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, ClassVar, NamedTuple, Protocol
+from typing import Any, ClassVar, Protocol
 
 from emulator.distributions import LengthDistribution, Reweighted
 from emulator.model import STAGES
 from emulator.scenario.lengths import parse_lengths
-from emulator.scenario.reader import Reader, non_negative, one_of, positive
+from emulator.scenario.reader import Reader, non_negative, one_of, positive, setting
 from emulator.units import parse_duration, parse_tokens
 
 CLUSTERS = ("prfaas", "pd")
@@ -74,18 +74,6 @@ class Running(Protocol):
     def cancel_timer(self) -> None: ...
 
 
-class Toml(NamedTuple):
-    """How a field is read from `[[incidents]]`."""
-
-    parse: Callable[[Any], Any]
-    check: Callable[[Any], str | None] | None = None
-    required: bool = False
-
-
-def _toml(default: Any, parse: Callable[[Any], Any], check=None, required: bool = False) -> Any:
-    return field(default=default, metadata={"toml": Toml(parse, check, required)})
-
-
 def _below_one(x: float) -> str | None:
     return None if 0 <= x < 1 else "must be in [0, 1) (a share of B_out)"
 
@@ -96,12 +84,13 @@ class Incident:
     """Starts at `at` (simulated seconds; None = when injected) and lasts `duration` seconds
     (None = until ended by hand)."""
 
-    # a scripted incident (TOML) names both; one built by hand may leave them open
-    at: float | None = _toml(None, parse_duration, non_negative, required=True)
-    duration: float | None = _toml(None, parse_duration, positive, required=True)
+    at: float | None = setting(None, parse=parse_duration, check=non_negative)
+    duration: float | None = setting(None, parse=parse_duration, check=positive)
     kind: ClassVar[str] = ""
     describe: ClassVar[str] = ""
     instant: ClassVar[bool] = False  # over as soon as it starts (no duration)
+    # keys a scripted incident (TOML) must give, though one built by hand may leave them open
+    required: ClassVar[tuple[str, ...]] = ("at", "duration")
 
     @property
     def label(self) -> str:
@@ -117,13 +106,12 @@ class Incident:
         """The constructor's arguments from one `[[incidents]]` table (keys from the fields)."""
         kw = {}
         for f in fields(cls):
-            spec: Toml | None = f.metadata.get("toml")
-            if spec is None or (cls.instant and f.name == "duration"):
+            meta = f.metadata
+            if "parse" not in meta or (cls.instant and f.name == "duration"):
                 continue
-            if spec.required:
-                kw[f.name] = r.get(f.name, spec.parse, check=spec.check)
-            else:
-                kw[f.name] = r.get(f.name, spec.parse, f.default, check=spec.check)
+            if f.name in cls.required and not r.has(f.name):
+                raise r.error(f.name, "missing (required)")
+            kw[f.name] = r.get(f.name, meta["parse"], f.default, check=meta["check"])
         return kw
 
     # what it does; `run` is its state in this run and its key in the fault API
@@ -136,8 +124,9 @@ class Incident:
 
 @dataclass(frozen=True)
 class Brownout(Incident):
-    factor: float = _toml(0.2, float, _below_one, required=True)  # share of B_out delivered
+    factor: float = setting(0.2, check=_below_one)  # share of B_out the link delivers
     kind: ClassVar[str] = "brownout"
+    required: ClassVar[tuple[str, ...]] = ("at", "duration", "factor")
     describe: ClassVar[str] = "the link delivers factor x B_out"
 
     @property
@@ -171,8 +160,8 @@ class Outage(Incident):
 class Flap(Incident):
     """The link goes down for `down` seconds, up for `up` seconds, repeatedly."""
 
-    down: float = _toml(10.0, parse_duration, positive)
-    up: float = _toml(20.0, parse_duration, positive)
+    down: float = setting(10.0, parse=parse_duration, check=positive)
+    up: float = setting(20.0, parse=parse_duration, check=positive)
     kind: ClassVar[str] = "flap"
     describe: ClassVar[str] = "the link goes down and up repeatedly"
 
@@ -197,9 +186,9 @@ class Diurnal(Incident):
     """Link capacity follows a cosine between 1 and `low` x B_out over `period` seconds (a
     compressed day of a shared VPC link), updated every `step` seconds."""
 
-    low: float = _toml(0.3, float, _below_one)
-    period: float = _toml(1200.0, parse_duration, positive)
-    step: float = _toml(30.0, parse_duration, positive)
+    low: float = setting(0.3, check=_below_one)
+    period: float = setting(1200.0, parse=parse_duration, check=positive)
+    step: float = setting(30.0, parse=parse_duration, check=positive)
     kind: ClassVar[str] = "diurnal"
     describe: ClassVar[str] = "link capacity swings between B_out and low x B_out"
 
@@ -231,8 +220,8 @@ class InstanceLoss(Incident):
     requests go back through the router and are prefilled and decoded again (their TTFT counts
     from the original arrival). Nothing is dropped either way."""
 
-    stage: str = _toml("prfaas", str, one_of(*STAGES))
-    count: int = _toml(1, int, positive)
+    stage: str = setting("prfaas", parse=str, check=one_of(*STAGES))
+    count: int = setting(1, parse=int, check=positive)
     kind: ClassVar[str] = "instance-loss"
     describe: ClassVar[str] = "instances of a stage die and later recover"
 
@@ -353,7 +342,7 @@ class CacheFlush(Incident):
     """The prefix cache of `cluster` ("prfaas", "pd"; None: both) is emptied at once
     (counted even without a [cache])."""
 
-    cluster: str | None = _toml(None, str, one_of(*CLUSTERS))
+    cluster: str | None = setting(None, parse=str, check=one_of(*CLUSTERS))
     kind: ClassVar[str] = "cache-flush"
     describe: ClassVar[str] = "empty the prefix caches"
     instant: ClassVar[bool] = True
