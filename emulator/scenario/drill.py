@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from emulator.scenario.reader import between, positive, setting
 from emulator.scenario.scenario import Scenario
+from emulator.units import parse_duration
 
 EXPECT_MAX = ("lost", "recovery_seconds", "peak_ttft_p90", "ttft_p90_during")  # at most
 EXPECT_MIN = ("slo_attainment",)  # at least
@@ -16,8 +18,10 @@ class Scoring:
     """How a drill is scored: the bars of [expect] and the recovery criterion of [score]."""
 
     expect: dict[str, float] = field(default_factory=lambda: {"lost": 0})
-    recovery_window: float = 300.0  # seconds of traffic each recovery window covers
-    tolerance: float = 0.05  # served within this share of offered counts as recovered
+    # [score]: seconds of traffic each recovery window covers; served within this share of
+    # offered counts as recovered
+    recovery_window: float = setting(300.0, parse=parse_duration, check=positive)
+    tolerance: float = setting(0.05, check=between(0.0, 1.0))
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from emulator.scenario.drill import EXPECT_MAX, EXPECT_MIN, Drill, Scoring
 from emulator.scenario.presets import from_dict, presets_dir, resolve
-from emulator.scenario.reader import PresetError, Reader, between, non_negative, positive
+from emulator.scenario.reader import PresetError, Reader, between, non_negative, read_fields
 from emulator.units import parse_duration
 
 DRILL_KEYS = ("name", "description", "preset", "expect", "score")
@@ -107,11 +107,9 @@ def _scoring(expect: Reader | None, score: Reader | None) -> Scoring:
         expect.finish()
     if score is None:
         return Scoring(bars)
-    window = score.get("recovery_window", parse_duration, Scoring.recovery_window,
-                       check=positive)
-    tol = score.get("tolerance", float, Scoring.tolerance, check=between(0.0, 1.0))
+    kw = read_fields(Scoring, score)
     score.finish()
-    return Scoring(bars, window, tol)
+    return Scoring(bars, **kw)
 
 
 def merge(base: dict, over: dict) -> dict:
