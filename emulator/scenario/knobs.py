@@ -61,7 +61,7 @@ class Knob:
     label: str  # the paper's symbol, shown in the UI
     unit: str  # metavar / display unit
     help: str
-    key: str  # the preset key that sets it initially
+    key: str | None  # the preset key that sets it initially (None: no preset key)
     aliases: tuple[str, ...] = ()  # old spellings, accepted but not shown
 
 
@@ -80,7 +80,7 @@ KNOBS: dict[str, Knob] = {k.name: k for k in (
     Knob("rate", "--rate", number, "rate", "R", "offered rate, req/s", "workload.rate"),
     Knob("paradigm", "--paradigm", Paradigm, "paradigm", "PARADIGM",
          "prfaas-pd (threshold routing), homogeneous (all local, the preset's [homogeneous] "
-         "pool) or naive-heterogeneous (all remote)", "paradigm"),
+         "pool) or naive-heterogeneous (all remote)", None),
 )}
 
 

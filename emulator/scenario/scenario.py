@@ -62,4 +62,4 @@ def check_knobs(sc: Scenario) -> None:
     try:
         sc.controls.validate(sc.system)
     except KnobError as exc:
-        raise PresetError(sc.path, KNOBS[exc.knob].key, exc.reason) from None
+        raise PresetError(sc.path, KNOBS[exc.knob].key or "", exc.reason) from None
