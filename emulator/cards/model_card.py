@@ -101,13 +101,13 @@ class ModelCard:
 
     def kv_bytes(self, length: float | np.ndarray) -> float | np.ndarray:
         """S_kv(l): the KVCache a prefill of l tokens leaves (what crosses the link)."""
-        l = np.asarray(length, dtype=float)
-        total = np.full_like(l, self.state_bytes)
+        n_tok = np.asarray(length, dtype=float)
+        total = np.full_like(n_tok, self.state_bytes)
         for g in self.groups:
             if g.kind in ("gqa", "mla"):
-                total = total + g.count * g.kv_bytes_per_token * l
+                total = total + g.count * g.kv_bytes_per_token * n_tok
             elif g.kind == "swa":
-                total = total + g.count * g.kv_bytes_per_token * np.minimum(l, g.window)
+                total = total + g.count * g.kv_bytes_per_token * np.minimum(n_tok, g.window)
         return float(total) if total.ndim == 0 else total
 
     def attn_flops_per_token(self, context: float) -> float:
@@ -130,18 +130,18 @@ class ModelCard:
     def attn_flops(self, length: float | np.ndarray) -> float | np.ndarray:
         """Attention FLOPs of a causal prefill of l tokens: sum over positions i = 1..l of
         attn_flops_per_token(i), in closed form (quadratic for full layers)."""
-        l = np.asarray(length, dtype=float)
-        total = np.zeros_like(l)
+        n_tok = np.asarray(length, dtype=float)
+        total = np.zeros_like(n_tok)
         for g in self.groups:
             if g.kind in ("gqa", "mla"):
-                total = total + g.count * g.pair_flops * l * (l + 1) / 2
+                total = total + g.count * g.pair_flops * n_tok * (n_tok + 1) / 2
             elif g.kind == "swa":
                 w = float(g.window)
-                inside = l * (l + 1) / 2
-                beyond = w * (w + 1) / 2 + (l - w) * w
-                total = total + g.count * g.pair_flops * np.where(l <= w, inside, beyond)
+                inside = n_tok * (n_tok + 1) / 2
+                beyond = w * (w + 1) / 2 + (n_tok - w) * w
+                total = total + g.count * g.pair_flops * np.where(n_tok <= w, inside, beyond)
             else:
-                total = total + g.count * g.token_flops * l
+                total = total + g.count * g.token_flops * n_tok
         return float(total) if total.ndim == 0 else total
 
     def to_dict(self) -> dict:

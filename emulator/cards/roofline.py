@@ -31,8 +31,8 @@ def prefill_seconds(card: ModelCard, gpu: GpuCard, parallelism: int,
     """T_prefill(l) on one instance of `parallelism` GPUs."""
     c = calibration or gpu.calibration
     peak = parallelism * gpu.peak_flops
-    l = np.asarray(length, dtype=float)
-    out = c.overhead_s + card.gemm_flops(l) / (peak * c.mfu) + card.attn_flops(l) / (peak * c.attn_mfu)
+    n_tok = np.asarray(length, dtype=float)
+    out = c.overhead_s + card.gemm_flops(n_tok) / (peak * c.mfu) + card.attn_flops(n_tok) / (peak * c.attn_mfu)
     return float(out) if np.ndim(out) == 0 else out
 
 
@@ -71,10 +71,10 @@ def fit_calibration(card: ModelCard, gpu: GpuCard, parallelism: int,
                     lengths=TABLE5_LENGTHS, seconds=TABLE5_SECONDS) -> Fit:
     """Least squares in relative error for (overhead, 1/mfu, 1/attn_mfu): T is linear in them.
     This is how the shipped H200 calibration was obtained (once, from Table 5)."""
-    l = np.asarray(lengths, dtype=float)
+    n_tok = np.asarray(lengths, dtype=float)
     t = np.asarray(seconds, dtype=float)
     peak = parallelism * gpu.peak_flops
-    a = np.stack([np.ones_like(l), card.gemm_flops(l) / peak, card.attn_flops(l) / peak], axis=1)
+    a = np.stack([np.ones_like(n_tok), card.gemm_flops(n_tok) / peak, card.attn_flops(n_tok) / peak], axis=1)
     w = 1.0 / t
     sol, *_ = np.linalg.lstsq(a * w[:, None], t * w, rcond=None)
     o, inv_m, inv_a = sol
@@ -88,10 +88,10 @@ def scale_fit(card: ModelCard, gpu: GpuCard, parallelism: int, base: Calibration
               lengths, seconds) -> Fit:
     """One factor on both efficiencies (their ratio and the overhead kept from `base`): how a
     GPU with only a couple of known points (the H20, from Table 6) is calibrated."""
-    l = np.asarray(lengths, dtype=float)
+    n_tok = np.asarray(lengths, dtype=float)
     t = np.asarray(seconds, dtype=float)
     peak = parallelism * gpu.peak_flops
-    work = card.gemm_flops(l) / (peak * base.mfu) + card.attn_flops(l) / (peak * base.attn_mfu)
+    work = card.gemm_flops(n_tok) / (peak * base.mfu) + card.attn_flops(n_tok) / (peak * base.attn_mfu)
     w = 1.0 / t
     k = float(np.sum(w * w * work * (t - base.overhead_s)) / np.sum(w * w * work * work))
     cal = Calibration(base.mfu / k, base.attn_mfu / k, base.overhead_s, "scale_fit")

@@ -20,6 +20,7 @@ from emulator.planner.space import AUTO_T, Space
 from emulator.planner.sweep import Plan, run_plan
 from emulator.units import parse_bandwidth, parse_duration, parse_tokens
 from prfaas_tui.commands.common import UsageError
+from prfaas_tui.commands.trace_flags import add_trace_flags, with_workload, workload_from_args
 
 
 def _ints(flag: str, text: str | None) -> tuple[int, ...] | None:
@@ -72,11 +73,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--csv", help="also write the ranked candidates as CSV")
     p.add_argument("--top", type=int, default=10, help="rows in the table")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_trace_flags(p)
     return p
 
 
 def build_plan(args: argparse.Namespace) -> Plan:
     sc = presets.load(args.preset)
+    if (wl := workload_from_args(args)) is not None:
+        sc = with_workload(sc, wl)
     paradigms = tuple(x.strip() for x in args.paradigm.split(","))
     bad = [x for x in paradigms if x not in PARADIGMS]
     if bad:

@@ -17,9 +17,11 @@ from emulator.sim.result import RunResult
 from emulator.sim.router import PARADIGMS
 from emulator.torch_prefill import TorchUnavailable
 from emulator.torch_prefill.config import get_config
+from emulator.trace_formats import load_trace
 from emulator.traces import TraceError
 from emulator.units import parse_bandwidth, parse_duration, parse_tokens
 from prfaas_tui.commands.common import UsageError, non_negative, parse_flag, positive, whole
+from prfaas_tui.commands.trace_flags import add_trace_flags
 
 HELP = "emulate a preset in virtual time and report rates, latencies and the bottleneck"
 
@@ -46,6 +48,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--trace", metavar="FILE",
                    help="replay a Mooncake .jsonl or Azure .csv trace (its own rate unless "
                         "--rate/--load rescales its time)")
+    add_trace_flags(p, with_trace=False)
     p.add_argument("--paradigm", choices=PARADIGMS, default="prfaas-pd",
                    help="prfaas-pd (threshold routing), homogeneous (all local, the preset's "
                         "[homogeneous] pool) or naive-heterogeneous (all remote)")
@@ -96,7 +99,8 @@ def build(args) -> Emulation:
             raise UsageError(f"--np/--nd: {exc}") from None
     try:
         return Emulation(sc, seed=seed, rate=rate, load=load_, duration=duration,
-                         paradigm=args.paradigm, trace=args.trace, n_p=n_p, n_d=n_d)
+                         paradigm=args.paradigm, n_p=n_p, n_d=n_d,
+                         trace=load_trace(args.trace, args.columns) if args.trace else None)
     except TraceError:
         raise
     except ValueError as exc:
