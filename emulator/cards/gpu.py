@@ -87,10 +87,11 @@ def from_dict(data: dict, path: str | Path | None = None, name: str | None = Non
     extra = sorted(set(cal) - {"mfu", "attn_mfu", "overhead_s", "source"})
     if extra:
         raise CardError(path, f"calibration.{extra[0]}", "unknown key")
-    cdata = {k: _num(cal, path, k, 0, 1, "(a fraction of peak)") for k in ("mfu", "attn_mfu")}
-    if "overhead_s" not in cal:
-        raise CardError(path, "calibration.overhead_s", "missing (required)")
-    overhead = _num(cal, path, "overhead_s", 0, 60, "seconds", strict_lo=False)
+    try:
+        cdata = {k: _num(cal, path, k, 0, 1, "(a fraction of peak)") for k in ("mfu", "attn_mfu")}
+        overhead = _num(cal, path, "overhead_s", 0, 60, "seconds", strict_lo=False)
+    except CardError as exc:
+        raise CardError(path, f"calibration.{exc.key}", exc.message) from None
     src = cal.get("source", "")
     label = name or str(data.get("name") or (Path(path).stem if path else "gpu"))
     return GpuCard(name=label, description=str(data.get("description", "")),
@@ -99,13 +100,6 @@ def from_dict(data: dict, path: str | Path | None = None, name: str | None = Non
                    price_per_hour=vals["price_per_hour"],
                    calibration=Calibration(cdata["mfu"], cdata["attn_mfu"], overhead, str(src)),
                    path=str(path) if path else None)
-
-
-def _fix_keys(exc: CardError) -> CardError:
-    """calibration keys are reported with their section."""
-    if exc.key in ("mfu", "attn_mfu", "overhead_s"):
-        return CardError(exc.path, f"calibration.{exc.key}", exc.message)
-    return exc
 
 
 def read_gpu(path: str | Path, name: str | None = None) -> GpuCard:
@@ -122,10 +116,7 @@ def read_gpu(path: str | Path, name: str | None = None) -> GpuCard:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise CardError(p, "", f"malformed TOML: {exc}") from None
-    try:
-        return from_dict(data, p, name)
-    except CardError as exc:
-        raise _fix_keys(exc) from None
+    return from_dict(data, p, name)
 
 
 def shipped_dir() -> Path:
