@@ -46,7 +46,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--bandwidth", metavar="GBPS",
                    help="cross-datacenter B_out in Gbps, or with a unit ('1000 MB/s')")
     p.add_argument("--trace", metavar="FILE",
-                   help="replay a Mooncake .jsonl or Azure .csv trace (its own rate unless "
+                   help="replay a Mooncake .jsonl, Azure or BurstGPT .csv, or any CSV with --columns "
+                        "(its own rate unless "
                         "--rate/--load rescales its time)")
     add_trace_flags(p, with_trace=False)
     p.add_argument("--paradigm", choices=PARADIGMS, default="prfaas-pd",
@@ -87,6 +88,8 @@ def build(args) -> Emulation:
         raise UsageError(f"{flag}: {exc.message}" if flag else str(exc)) from None
     if rate is not None and load_ is not None:
         raise UsageError("--rate/--load: give one or the other")
+    if args.columns and not args.trace:
+        raise UsageError("--columns: needs --trace FILE")
     sc = _prefill_backend(sc, args)
     homogeneous = args.paradigm == "homogeneous"
     if (n_p is not None or n_d is not None) and not (homogeneous and (n_p is None or n_d is None)):
