@@ -11,11 +11,11 @@ import importlib
 import sys
 
 from emulator.cards import CardError
-from emulator.config import PresetError
+from emulator.scenario.reader import PresetError
 from emulator.torch_prefill import TorchUnavailable
 from emulator.traces import TraceError
 from emulator.units import UnitError
-from prfaas_tui.commands.common import UsageError
+from prfaas_tui.errors import UsageError
 
 # subcommand -> module under prfaas_tui.commands (imported lazily: `solve` must not pay for Textual)
 COMMANDS = ("presets", "solve", "run", "drill", "profile", "plan", "snapshot", "new", "models")

@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from emulator import presets
 from emulator.cards.model_card import shipped_dir
-from emulator.config import PresetError
 from emulator.optimizer import search
+from emulator.scenario import presets
+from emulator.scenario.reader import PresetError
 from prfaas_tui.cli import main
 
 CASE = ["new", "--model", "prfaas-case-study-1t", "--prefill-gpu", "h200", "--local-gpu", "h20",

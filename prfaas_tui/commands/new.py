@@ -18,14 +18,17 @@ from pathlib import Path
 import tomlkit
 from rich.console import Console
 
-from emulator import presets
 from emulator.cards.gpu import load_gpu
 from emulator.cards.model_card import load_card
 from emulator.optimizer import paradigms, search
+from emulator.scenario import presets
+from emulator.scenario.knobs import whole
+from emulator.scenario.reader import positive
 from emulator.trace_formats import load_trace, trace_workload
 from emulator.units import format_tokens, parse_bandwidth, parse_duration, parse_tokens, to_gbps
-from prfaas_tui.commands.common import UsageError, parse_flag, positive, whole
+from prfaas_tui.commands.common import parse_flag
 from prfaas_tui.commands.trace_flags import add_trace_flags
+from prfaas_tui.errors import UsageError
 
 HELP = "build a preset from a model (config.json or card), GPU cards and a trace or length law"
 

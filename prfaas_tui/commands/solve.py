@@ -13,8 +13,9 @@ from rich.table import Table
 from emulator.model import MODES, STAGES, evaluate
 from emulator.optimizer import paradigms, search
 from emulator.units import format_tokens
-from prfaas_tui.commands.common import UsageError, add_scenario_flags, scenario_from_args
+from prfaas_tui.commands.common import add_scenario_flags, scenario_from_args
 from prfaas_tui.commands.trace_flags import add_trace_flags, with_workload, workload_from_args
+from prfaas_tui.errors import UsageError
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -101,7 +102,7 @@ def render(out: dict, console: Console) -> None:
         t.add_column(col, justify="right" if col != "paradigm" else "left")
     for name, d in out["paradigms"].items():
         t.add_row(name, f"{d['lambda_max']:.3f}", f"{d['n_prfaas']}/{d['n_p']}/{d['n_d']}",
-                  "-" if name != "prfaas-pd" else format_tokens(d["t"]),
+                  format_tokens(d["t"]) if name.threshold_routing else "-",
                   _f(d["vs_homogeneous"], "{:.2f}x"), _f(d["per_cost_vs_homogeneous"], "{:.2f}x"))
     console.print(t)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
-from emulator.presets import Scenario
+from emulator.scenario.scenario import Scenario
 from emulator.trace_formats import TraceWorkload, load_trace, trace_workload
 
 COLUMNS_HELP = ("column map for a generic CSV trace, e.g. time=ts,input=prompt_tokens,"

@@ -12,14 +12,14 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
-from emulator import presets
 from emulator.cards import CardError
-from emulator.config import PresetError
-from emulator.presets import Scenario
+from emulator.scenario import presets
+from emulator.scenario.reader import PresetError
+from emulator.scenario.scenario import Scenario
 from emulator.traces import TraceError
 from emulator.units import UnitError
-from prfaas_tui.commands.common import UsageError
 from prfaas_tui.commands.new import NewSpec, write_preset
+from prfaas_tui.errors import UsageError
 from prfaas_tui.screens.prompt import steady_input
 
 # field id -> (label, default)
