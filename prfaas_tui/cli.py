@@ -10,6 +10,7 @@ import argparse
 import importlib
 import sys
 
+from emulator.cards import CardError
 from emulator.scenario.reader import PresetError
 from emulator.torch_prefill import TorchUnavailable
 from emulator.traces import TraceError
@@ -17,7 +18,7 @@ from emulator.units import UnitError
 from prfaas_tui.errors import UsageError
 
 # subcommand -> module under prfaas_tui.commands (imported lazily: `solve` must not pay for Textual)
-COMMANDS = ("presets", "solve", "run", "drill", "profile", "plan", "snapshot")
+COMMANDS = ("presets", "solve", "run", "drill", "profile", "plan", "snapshot", "new", "models")
 DEFAULT_PRESET = "paper-case-study"
 
 
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
             from prfaas_tui.app import run_app
             return run_app(args.preset, plan=args.plan, drill=args.drill)
         return int(args.func(args) or 0)
-    except (PresetError, TraceError, UnitError, UsageError, TorchUnavailable) as exc:
+    except (PresetError, TraceError, UnitError, UsageError, TorchUnavailable, CardError) as exc:
         print(f"prfaas-tui: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -19,6 +19,7 @@ from emulator.planner.space import AUTO_T, Space
 from emulator.planner.sweep import Plan, run_plan
 from emulator.scenario import presets
 from emulator.units import parse_bandwidth, parse_duration, parse_tokens
+from prfaas_tui.commands.trace_flags import add_trace_flags, with_workload, workload_from_args
 from prfaas_tui.errors import UsageError
 
 
@@ -73,11 +74,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--csv", help="also write the ranked candidates as CSV")
     p.add_argument("--top", type=int, default=10, help="rows in the table")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_trace_flags(p)
     return p
 
 
 def build_plan(args: argparse.Namespace) -> Plan:
     sc = presets.load(args.preset)
+    if (wl := workload_from_args(args)) is not None:
+        sc = with_workload(sc, wl)
     try:
         paradigms = tuple(Paradigm(x.strip()) for x in args.paradigm.split(","))
     except ValueError as exc:

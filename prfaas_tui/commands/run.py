@@ -18,9 +18,11 @@ from emulator.sim.engine import Emulation
 from emulator.sim.result import RunResult
 from emulator.torch_prefill import TorchUnavailable
 from emulator.torch_prefill.config import get_config
+from emulator.trace_formats import load_trace
 from emulator.traces import TraceError
 from emulator.units import parse_duration
 from prfaas_tui.commands.common import add_scenario_flags, controls_from_args, parse_flag
+from prfaas_tui.commands.trace_flags import add_trace_flags
 from prfaas_tui.errors import UsageError
 
 HELP = "emulate a preset in virtual time and report rates, latencies and the bottleneck"
@@ -38,8 +40,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "servers sustain) at the run's knobs; default: the preset's load")
     p.add_argument("--seed", metavar="N", help="random seed (default: the preset's)")
     p.add_argument("--trace", metavar="FILE",
-                   help="replay a Mooncake .jsonl or Azure .csv trace (its own rate unless "
+                   help="replay a Mooncake .jsonl, Azure or BurstGPT .csv, or any CSV with --columns "
+                        "(its own rate unless "
                         "--rate/--load rescales its time)")
+    add_trace_flags(p, with_trace=False)
     p.add_argument("--backend", choices=("profile", "torch"),
                    help="prefill service times from the preset's profiles, or from a real torch "
                         "model run at every prefill (default: the preset's [prefill])")
@@ -64,12 +68,14 @@ def build(args) -> Emulation:
     controls, given = controls_from_args(sc, args)
     if controls.rate is not None and load_ is not None:
         raise UsageError("--rate/--load: give one or the other")
+    if args.columns and not args.trace:
+        raise UsageError("--columns: needs --trace FILE")
     # the split flags go to the engine, which starts each paradigm from its own split
     sc = _prefill_backend(sc.with_controls(replace(controls, n_p=sc.n_p, n_d=sc.n_d)), args)
     try:
         return Emulation(sc, seed=seed, rate=controls.rate, load=load_, duration=duration,
-                         paradigm=controls.paradigm, trace=args.trace, n_p=given.get("n_p"),
-                         n_d=given.get("n_d"))
+                         paradigm=controls.paradigm, n_p=given.get("n_p"), n_d=given.get("n_d"),
+                         trace=load_trace(args.trace, args.columns) if args.trace else None)
     except TraceError:
         raise
     except ValueError as exc:

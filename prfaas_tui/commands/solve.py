@@ -14,6 +14,8 @@ from emulator.model import MODES, STAGES, evaluate
 from emulator.optimizer import paradigms, search
 from emulator.units import format_tokens
 from prfaas_tui.commands.common import add_scenario_flags, scenario_from_args
+from prfaas_tui.commands.trace_flags import add_trace_flags, with_workload, workload_from_args
+from prfaas_tui.errors import UsageError
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -23,15 +25,21 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="paper: profiles at conditional mean lengths (default, the paper's "
                         "linearization); exact: conditional expectations of the profiles")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_trace_flags(p)
     return p
 
 
 def solve(args: argparse.Namespace) -> dict:
     sc = scenario_from_args(args)
+    if getattr(args, "columns", None) and not getattr(args, "trace", None):
+        raise UsageError("--columns: needs --trace FILE")
+    wl = workload_from_args(args)
+    if wl is not None:
+        sc = with_workload(sc, wl)
     mode = args.mode or sc.mode
     op = evaluate(sc.system, sc.knobs, mode)
     found = search(sc.system, mode, n_prfaas=sc.system.n_prfaas, bandwidth=sc.system.bandwidth)
-    return {
+    out = {
         "scenario": sc.name,
         "mode": mode,
         "operating_point": op.to_dict(),
@@ -40,6 +48,10 @@ def solve(args: argparse.Namespace) -> dict:
         "search": {"evaluated": found.evaluated, "thresholds": len(found.t_values),
                    "lambda_vs_np": [round(float(x), 6) for x in found.lambda_vs_np]},
     }
+    if wl is not None:
+        lam = found.best.lambda_max
+        out["trace"] = {**wl.to_dict(), "utilization_at_optimum": wl.rate / lam if lam > 0 else None}
+    return out
 
 
 def main(args: argparse.Namespace) -> int:
@@ -57,6 +69,12 @@ def _f(x: float | None, fmt: str = "{:.3f}") -> str:
 
 def render(out: dict, console: Console) -> None:
     console.print(f"[bold]{out['scenario']}[/] (model mode: {out['mode']})")
+    if tr := out.get("trace"):
+        util = tr["utilization_at_optimum"]
+        console.print(f"workload from {tr['path']}: {tr['requests']} requests at {tr['rate']:.2f} "
+                      f"req/s, mean input {tr['mean_input']:.0f}"
+                      f"{' (incremental, after prefix reuse)' if tr['incremental'] else ''}; "
+                      f"utilization at the optimum {_f(util, '{:.0%}')}")
     for title, d in (("operating point", out["operating_point"]), ("optimum", out["optimum"])):
         t = Table(title=f"{title}: t = {format_tokens(d['t'])} ({d['t']:.0f} tokens), "
                         f"N_prfaas/N_p/N_d = {d['n_prfaas']}/{d['n_p']}/{d['n_d']}, p = {d['p']:.3f}",

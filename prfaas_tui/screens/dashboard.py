@@ -59,6 +59,8 @@ class Dashboard(Screen):
                 tooltip="Switch PrfaaS-PD / homogeneous / naive"),
         Binding("p", "presets", "Presets", id="presets",
                 tooltip="Load a shipped preset or a TOML file"),
+        Binding("n", "new_preset", "New", show=False, id="new-preset",
+                tooltip="Build a preset from a model, GPU cards and a workload (prfaas-tui new)"),
         Binding("P", "plan", "Plan results", show=False, id="plan-results",
                 tooltip="Open a plan's results (prfaas-tui plan) and run any candidate"),
         Binding("d", "drills", "Drills", id="drills",
@@ -347,6 +349,10 @@ class Dashboard(Screen):
                 self.load_scenario(sc)
                 self.notify(f"loaded {sc.name}")
         self.app.push_screen(PresetPicker(), done)
+
+    def action_new_preset(self) -> None:
+        from prfaas_tui.screens.new_preset import NewPresetScreen
+        self.app.push_screen(NewPresetScreen(), lambda sc: sc and self.load_scenario(sc))
 
     def action_plan(self) -> None:
         from prfaas_tui.screens.plan import PlanScreen
