@@ -18,6 +18,7 @@ from prfaas_tui.screens.help import HelpScreen
 from prfaas_tui.screens.presets import PresetPicker
 from prfaas_tui.screens.prompt import ValuePrompt
 from prfaas_tui.widgets.controls import KNOBS
+from prfaas_tui.widgets.modelview import paradigm_point
 from prfaas_tui.widgets.plots import CeilingsChart, CeilingsVsTChart, LambdaVsNpChart
 
 pytestmark = pytest.mark.asyncio
@@ -106,8 +107,34 @@ async def test_every_knob_reaches_the_emulator(key):
         assert got == want
         knob = next(k for k in KNOBS if k.key == key)
         assert knob.show(s) in screen_text(app)
-        if key in ("n_prfaas", "bandwidth", "paradigm"):  # the model follows
-            assert d.view.point is not presets and d.view.settings == s
+
+
+@pytest.mark.parametrize(("key", "step"), [("t", "right"), ("n_prfaas", "right"),
+                                           ("n_p", "left"), ("n_d", "left"),
+                                           ("bandwidth", "right"), ("paradigm", "right")])
+async def test_every_model_knob_moves_the_model_point(key, step):
+    """A dashboard that kept the model point of the old knobs fails here, for every knob."""
+    async with app_at().run_test(size=SIZE) as pilot:
+        app, d = pilot.app, dash(pilot.app)
+        before = d.view.point.to_dict()
+        await select_knob(pilot, key)
+        await pilot.press(step)
+        assert "✗" not in panel_text(app)
+        now = d.view.point.to_dict()
+        assert now != before
+        assert now == paradigm_point(d.settings).to_dict()  # the model at the new knobs
+        assert d.view.settings is d.settings
+        assert f"Λmax {d.view.point.lambda_max:.2f} req/s" in screen_text(app)
+
+
+async def test_the_rate_moves_the_offered_load_not_the_model():
+    async with app_at().run_test(size=SIZE) as pilot:
+        app, d = pilot.app, dash(pilot.app)
+        point, load = d.view.point.to_dict(), d.view.load
+        await select_knob(pilot, "rate")
+        await pilot.press("right")
+        assert d.view.point.to_dict() == point and d.view.load > load
+        assert f"offered {d.settings.rate:.2f} ({d.view.load:.0%})" in screen_text(app)
 
 
 async def test_apply_optimum_key():

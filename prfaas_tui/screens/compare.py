@@ -24,8 +24,8 @@ from textual.worker import get_current_worker
 
 from emulator.optimizer import PARADIGMS
 from emulator.units import format_duration
-from prfaas_tui.live import Driver, scorecard
-from prfaas_tui.messages import CompareProgress, Tick
+from prfaas_tui.live import Driver, Tick, scorecard
+from prfaas_tui.messages import CompareProgress
 from prfaas_tui.widgets.model_panel import STAGE_LABELS, num
 from prfaas_tui.widgets.modelview import PARADIGM_LABELS, ModelView, Refused, Settings
 from prfaas_tui.widgets.plots import Chart

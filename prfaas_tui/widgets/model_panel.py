@@ -9,9 +9,11 @@ from typing import Any
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
+from textual.reactive import reactive
 from textual.widgets import Static
 
 from emulator.units import format_duration, format_tokens, to_gbps
+from prfaas_tui.live import Tick
 from prfaas_tui.widgets.modelview import PARADIGM_LABELS, ModelView
 from prfaas_tui.widgets.theme import SizedStatic, color
 
@@ -29,16 +31,14 @@ class ModelPanel(Static):
 
     DEFAULT_CSS = "ModelPanel { height: 13; padding: 0 1; }"  # fixed: updates skip layout
 
-    def show(self, view: ModelView) -> None:
-        self._view = view
-        self.update(self._render_view(view), layout=False)
+    view: reactive[ModelView | None] = reactive(None, repaint=False)  # bound to the screen's
+
+    def watch_view(self) -> None:
+        if self.view is not None:
+            self.update(self._render_view(self.view), layout=False)
 
     def on_mount(self) -> None:
-        self.app.theme_changed_signal.subscribe(self, lambda _: self._rerender())
-
-    def _rerender(self) -> None:
-        if getattr(self, "_view", None) is not None:
-            self.update(self._render_view(self._view), layout=False)
+        self.app.theme_changed_signal.subscribe(self, lambda _: self.watch_view())
 
     def _render_view(self, v: ModelView) -> Group:
         op, sc, s = v.point, v.scenario, v.settings
@@ -88,6 +88,16 @@ class RouterPanel(Static):
 
     DEFAULT_CSS = "RouterPanel { height: 3; padding: 0 1; }"
 
+    view: reactive[ModelView | None] = reactive(None, repaint=False)  # bound to the screen's
+    tick: reactive[Tick | None] = reactive(None, repaint=False)  # bound to the screen's
+
+    def watch_view(self) -> None:
+        if self.view is not None:
+            self.show(self.view, self.tick.snapshot if self.tick else None)
+
+    def watch_tick(self) -> None:
+        self.watch_view()
+
     def show(self, view: ModelView, snap: Any | None) -> None:
         dim = "dim"
         t = snap.knobs.t if snap is not None else view.scenario.t
@@ -119,6 +129,12 @@ class DecisionLog(SizedStatic):
     DecisionLog { height: 1fr; padding: 0 1; color: $text-muted;
                   text-wrap: nowrap; text-overflow: ellipsis; }
     """
+
+    tick: reactive[Tick | None] = reactive(None, repaint=False)  # bound to the screen's
+
+    def watch_tick(self) -> None:
+        if self.tick is not None:
+            self.show(self.tick.snapshot)
 
     def show(self, snap: Any | None) -> None:
         self.remember(snap)

@@ -69,6 +69,18 @@ class Settings:
             raise Refused(f"unknown setting {next(iter(changes))!r}")
         return replace(self, scenario=sc, paradigm=paradigm, rate=rate, speed=speed)
 
+    def running(self, *, paradigm: str | None = None, **knobs) -> Settings:
+        """The settings at knobs an emulation already runs (the engine accepted them, or its
+        scheduler chose them): a copy without a second validation."""
+        sc = self.scenario
+        n_prfaas, bandwidth = knobs.pop("n_prfaas", None), knobs.pop("bandwidth", None)
+        if n_prfaas is not None or bandwidth is not None:
+            system = replace(sc.system,
+                             n_prfaas=sc.system.n_prfaas if n_prfaas is None else n_prfaas,
+                             bandwidth=sc.system.bandwidth if bandwidth is None else bandwidth)
+            sc = replace(sc, system=system)
+        return replace(self, scenario=replace(sc, **knobs), paradigm=paradigm or self.paradigm)
+
 
 def _reason(exc: PresetError, sc: Scenario, knobs: dict) -> str:
     """PresetError names a file and key; the operator needs the rule that was broken."""

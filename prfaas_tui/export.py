@@ -1,5 +1,5 @@
-"""Writing files from the dashboard: the current scenario as a preset TOML (checked by loading
-it back), and the metrics history as CSV and JSON."""
+"""What the dashboard writes to disk: the current scenario as a preset TOML (checked by loading
+it back), and the metrics history as CSV and JSON. No Textual: the screen prompts for the path."""
 
 from __future__ import annotations
 
@@ -11,17 +11,13 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from emulator import presets
 from emulator.config import PresetError
 from emulator.model import STAGES, OperatingPoint
 from emulator.units import to_gbps
-from prfaas_tui.screens.prompt import ValuePrompt
-from prfaas_tui.widgets.modelview import Settings
-
-if TYPE_CHECKING:
-    from prfaas_tui.screens.dashboard import Dashboard
+from prfaas_tui.widgets.modelview import ModelView, Settings
 
 # -- TOML ---------------------------------------------------------------------------------------
 _BARE = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -150,57 +146,17 @@ def metric_rows(history: Sequence[Any], model: Callable[[Any], OperatingPoint]) 
     return rows
 
 
-def export_metrics(dash: Dashboard, base: Path) -> tuple[Path, Path]:
-    """base.csv and base.json from the dashboard's history."""
-    history = dash.tick.history if dash.tick else ()
-    rows = metric_rows(history, dash.point_at)
+def export_metrics(history: Sequence[Any], model: Callable[[Any], OperatingPoint], v: ModelView,
+                   base: Path) -> tuple[Path, Path]:
+    """base.csv and base.json: the snapshots of `history` with the model at their knobs, and
+    the model view `v` (what the operator set) in the JSON's head."""
+    rows = metric_rows(history, model)
     csv_path, json_path = base.with_suffix(".csv"), base.with_suffix(".json")
     with csv_path.open("w", newline="", encoding="utf-8") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["sim_time"])
         w.writeheader()
         w.writerows(rows)
-    v = dash.view
     doc = {"scenario": v.scenario.name, "paradigm": v.settings.paradigm, "rate": v.settings.rate,
            "model": v.point.to_dict(), "optimum": v.optimum.best.to_dict(), "samples": rows}
     json_path.write_text(json.dumps(doc, indent=1, allow_nan=False), encoding="utf-8")
     return csv_path, json_path
-
-
-# -- prompts ------------------------------------------------------------------------------------
-def _dir_exists(text: str) -> str | None:
-    p = Path(text).expanduser()
-    return None if p.parent.is_dir() else f"no such directory: {p.parent}"
-
-
-def save_preset_prompt(dash: Dashboard) -> None:
-    def done(text: str | None) -> None:
-        if text is None:
-            return
-        try:
-            path = save_preset(dash.settings, Path(text).expanduser())
-        except (OSError, PresetError) as exc:
-            dash.notify(f"not saved: {exc}", severity="error")
-            return
-        dash.notify(f"saved {path} (loads back with --preset {path})")
-
-    name = f"{dash.settings.scenario.name}-saved.toml"
-    dash.app.push_screen(ValuePrompt("save the scenario as a preset TOML", name,
-                                     "the knobs and offered rate as they are now",
-                                     _dir_exists), done)
-
-
-def export_prompt(dash: Dashboard) -> None:
-    def done(text: str | None) -> None:
-        if text is None:
-            return
-        try:
-            paths = export_metrics(dash, Path(text).expanduser())
-        except OSError as exc:
-            dash.notify(f"not exported: {exc}", severity="error")
-            return
-        dash.notify("exported " + " and ".join(str(p) for p in paths))
-
-    name = f"prfaas-{dash.settings.scenario.name}-metrics"
-    dash.app.push_screen(ValuePrompt("export metrics (writes NAME.csv and NAME.json)", name,
-                                     "one row per snapshot: measured and model values",
-                                     _dir_exists), done)
