@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from emulator.optimizer import PARADIGMS
+from emulator.paradigm import Paradigm
 from emulator.presets import Scenario
 
 AUTO_T = -1.0  # "the model decides t" (the optimizer's best threshold for that deployment)
@@ -52,7 +52,7 @@ class Space:
     homogeneous_pools: tuple[int, ...]
     thresholds: tuple[float, ...]  # AUTO_T or explicit token counts
     bandwidths: tuple[float, ...]
-    paradigms: tuple[str, ...] = PARADIGMS
+    paradigms: tuple[Paradigm, ...] = tuple(Paradigm)
 
     def candidates(self) -> list[Candidate]:
         out: list[Candidate] = []
@@ -77,7 +77,7 @@ class Space:
                pools: tuple[int, ...] | None = None,
                homogeneous_pools: tuple[int, ...] | None = None, thresholds: tuple[float, ...] = (AUTO_T,),
                bandwidths: tuple[float, ...] | None = None,
-               paradigms: tuple[str, ...] = PARADIGMS) -> Space:
+               paradigms: tuple[Paradigm, ...] = tuple(Paradigm)) -> Space:
         s = sc.system
         homo = homogeneous_pools or ((s.homogeneous_pool,) if s.homogeneous_pool else ())
         return cls(n_prfaas=n_prfaas or (s.n_prfaas,), pools=pools or (s.local_pool,),

@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from emulator import presets
-from emulator.optimizer import PARADIGMS
+from emulator.paradigm import Paradigm
 from emulator.planner.goodput import SLO, Settings
 from emulator.planner.space import AUTO_T, Space
 from emulator.planner.sweep import Plan, run_plan
@@ -59,7 +59,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--homogeneous-pool", help="homogeneous baseline pool sizes: range or list")
     p.add_argument("--t", default="auto", help="'auto' (model picks t per deployment) or a list like 16K,24K")
     p.add_argument("--bandwidth", help="B_out values in Gbps, e.g. 25,50,100")
-    p.add_argument("--paradigm", default=",".join(PARADIGMS), help="comma list of paradigms")
+    p.add_argument("--paradigm", default=",".join(Paradigm), help="comma list of paradigms")
     p.add_argument("--slo-ttft", default="5 s", help="P90 TTFT target (default 5 s)")
     p.add_argument("--slo-tpot", default=None, help="P90 TPOT target, e.g. '30 ms'")
     p.add_argument("--seeds", type=int, default=3, help="seeds per candidate (default 3)")
@@ -78,9 +78,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def build_plan(args: argparse.Namespace) -> Plan:
     sc = presets.load(args.preset)
     paradigms = tuple(x.strip() for x in args.paradigm.split(","))
-    bad = [x for x in paradigms if x not in PARADIGMS]
+    bad = [x for x in paradigms if x not in tuple(Paradigm)]
     if bad:
-        raise UsageError(f"--paradigm: unknown {bad[0]!r} (use {', '.join(PARADIGMS)})")
+        raise UsageError(f"--paradigm: unknown {bad[0]!r} (use {', '.join(Paradigm)})")
     t = (AUTO_T,) if args.t == "auto" else _list("--t", args.t, parse_tokens)
     try:
         slo = SLO(parse_duration(args.slo_ttft),

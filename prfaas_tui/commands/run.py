@@ -9,12 +9,12 @@ import time
 from dataclasses import replace
 
 from emulator.config import PresetError
+from emulator.paradigm import Paradigm
 from emulator.presets import Scenario, load
 from emulator.sim.accounting import AccountingError
 from emulator.sim.engine import Emulation, check_split
 from emulator.sim.prefill_backend import PrefillBackendConfig, check_device
 from emulator.sim.result import RunResult
-from emulator.sim.router import PARADIGMS
 from emulator.torch_prefill import TorchUnavailable
 from emulator.torch_prefill.config import get_config
 from emulator.traces import TraceError
@@ -46,7 +46,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--trace", metavar="FILE",
                    help="replay a Mooncake .jsonl or Azure .csv trace (its own rate unless "
                         "--rate/--load rescales its time)")
-    p.add_argument("--paradigm", choices=PARADIGMS, default="prfaas-pd",
+    p.add_argument("--paradigm", type=Paradigm, choices=list(Paradigm), default=Paradigm.PRFAAS_PD,
                    help="prfaas-pd (threshold routing), homogeneous (all local, the preset's "
                         "[homogeneous] pool) or naive-heterogeneous (all remote)")
     p.add_argument("--backend", choices=("profile", "torch"),

@@ -21,7 +21,7 @@ from textual.widgets import Footer, Header
 
 from emulator.config import PresetError
 from emulator.model import OperatingPoint
-from emulator.optimizer import PARADIGMS
+from emulator.paradigm import Paradigm
 from emulator.presets import Scenario
 from prfaas_tui.export import export_metrics, save_preset
 from prfaas_tui.live import Driver, Tick, incident_kinds, load_drill
@@ -289,9 +289,9 @@ class Dashboard(Screen):
                         f"N_p/N_d = {b.n_p}/{b.n_d}")
 
     def action_cycle_paradigm(self) -> None:
-        i = PARADIGMS.index(self.settings.paradigm)
-        for k in range(1, len(PARADIGMS)):
-            if self.request(paradigm=PARADIGMS[(i + k) % len(PARADIGMS)]):
+        i = tuple(Paradigm).index(self.settings.paradigm)
+        for k in range(1, len(Paradigm)):
+            if self.request(paradigm=tuple(Paradigm)[(i + k) % len(Paradigm)]):
                 return
 
     def action_toggle_view(self) -> None:

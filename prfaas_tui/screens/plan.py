@@ -21,7 +21,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Label, Static
 
 from emulator.config import PresetError
-from emulator.optimizer import PARADIGMS
+from emulator.paradigm import Paradigm
 from emulator.planner.goodput import scenario_from_record
 from emulator.planner.store import read_results
 from emulator.presets import Scenario
@@ -59,7 +59,7 @@ def _problem(rec: object) -> str | None:
     c = rec.get("candidate")
     if not isinstance(c, dict):
         return "no candidate"
-    if c.get("paradigm") not in PARADIGMS:
+    if c.get("paradigm") not in tuple(Paradigm):
         return f"unknown paradigm {c.get('paradigm')!r}"
     for k in ("n_prfaas", "n_p", "n_d"):
         if not isinstance(c.get(k), int) or isinstance(c.get(k), bool):

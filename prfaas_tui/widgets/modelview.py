@@ -13,7 +13,8 @@ import numpy as np
 
 from emulator.config import PresetError
 from emulator.model import OperatingPoint, ceilings, evaluate, split_stats
-from emulator.optimizer import PARADIGMS, SearchResult, homogeneous, naive, search
+from emulator.optimizer import SearchResult, homogeneous, naive, search
+from emulator.paradigm import Paradigm
 from emulator.presets import Scenario
 
 SPEEDS: tuple[float, ...] = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, math.inf)
@@ -55,7 +56,7 @@ class Settings:
             except PresetError as exc:
                 raise Refused(_reason(exc, sc, knobs)) from None
         paradigm = changes.pop("paradigm", self.paradigm)
-        if paradigm not in PARADIGMS:
+        if paradigm not in tuple(Paradigm):
             raise Refused(f"unknown paradigm {paradigm!r}")
         if paradigm == "homogeneous" and sc.system.homogeneous_pool <= 0:
             raise Refused("this preset defines no homogeneous pool ([homogeneous] section)")
