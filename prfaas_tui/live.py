@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from emulator.paradigm import Paradigm
 from prfaas_tui.widgets.modelview import Settings
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ def apply_controls(emu: Any, new: Settings, old: Settings) -> None:
     scheduler may have moved it) and with `old` for the rest, and calls the engine's setters.
     """
     now, a, b = emu.knobs, old.scenario, new.scenario
-    split = (now.n_p, now.n_d) if now.paradigm == "prfaas-pd" else (a.n_p, a.n_d)
+    split = (now.n_p, now.n_d) if now.paradigm == Paradigm.PRFAAS_PD else (a.n_p, a.n_d)
     if b.t != now.t:
         emu.set_threshold(b.t)
     if (b.n_p, b.n_d) != split:

@@ -17,6 +17,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from emulator.model import OperatingPoint
+from emulator.paradigm import Paradigm
 from emulator.presets import Scenario
 from prfaas_tui.live import Driver, Tick, make_emulation, scorecard
 from prfaas_tui.widgets.modelview import DEFAULT_SPEED, ModelView, Settings, paradigm_point
@@ -85,7 +86,7 @@ class Session:
             self.take(self.driver.current())
 
     def load(self, scenario: Scenario, drill: Drill | None = None, *,
-             paradigm: str = "prfaas-pd", split: tuple[int, int] | None = None,
+             paradigm: Paradigm = Paradigm.PRFAAS_PD, split: tuple[int, int] | None = None,
              base: Scenario | None = None) -> None:
         """Replace the running scenario (or start a drill): new settings and model, then a
         fresh emulation (`start`). Refused, with nothing replaced, when the paradigm cannot run
@@ -119,7 +120,7 @@ class Session:
         """The scheduler moves t and the split of a PrfaaS-PD emulation (other paradigms run
         their own split, which is not the operator's)."""
         sc = self.settings.scenario
-        if (knobs.paradigm != "prfaas-pd" or self.settings.paradigm != "prfaas-pd"
+        if (knobs.paradigm != Paradigm.PRFAAS_PD or self.settings.paradigm != Paradigm.PRFAAS_PD
                 or (knobs.t, knobs.n_p, knobs.n_d) == (sc.t, sc.n_p, sc.n_d)):
             return
         self.settings = self.settings.running(t=knobs.t, n_p=knobs.n_p, n_d=knobs.n_d)

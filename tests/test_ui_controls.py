@@ -82,7 +82,7 @@ async def test_local_pool_is_enforced_with_a_reason():
         await pilot.press("right")
         assert (d.settings.scenario.n_p, d.settings.scenario.n_d) == (1, 2)
         assert (emulator_knobs(app)["n_p"], emulator_knobs(app)["n_d"]) == (1, 2)
-        assert "✗ N_p + N_d = 2 + 2 = 4 exceeds the local pool of 3" in panel_text(app)
+        assert "✗ n_p + n_d = 4 exceeds the local pool of 3: lower N_d first" in panel_text(app)
         await select_knob(pilot, "n_d")
         await pilot.press("left", "left")  # 2 -> 1 accepted, then 0 refused
         assert d.settings.scenario.n_d == 1 and emulator_knobs(app)["n_d"] == 1

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from emulator import presets
+from emulator.scenario.knobs import Controls, KnobError
 from prfaas_tui.session import Session
 from prfaas_tui.widgets.modelview import Refused, paradigm_point
 
@@ -94,3 +95,13 @@ def test_hand_made_incidents_end_together(toy):
     assert set(toy.tick.snapshot.incidents) == {"link brownout to 20%", "link outage"}
     toy.inject("end all")
     assert toy.tick.snapshot.incidents == ()
+
+
+def test_a_change_is_checked_by_the_scenario_layers_rule(toy, monkeypatch):
+    """The dashboard has no knob rules of its own: Controls.validate decides."""
+    def refuse(self, system):
+        raise KnobError("bandwidth", "must be refused here")
+    monkeypatch.setattr(Controls, "validate", refuse)
+    with pytest.raises(Refused, match="^B_out must be refused here$"):
+        toy.request(rate=2.0)
+    assert toy.driver.sent == 0

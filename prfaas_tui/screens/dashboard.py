@@ -172,7 +172,7 @@ class Dashboard(Screen):
         self.query_one(LiveCharts).show(tick)
 
     def load_scenario(self, scenario: Scenario, drill: Drill | None = None, *,
-                      paradigm: str = "prfaas-pd", split: tuple[int, int] | None = None,
+                      paradigm: Paradigm = Paradigm.PRFAAS_PD, split: tuple[int, int] | None = None,
                       base: Scenario | None = None) -> None:
         """Replace the running scenario (or start a drill): new settings, new model, a fresh
         emulation. A plan candidate also brings its paradigm, its split (pinned: the
@@ -282,8 +282,8 @@ class Dashboard(Screen):
     def action_apply_optimum(self) -> None:
         b = self.view.optimum.best.knobs
         changes: dict[str, Any] = {"t": b.t, "n_p": b.n_p, "n_d": b.n_d}
-        if self.settings.paradigm != "prfaas-pd":
-            changes["paradigm"] = "prfaas-pd"
+        if self.settings.paradigm != Paradigm.PRFAAS_PD:
+            changes["paradigm"] = Paradigm.PRFAAS_PD
         if self.request(**changes):
             self.notify(f"applied the optimum: t* = {KNOBS[0].show(self.settings)}, "
                         f"N_p/N_d = {b.n_p}/{b.n_d}")

@@ -22,7 +22,6 @@ from emulator.paradigm import Paradigm
 from emulator.units import GBPS, K_TOKENS, format_tokens, parse_bandwidth, parse_tokens, to_gbps
 from prfaas_tui.session import Session
 from prfaas_tui.widgets.modelview import (
-    PARADIGM_LABELS,
     ModelView,
     Refused,
     Settings,
@@ -68,7 +67,7 @@ def _speed(text: str) -> dict:
 def _paradigm(text: str) -> dict:
     want = text.strip().lower()
     for p in Paradigm:
-        if want in (p, PARADIGM_LABELS[p].lower()) or p.startswith(want):
+        if want in (p, p.label.lower()) or p.startswith(want):
             return {"paradigm": p}
     raise Refused(f"paradigm must be one of {', '.join(Paradigm)}")
 
@@ -128,7 +127,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("rate", "rate", "offered req/s, or '90%' of Lambda_max",
          lambda s: f"{s.rate:.3g} req/s", _rate_step, _rate),
     Knob("paradigm", "paradigm", "prfaas-pd, homogeneous or naive",
-         lambda s: PARADIGM_LABELS[s.paradigm], _cycle, lambda s, x: _paradigm(x)),
+         lambda s: s.paradigm.label, _cycle, lambda s, x: _paradigm(x)),
     Knob("speed", "speed", "simulated seconds per wall second, or 'max'",
          lambda s: speed_text(s.speed),
          lambda s, d: {"speed": step_speed(s.speed, int(math.copysign(1, d)))},
