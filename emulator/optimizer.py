@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from emulator.model import Knobs, OperatingPoint, System, ceilings, evaluate, split_stats
-from emulator.paradigm import Paradigm
+from emulator.paradigm import Paradigm, Stage
 
 
 @dataclass(frozen=True)
@@ -102,3 +102,16 @@ def paradigms(system: System, mode: str = "paper",
                                         if cost and base_per_cost else None)
         out[name] = d
     return out
+
+
+def starting_split(system: System, paradigm: Paradigm, split: tuple[int, int],
+                   mode: str = "paper") -> tuple[int, int]:
+    """The (N_p, N_d) a paradigm starts from when switched to: PrfaaS-PD keeps `split`, its
+    own pool (homogeneous) takes that pool's best split, no PD-P (naive) gives the whole local
+    pool to decode."""
+    if paradigm.behaviour.own_pool:
+        op = homogeneous(system, mode)
+        return (op.knobs.n_p, op.knobs.n_d) if op is not None else split
+    if Stage.PD_P not in paradigm.stages:
+        return 0, paradigm.pool(system)
+    return split

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from emulator.model import OperatingPoint
 from emulator.paradigm import Paradigm
-from emulator.presets import Scenario
+from emulator.scenario.scenario import Scenario
 from prfaas_tui.live import Driver, Tick, make_emulation, scorecard
 from prfaas_tui.widgets.modelview import DEFAULT_SPEED, ModelView, Settings, paradigm_point
 

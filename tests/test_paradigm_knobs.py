@@ -7,8 +7,8 @@ import pytest
 
 from emulator.optimizer import homogeneous, naive
 from emulator.paradigm import Cluster, Paradigm, Stage
-from emulator.presets import load
 from emulator.scenario.knobs import KNOBS, Controls, KnobError, whole
+from emulator.scenario.presets import load
 
 TOY = load("toy")
 

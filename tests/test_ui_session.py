@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from emulator import presets
+from emulator.scenario import presets
 from emulator.scenario.knobs import Controls, KnobError
 from prfaas_tui.session import Session
 from prfaas_tui.widgets.modelview import Refused, paradigm_point

@@ -61,23 +61,26 @@ class Knob:
     label: str  # the paper's symbol, shown in the UI
     unit: str  # metavar / display unit
     help: str
+    key: str  # the preset key that sets it initially
     aliases: tuple[str, ...] = ()  # old spellings, accepted but not shown
 
 
 KNOBS: dict[str, Knob] = {k.name: k for k in (
-    Knob("t", "--t", parse_tokens, "t", "TOKENS", "routing threshold, e.g. 19400 or 32K"),
+    Knob("t", "--t", parse_tokens, "t", "TOKENS", "routing threshold, e.g. 19400 or 32K",
+         "deployment.threshold"),
     Knob("n_p", "--np", whole, "N_p", "N",
-         "local prefill (PD-P) instances; alone, keeps the preset's N_d"),
+         "local prefill (PD-P) instances; alone, keeps the preset's N_d", "deployment.n_p"),
     Knob("n_d", "--nd", whole, "N_d", "N",
-         "local decode (PD-D) instances; alone, keeps the preset's N_p"),
+         "local decode (PD-D) instances; alone, keeps the preset's N_p", "deployment.n_d"),
     Knob("n_prfaas", "--n-prfaas", whole, "N_prfaas", "N", "PrfaaS prefill instances",
-         aliases=("--nprfaas",)),
+         "deployment.n_prfaas", aliases=("--nprfaas",)),
     Knob("bandwidth", "--bandwidth", parse_bandwidth, "B_out", "GBPS",
-         "cross-datacenter egress B_out in Gbps, or with a unit ('1000 MB/s')"),
-    Knob("rate", "--rate", number, "rate", "R", "offered rate, req/s"),
+         "cross-datacenter egress B_out in Gbps, or with a unit ('1000 MB/s')",
+         "deployment.bandwidth"),
+    Knob("rate", "--rate", number, "rate", "R", "offered rate, req/s", "workload.rate"),
     Knob("paradigm", "--paradigm", Paradigm, "paradigm", "PARADIGM",
          "prfaas-pd (threshold routing), homogeneous (all local, the preset's [homogeneous] "
-         "pool) or naive-heterogeneous (all remote)"),
+         "pool) or naive-heterogeneous (all remote)", "paradigm"),
 )}
 
 

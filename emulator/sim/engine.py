@@ -25,7 +25,7 @@ from emulator.distributions import LengthDistribution
 from emulator.model import STAGES, Knobs, OperatingPoint, evaluate
 from emulator.optimizer import homogeneous as homogeneous_point
 from emulator.paradigm import Paradigm
-from emulator.presets import Scenario
+from emulator.scenario.scenario import Scenario
 from emulator.sim.accounting import Accounting
 from emulator.sim.cache_runtime import CacheRuntime
 from emulator.sim.costs import Costs

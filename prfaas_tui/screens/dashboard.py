@@ -19,13 +19,14 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Header
 
-from emulator.config import PresetError
 from emulator.model import OperatingPoint
 from emulator.paradigm import Paradigm
-from emulator.presets import Scenario
-from prfaas_tui.export import export_metrics, save_preset
+from emulator.scenario.reader import PresetError
+from emulator.scenario.scenario import Scenario
+from emulator.scenario.writer import write_preset
 from prfaas_tui.live import Driver, Tick, incident_kinds, load_drill
 from prfaas_tui.messages import EmulatorFailed, TickReady
+from prfaas_tui.metrics_export import export_metrics
 from prfaas_tui.screens.compare import CompareScreen
 from prfaas_tui.screens.drills import DrillPicker, InjectPicker, ScorecardScreen
 from prfaas_tui.screens.presets import PresetPicker
@@ -354,7 +355,9 @@ class Dashboard(Screen):
             if text is None:
                 return
             try:
-                path = save_preset(self.settings, Path(text).expanduser())
+                path = Path(text).expanduser()
+                write_preset(self.settings.scenario, path, rate=self.settings.rate,
+                             paradigm=self.settings.paradigm)
             except (OSError, PresetError) as exc:
                 self.notify(f"not saved: {exc}", severity="error")
                 return

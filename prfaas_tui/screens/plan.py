@@ -20,13 +20,13 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Label, Static
 
-from emulator.config import PresetError
 from emulator.paradigm import Paradigm
 from emulator.planner.goodput import scenario_from_record
 from emulator.planner.store import read_results
-from emulator.presets import Scenario
+from emulator.scenario.reader import PresetError
+from emulator.scenario.scenario import Scenario
 from emulator.units import format_duration
-from prfaas_tui.commands.common import UsageError
+from prfaas_tui.errors import UsageError
 from prfaas_tui.screens.presets import load_any
 from prfaas_tui.screens.prompt import steady_input
 from prfaas_tui.widgets.modelview import Refused, Settings

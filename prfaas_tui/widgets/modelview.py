@@ -15,9 +15,9 @@ import numpy as np
 from emulator.model import OperatingPoint, ceilings, evaluate, split_stats
 from emulator.optimizer import SearchResult, homogeneous, naive, search
 from emulator.paradigm import Paradigm
-from emulator.presets import Scenario
 from emulator.scenario.knobs import KNOBS as KNOB_SPECS
 from emulator.scenario.knobs import Controls, KnobError
+from emulator.scenario.scenario import Scenario
 
 SPEEDS: tuple[float, ...] = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, math.inf)
 DEFAULT_SPEED = 20.0
