@@ -72,10 +72,12 @@ def make_pacer(emu: Any, speed: float) -> Any:
 def apply_controls(emu: Any, new: Settings, old: Settings) -> None:
     """Take a running emulation to the `new` settings (`old`: the ones it was last given).
 
-    The one place the UI changes an emulation's knobs. The engine is to compute the diff itself
-    (`Emulation.apply(controls)`); until it does, this compares with what the emulation reports
-    (`emu.knobs`: t, B_out and the paradigm always, the split only under PrfaaS-PD, where a
-    scheduler may have moved it) and with `old` for the rest, and calls the engine's setters.
+    The one place the UI changes an emulation's knobs. Once the engine computes the diff itself,
+    the body is `emu.apply(new.controls)` and `old` goes. Until then this compares with what
+    the emulation reports (`emu.knobs`: t, B_out and the paradigm always, the split only under
+    PrfaaS-PD, where a scheduler may have moved it) and with `old` for the rest, and calls the
+    engine's setters. `new.controls` holds the operator's PrfaaS-PD split whatever the
+    paradigm (as the engine keeps it today while another paradigm runs its own).
     """
     now, a, b = emu.knobs, old.scenario, new.scenario
     split = (now.n_p, now.n_d) if now.paradigm == Paradigm.PRFAAS_PD else (a.n_p, a.n_d)
