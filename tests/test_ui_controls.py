@@ -296,3 +296,18 @@ async def test_prfaas_loss_drill_leaves_the_knob_and_shows_who_is_alive():
         assert "2 of 4 PrfaaS alive" in screen_text(pilot.app)
         assert snap.incident_windows == ((600.0, 1200.0, "2 prfaas instances lost"),)
         assert "2 prfaas instances lost" in screen_text(pilot.app)  # the timeline shows it
+
+
+async def test_a_move_inside_the_emulation_reaches_the_knobs_through_a_tick():
+    """What a drill's scheduler does: t changes inside the emulation. The next tick carries it
+    to the knob panel, the router panel and the model, and nothing is sent back."""
+    async with app_at("paper-case-study").run_test(size=SIZE) as pilot:
+        app, d = pilot.app, dash(pilot.app)
+        d.driver.call(lambda emu: emu.set_threshold(8192.0))
+        assert d.settings.scenario.t == 19400  # not before a tick says so
+        await pilot.press("full_stop")
+        assert d.settings.scenario.t == 8192.0 and d.driver.sent == 0
+        assert d.view.point.to_dict() == paradigm_point(d.settings).to_dict()
+        text = screen_text(app)
+        assert "8K · 8192" in text and "L > 8K → PrfaaS" in text
+        assert f"p {d.view.point.p:.1%}" in text
