@@ -41,7 +41,7 @@ async def measure(preset: str, size: tuple[int, int], speed: float, keys: int,
     applied: list[float] = []
     async with app.run_test(size=size) as pilot:
         dash = next(s for s in app.screen_stack if isinstance(s, Dashboard))
-        original_display, original_request = app._display, dash.request
+        original_display, original_request = app._display, dash.session.request
 
         def display(screen, renderable):
             frames.append(time.perf_counter())
@@ -53,7 +53,7 @@ async def measure(preset: str, size: tuple[int, int], speed: float, keys: int,
             return out
 
         app._display = display  # type: ignore[method-assign]
-        dash.request = request  # type: ignore[method-assign]
+        dash.session.request = request  # type: ignore[method-assign]
         start = time.perf_counter()
         while (dash.tick is None or dash.tick.snapshot.sim_time < warmup_sim) and \
                 time.perf_counter() - start < 30:

@@ -38,7 +38,7 @@ async def test_n_form_writes_solves_and_opens_the_preset(tmp_path):
 async def test_preset_path_opens_a_written_preset(tmp_path):
     from pathlib import Path
 
-    from prfaas_tui.commands.new import NewSpec, write_preset
+    from prfaas_tui.preset_builder import NewSpec, write_preset
     out = Path(tmp_path / "w.toml")
     write_preset(NewSpec(model="kimi-linear-48b-a3b"), out)
     app = PrfaasApp(str(out), live=False, at=5.0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from test_ui_support import dash, screen_text
 
+from emulator.paradigm import Paradigm
 from emulator.planner.goodput import SLO, Settings
 from emulator.planner.space import Space
 from emulator.planner.sweep import Plan, run_plan
@@ -13,7 +14,6 @@ from prfaas_tui import cli
 from prfaas_tui.app import PrfaasApp
 from prfaas_tui.screens.help import HelpScreen
 from prfaas_tui.screens.plan import PlanError, PlanScreen
-from prfaas_tui.widgets.modelview import PARADIGM_LABELS
 
 SIZE = (160, 48)
 
@@ -95,7 +95,7 @@ async def test_open_a_plan_and_load_the_second_best_candidate(plan_file):
         await pilot.pause()
         knobs = running_knobs(app)
         assert knobs["settings"] == knobs["emulator"] == expected(homo)
-        assert PARADIGM_LABELS["homogeneous"] in screen_text(app)
+        assert Paradigm.HOMOGENEOUS.label in screen_text(app)
 
 
 @pytest.mark.asyncio

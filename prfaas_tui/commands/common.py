@@ -5,7 +5,7 @@ dashboard and the engine use too)."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from emulator.optimizer import starting_split
@@ -13,8 +13,7 @@ from emulator.paradigm import Paradigm
 from emulator.scenario.knobs import KNOBS, Controls, KnobError
 from emulator.scenario.presets import load
 from emulator.scenario.scenario import Scenario
-from emulator.units import UnitError
-from prfaas_tui.errors import UsageError
+from prfaas_tui.errors import UsageError, parse_flag
 
 # the knobs every scenario command takes; `run` adds rate and paradigm
 DEPLOYMENT_KNOBS = ("t", "n_p", "n_d", "n_prfaas", "bandwidth")
@@ -32,21 +31,6 @@ def add_scenario_flags(p: argparse.ArgumentParser,
         p.add_argument(k.flag, dest=name, metavar=k.unit, help=k.help, **choices)
         for alias in k.aliases:
             p.add_argument(alias, dest=name, help=argparse.SUPPRESS)
-
-
-def parse_flag(flag: str, conv: Callable[[Any], Any], raw: str | None,
-               check: Callable[[Any], str | None] | None = None) -> Any:
-    """A flag's value through `conv` (None when not given); every failure a UsageError naming
-    the flag. `check` returns an error text or None."""
-    if raw is None:
-        return None
-    try:
-        value = conv(raw)
-    except (UnitError, ValueError) as exc:
-        raise UsageError(f"{flag}: {exc}") from None
-    if check is not None and (msg := check(value)):
-        raise UsageError(f"{flag}: {msg} (got {raw!r})")
-    return value
 
 
 def knob_error(exc: KnobError) -> UsageError:

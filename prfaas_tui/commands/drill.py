@@ -19,7 +19,7 @@ from emulator.scenario.reader import non_negative
 from emulator.sim.accounting import AccountingError
 from emulator.sim.drills import run_drill
 from emulator.units import format_duration
-from prfaas_tui.commands.common import parse_flag
+from prfaas_tui.errors import parse_flag
 
 HELP = "run an incident drill (presets/drills) and print its scorecard"
 

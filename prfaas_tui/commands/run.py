@@ -21,9 +21,9 @@ from emulator.torch_prefill.config import get_config
 from emulator.trace_formats import load_trace
 from emulator.traces import TraceError
 from emulator.units import parse_duration
-from prfaas_tui.commands.common import add_scenario_flags, controls_from_args, parse_flag
+from prfaas_tui.commands.common import add_scenario_flags, controls_from_args
 from prfaas_tui.commands.trace_flags import add_trace_flags
-from prfaas_tui.errors import UsageError
+from prfaas_tui.errors import UsageError, parse_flag
 
 HELP = "emulate a preset in virtual time and report rates, latencies and the bottleneck"
 

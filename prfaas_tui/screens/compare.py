@@ -23,10 +23,10 @@ from textual.worker import get_current_worker
 
 from emulator.paradigm import Paradigm
 from emulator.units import format_duration
-from prfaas_tui.live import Driver, attach_recorder
-from prfaas_tui.messages import CompareProgress, Tick
+from prfaas_tui.live import Driver, Tick, attach_recorder
+from prfaas_tui.messages import CompareProgress
+from prfaas_tui.modelview import ModelView, Refused, Settings
 from prfaas_tui.widgets.model_panel import STAGE_LABELS, num
-from prfaas_tui.widgets.modelview import PARADIGM_LABELS, ModelView, Refused, Settings
 from prfaas_tui.widgets.plots import Chart
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def paradigm_variants(settings: Settings) -> list[Variant]:
             s = settings.apply(paradigm=p)
         except Refused:
             continue  # e.g. no homogeneous pool in this preset
-        out.append(Variant(PARADIGM_LABELS[p], ModelView.of(s)))
+        out.append(Variant(p.label, ModelView.of(s)))
     return out
 
 

@@ -1,5 +1,5 @@
 """The dashboard's `n` form: `prfaas-tui new` as a dialog. It calls the same builder
-(prfaas_tui.commands.new.write_preset), shows a refused value under the form and stays open,
+(prfaas_tui.preset_builder.write_preset), shows a refused value under the form and stays open,
 and on success returns the written preset, loaded, for the dashboard to open."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from emulator.scenario.reader import PresetError
 from emulator.scenario.scenario import Scenario
 from emulator.traces import TraceError
 from emulator.units import UnitError
-from prfaas_tui.commands.new import NewSpec, write_preset
 from prfaas_tui.errors import UsageError
+from prfaas_tui.preset_builder import NewSpec, write_preset
 from prfaas_tui.screens.prompt import steady_input
 
 # field id -> (label, default)

@@ -6,6 +6,7 @@ it, and tests can check validation without an app.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -14,13 +15,12 @@ import numpy as np
 from emulator.model import OperatingPoint, ceilings, evaluate, split_stats
 from emulator.optimizer import SearchResult, homogeneous, naive, search
 from emulator.paradigm import Paradigm
-from emulator.scenario.knobs import KNOBS, KnobError
+from emulator.scenario.knobs import KNOBS as KNOB_SPECS
+from emulator.scenario.knobs import Controls, KnobError
 from emulator.scenario.scenario import Scenario
 
 SPEEDS: tuple[float, ...] = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, math.inf)
 DEFAULT_SPEED = 20.0
-PARADIGM_LABELS = {"prfaas-pd": "PrfaaS-PD", "homogeneous": "homogeneous",
-                   "naive-heterogeneous": "naive"}
 
 
 class Refused(ValueError):
@@ -29,10 +29,11 @@ class Refused(ValueError):
 
 @dataclass(frozen=True)
 class Settings:
-    """Everything a knob can change. The scenario carries t, N_p, N_d, N_prfaas and B_out."""
+    """Everything a knob can change: the live knobs (`controls`: t, N_p, N_d, N_prfaas and
+    B_out carried by the scenario, the offered rate and the paradigm) and the speed."""
 
     scenario: Scenario
-    paradigm: str = "prfaas-pd"
+    paradigm: Paradigm = Paradigm.PRFAAS_PD
     rate: float = 1.0  # offered req/s
     speed: float = DEFAULT_SPEED  # simulated seconds per wall second (inf: flat out)
 
@@ -45,41 +46,60 @@ class Settings:
             rate = scenario.sim.load * evaluate(scenario.system, scenario.knobs, "exact").lambda_max
         return cls(scenario=scenario, rate=float(rate), speed=speed)
 
-    def apply(self, **changes) -> Settings:
-        """A validated copy; raises Refused with the reason when the change is impossible."""
-        knobs = {k: changes.pop(k) for k in ("t", "n_p", "n_d", "n_prfaas", "bandwidth")
-                 if k in changes}
+    @property
+    def controls(self) -> Controls:
         sc = self.scenario
-        if knobs:
-            try:
-                sc = sc.with_knobs(**knobs)
-            except KnobError as exc:
-                raise Refused(_reason(exc, sc, knobs)) from None
-        paradigm = changes.pop("paradigm", self.paradigm)
-        if paradigm not in tuple(Paradigm):
-            raise Refused(f"unknown paradigm {paradigm!r}")
-        if paradigm == "homogeneous" and sc.system.homogeneous_pool <= 0:
-            raise Refused("this preset defines no homogeneous pool ([homogeneous] section)")
-        rate = float(changes.pop("rate", self.rate))
-        if not (rate > 0 and math.isfinite(rate)):
-            raise Refused("the offered rate must be a positive number of req/s")
+        return Controls(t=sc.t, n_p=sc.n_p, n_d=sc.n_d, n_prfaas=sc.system.n_prfaas,
+                        bandwidth=sc.system.bandwidth, rate=self.rate, paradigm=self.paradigm)
+
+    def apply(self, **changes) -> Settings:
+        """A validated copy; raises Refused with the reason when the change is impossible.
+
+        The knobs are checked by `Controls.validate`, the check the command line and the
+        engine use. They are the operator's PrfaaS-PD knobs whatever the paradigm (another
+        paradigm runs its own split and ignores t), so they are checked as such, and the
+        paradigm by whether it runs on this system."""
         speed = float(changes.pop("speed", self.speed))
         if not speed > 0:
             raise Refused("the speed must be > 0")
-        if changes:
-            raise Refused(f"unknown setting {next(iter(changes))!r}")
-        return replace(self, scenario=sc, paradigm=paradigm, rate=rate, speed=speed)
+        if unknown := set(changes) - set(KNOB_SPECS):
+            raise Refused(f"unknown setting {sorted(unknown)[0]!r}")
+        try:
+            paradigm = Paradigm(changes.pop("paradigm", self.paradigm))
+            new = replace(self.controls, **changes)
+            replace(new, paradigm=Paradigm.PRFAAS_PD).validate(self.scenario.system)
+            if (why := paradigm.unavailable(self.scenario.system)) is not None:
+                raise KnobError("paradigm", why)
+        except KnobError as exc:
+            raise Refused(_reason(exc, changes)) from None
+        except ValueError as exc:  # an unknown paradigm
+            raise Refused(str(exc)) from None
+        return replace(self.running(t=new.t, n_p=new.n_p, n_d=new.n_d, n_prfaas=new.n_prfaas,
+                                    bandwidth=new.bandwidth, paradigm=paradigm),
+                       rate=float(new.rate), speed=speed)
+
+    def running(self, *, paradigm: Paradigm | None = None, **knobs) -> Settings:
+        """The settings at knobs an emulation already runs (the engine accepted them, or its
+        scheduler chose them): a copy without a second validation."""
+        sc = self.scenario
+        n_prfaas, bandwidth = knobs.pop("n_prfaas", sc.system.n_prfaas), knobs.pop(
+            "bandwidth", sc.system.bandwidth)
+        if (n_prfaas, bandwidth) != (sc.system.n_prfaas, sc.system.bandwidth):
+            sc = replace(sc, system=replace(sc.system, n_prfaas=n_prfaas, bandwidth=bandwidth))
+        if any(getattr(sc, k) != v for k, v in knobs.items()):
+            sc = replace(sc, **knobs)
+        return replace(self, scenario=sc,
+                       paradigm=self.paradigm if paradigm is None else Paradigm(paradigm))
 
 
-def _reason(exc: KnobError, sc: Scenario, knobs: dict) -> str:
-    """The rule that was broken, in the panel's words."""
-    n_p, n_d = knobs.get("n_p", sc.n_p), knobs.get("n_d", sc.n_d)
-    pool = sc.system.local_pool
-    if n_p + n_d > pool:
-        return (f"N_p + N_d = {n_p} + {n_d} = {n_p + n_d} exceeds the local pool of {pool}: "
-                f"lower {'N_d' if 'n_p' in knobs else 'N_p'} first")
-    label = "t =" if exc.knob == "t" else KNOBS[exc.knob].label
-    return f"{label} {exc.reason}"
+def _reason(exc: KnobError, changes: dict) -> str:
+    """A KnobError names the knob as a flag or preset key does; the operator reads its label,
+    and for the pool which knob to lower."""
+    label = KNOB_SPECS[exc.knob].label
+    reason = f"{label} {exc.reason}" if exc.reason.startswith("must") else exc.reason
+    if "local pool" in exc.reason:
+        reason += f": lower {'N_d' if 'n_p' in changes else 'N_p'} first"
+    return reason
 
 
 def step_speed(speed: float, direction: int) -> float:
@@ -154,16 +174,17 @@ class ModelView:
 
 
 def paradigm_point(settings: Settings) -> OperatingPoint:
-    """prfaas-pd at the knobs; homogeneous at its own best split; naive with every request
-    prefilled remotely (t, N_p and N_d do not apply to the last two)."""
-    sc = settings.scenario
-    if settings.paradigm == "homogeneous":
-        op = homogeneous(sc.system, sc.mode)
-        if op is not None:
-            return op
-    if settings.paradigm == "naive-heterogeneous":
-        return naive(sc.system, sc.mode)
-    return evaluate(sc.system, sc.knobs, sc.mode)
+    """The model of the paradigm's deployment (see _POINT)."""
+    return _POINT[settings.paradigm](settings.scenario)
+
+
+_POINT: dict[Paradigm, Callable[[Scenario], OperatingPoint]] = {
+    Paradigm.PRFAAS_PD: lambda sc: evaluate(sc.system, sc.knobs, sc.mode),  # at the knobs
+    # at its own best split (t, N_p and N_d do not apply), if the preset has its pool
+    Paradigm.HOMOGENEOUS: lambda sc: (homogeneous(sc.system, sc.mode)
+                                      or evaluate(sc.system, sc.knobs, sc.mode)),
+    Paradigm.NAIVE: lambda sc: naive(sc.system, sc.mode),  # every request prefilled remotely
+}
 
 
 _OPTIMA: dict[tuple, tuple] = {}
