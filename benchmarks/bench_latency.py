@@ -1,0 +1,124 @@
+"""Predicted (emulator/latency.py) against emulated TTFT, and the SLO-bound rate against the
+emulator's bisected SLO goodput.
+
+Table 1: toy, paper-case-study and dense-contrast, each paradigm that applies, at 0.3, 0.5, 0.7
+and 0.85 of the exact Lambda_max of that paradigm's operating point: mean and P90 TTFT, predicted
+and emulated (Poisson arrivals, about `REQUESTS` requests per cell, seeds 1 and 2 pooled by
+averaging). Table 2: paper-case-study at its preset point, SLO P90 TTFT of 4, 6 and 10 s: the
+model's SLO-bound rate against a bisection of the emulator (P90 TTFT within the SLO and served
+>= 95% of offered, the planner's test) on the same long runs.
+
+Run: `python benchmarks/bench_latency.py [--quick]` (prints Markdown for the README).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+
+import numpy as np
+
+from emulator import presets
+from emulator.latency import predict, slo_rate
+from emulator.optimizer import homogeneous, naive
+from emulator.sim.engine import Emulation
+
+LOADS = (0.3, 0.5, 0.7, 0.85)
+REQUESTS = 40_000
+SEEDS = (1, 2)
+
+
+def points(sc):
+    """(paradigm, knobs, profiles) for the paradigms the preset has."""
+    s = sc.system
+    out = [("prfaas-pd", sc.knobs, None)]
+    h = homogeneous(s, "exact")
+    if h is not None:
+        prof = s.homogeneous_profile or s.local
+        out.append(("homogeneous", h.knobs, (prof, prof)))
+    out.append(("naive-heterogeneous", naive(s, "exact").knobs, None))
+    return out
+
+
+def emulate(sc, paradigm: str, rate: float, requests: int, seeds=SEEDS) -> dict:
+    means, p90s, served = [], [], []
+    for seed in seeds:
+        r = Emulation(sc, seed=seed, rate=rate, duration=requests / rate,
+                      paradigm=paradigm).run().to_json()
+        means.append(r["ttft"]["mean"])
+        p90s.append(r["ttft"]["p90"])
+        served.append(r["served_rate"] / max(r["offered_rate"], 1e-12))
+    return {"mean": float(np.mean(means)), "p90": float(np.mean(p90s)),
+            "served": float(np.min(served))}
+
+
+def table(requests: int) -> list[dict]:
+    rows = []
+    for name in ("toy", "paper-case-study", "dense-contrast"):
+        sc = presets.load(name)
+        lat = dict(link_latency=sc.sim.link_latency, rdma_latency=sc.sim.rdma_latency)
+        for paradigm, knobs, profs in points(sc):
+            from emulator.latency import layout_at
+            _, lam = layout_at(sc.system, knobs, profiles=profs)
+            for load in LOADS:
+                rate = load * lam
+                pred = predict(sc.system, knobs, rate, profiles=profs, **lat)
+                emu = emulate(sc, paradigm, rate, requests)
+                rows.append({"preset": name, "paradigm": paradigm, "load": load, "rate": rate,
+                             "pred_mean": pred.mean, "emu_mean": emu["mean"],
+                             "pred_p90": pred.p90, "emu_p90": emu["p90"]})
+    return rows
+
+
+def emulated_goodput(sc, slo: float, hi: float, requests: int, steps: int = 9) -> float:
+    """The planner's test, bisected on long runs (seeds pooled: the mean P90, the worst served)."""
+    lo = 0.0
+    for _ in range(steps):
+        mid = 0.5 * (lo + hi)
+        e = emulate(sc, "prfaas-pd", mid, requests)
+        if e["p90"] <= slo and e["served"] >= 0.95:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def slo_table(requests: int) -> list[dict]:
+    sc = presets.load("paper-case-study")
+    from emulator.latency import layout_at
+    _, lam = layout_at(sc.system, sc.knobs)
+    rows = []
+    for slo in (4.0, 6.0, 10.0):
+        model = slo_rate(sc.system, sc.knobs, slo, 0.9)
+        emu = emulated_goodput(sc, slo, lam, requests)
+        rows.append({"slo": slo, "model": model, "emulator": emu, "lambda_max": lam})
+    return rows
+
+
+def _pct(a: float, b: float) -> str:
+    return f"{(a / b - 1) * 100:+.1f}%"
+
+
+def main() -> None:
+    quick = "--quick" in sys.argv
+    requests = 5_000 if quick else REQUESTS
+    print("| preset | paradigm | load | rate | mean pred / emu | err | P90 pred / emu | err |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in table(requests):
+        em = abs(r["pred_mean"] / r["emu_mean"] - 1) <= 0.10
+        ep = abs(r["pred_p90"] / r["emu_p90"] - 1) <= 0.20
+        print(f"| {r['preset']} | {r['paradigm']} | {r['load']:.2f} | {r['rate']:.3f} | "
+              f"{r['pred_mean']:.2f} / {r['emu_mean']:.2f} | {_pct(r['pred_mean'], r['emu_mean'])}"
+              f"{'' if em else ' **miss**'} | {r['pred_p90']:.2f} / {r['emu_p90']:.2f} | "
+              f"{_pct(r['pred_p90'], r['emu_p90'])}{'' if ep else ' **miss**'} |")
+    print()
+    print("| SLO (P90 TTFT) | model SLO-bound rate | emulator SLO goodput | err | of Lambda_max |")
+    print("|---|---|---|---|---|")
+    for r in slo_table(requests):
+        print(f"| {r['slo']:g} s | {r['model']:.3f} | {r['emulator']:.3f} | "
+              f"{_pct(r['model'], r['emulator'])} | {r['model'] / r['lambda_max']:.0%} |")
+
+
+if __name__ == "__main__":
+    _ = replace
+    main()

@@ -1,0 +1,411 @@
+"""Latency in the closed-form model: predicted TTFT, the SLO-bound rate and the SLO-optimal
+(t, N_p / N_d).
+
+Lambda_max says where queues blow up; an operator needs the rate at which the TTFT quantile still
+meets an SLO, which is lower and can prefer another (t, split). TTFT follows the emulator's
+definition (docs/emulator-api.md): arrival to the end of the first decode step. Per path
+(PrfaaS for L > t, PD-P for L <= t), with Poisson arrivals split by p:
+
+    TTFT = W_prefill + X + delay + W_decode + first decode step
+
+- W_prefill: the FIFO M/G/c wait of the path's prefill stage. Allen-Cunneen, fed with the exact
+  first and second moments of the service time X (E[T(L)^k | side] from the distributions'
+  partial moments; a profile is piecewise polynomial, so T^2 is too):
+  P(W > 0) = C(c, a) (Erlang C), E[W] = C / (c mu - lambda) * (1 + Cs^2) / 2. It is exact for
+  M/M/c and, with c = 1, for every M/G/1 (Pollaczek-Khinchine).
+- X: prefill time T(L). An instance is held until its KV has left (layer-wise pipelining: with
+  ample bandwidth the transfer ends with prefill, so there is no tail); when the link binds
+  (Theta_b < Theta_c in Eq. 3) the instances are paced: X = T(L) * Theta_c / Theta_b, which makes
+  the stage saturate at Theta_prfaas as the emulator's does.
+- delay: the link's (or RDMA's) propagation delay.
+- W_decode: M/D/c wait for one of N_d * BS_max decode slots (service L_out * T_decode), its mean.
+- first decode step: T_decode, plus half a step when the decode instance is already stepping
+  (a request joins at the next step boundary).
+
+Tail approximation (stated, since the exact M/G/c wait distribution has no closed form): the
+wait is 0 with probability 1 - C and exponential beyond, with the Allen-Cunneen mean, as in
+M/M/c; the service time's own distribution is kept exactly (conditional length quantiles mapped
+through T), and the two are independent (FIFO). The overall quantile is that of the p-mixture of
+the two paths.
+
+Everything is vectorized over thresholds and splits like the optimizer: the SLO-bound rate is a
+bisection on the rate done for the whole grid at once, checking P(TTFT > target) <= 1 - q.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import gammaln, ndtr, ndtri, pdtr
+
+from emulator.distributions import Discrete, Empirical, LengthDistribution, TruncatedLogNormal
+from emulator.model import Knobs, System, ceilings, split_stats
+from emulator.profiles import Curve, Profile
+
+NODES = 256  # quantile nodes of the service time for one operating point
+GRID_NODES = 48  # ... in the vectorized (t, split) search
+RATE_STEPS = 16  # bisection steps on the rate: resolution Lambda_max / 2^16
+COARSE_T = 128  # thresholds of the first pass of the SLO search (then refined locally)
+
+
+# -- exact moments of the service time ------------------------------------------------------
+def _partial_moment(dist: LengthDistribution, a: np.ndarray, b: np.ndarray, k: int) -> np.ndarray:
+    """E[L^k 1{a < L <= b}] for k = 0..4 (k <= 2 from the distribution itself)."""
+    if k <= 2:
+        return dist.partial_moments(a, b)[k]
+    if isinstance(dist, Discrete):
+        a1, b1 = np.asarray(a, float)[..., None], np.asarray(b, float)[..., None]
+        w = np.where((dist.values > a1) & (dist.values <= b1), dist.probs, 0.0)
+        return (w * dist.values**k).sum(-1)
+    if isinstance(dist, Empirical):
+        x = dist.sorted_values
+        cum = np.concatenate([[0.0], np.cumsum(x**k) / len(x)])
+        ia = np.searchsorted(x, np.asarray(a, float), side="right")
+        ib = np.searchsorted(x, np.asarray(b, float), side="right")
+        return cum[ib] - cum[ia]
+    if isinstance(dist, TruncatedLogNormal):
+        lo, hi = dist.lo, dist.hi
+        a = np.clip(np.asarray(a, float), lo, hi)
+        b = np.clip(np.asarray(b, float), lo, hi)
+        mass = ndtr(dist._z(hi, 0)) - ndtr(dist._z(lo, 0))
+        scale = np.exp(k * dist.mu + 0.5 * k * k * dist.sigma**2) / mass
+        return scale * np.maximum(ndtr(dist._z(b, k)) - ndtr(dist._z(a, k)), 0.0)
+    raise NotImplementedError(f"no moments of order {k} for {type(dist).__name__}")
+
+
+def _integrate_square(curve: Curve, dist: LengthDistribution, lo: np.ndarray,
+                      hi: np.ndarray) -> np.ndarray:
+    """E[f(L)^2 1{lo < L <= hi}] exactly: f^2 is a piecewise polynomial of degree <= 4."""
+    edges = np.concatenate([[-np.inf], curve.breaks, [np.inf]])
+    total = np.zeros(np.broadcast(lo, hi).shape)
+    for i, (c0, c1, c2) in enumerate(curve.coefs):
+        a = np.maximum(lo, edges[i])
+        b = np.maximum(a, np.minimum(hi, edges[i + 1]))
+        sq = (c0 * c0, 2 * c0 * c1, c1 * c1 + 2 * c0 * c2, 2 * c1 * c2, c2 * c2)
+        for k, coef in enumerate(sq):
+            if coef:
+                total = total + coef * _partial_moment(dist, a, b, k)
+    return total
+
+
+def _side_bounds(dist: LengthDistribution, t: np.ndarray, above: bool):
+    lo, hi = dist.support
+    if above:
+        return np.minimum(t, hi), np.full_like(t, hi)
+    return np.full_like(t, lo - 1.0), np.maximum(t, lo - 1.0)
+
+
+def service_moments(dist: LengthDistribution, prof: Profile, t: np.ndarray,
+                    above: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(E[T(L) | side], E[T(L)^2 | side]) exactly, vectorized over t; nan on an empty side."""
+    t = np.asarray(t, dtype=float)
+    a, b = _side_bounds(dist, t, above)
+    m0 = dist.partial_moments(a, b)[0]
+    m1 = prof.prefill_time.integrate(dist, a, b)
+    m2 = _integrate_square(prof.prefill_time, dist, a, b)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ok = m0 > 0
+        d = np.where(ok, m0, 1.0)
+        return np.where(ok, m1 / d, np.nan), np.where(ok, m2 / d, np.nan)
+
+
+# -- the service time's distribution: conditional length quantiles ----------------------------
+def _quantile(dist: LengthDistribution, q: np.ndarray) -> np.ndarray:
+    """The length distribution's inverse cdf, vectorized (closed form where there is one)."""
+    q = np.clip(q, 0.0, 1.0)
+    if isinstance(dist, TruncatedLogNormal):
+        fa, fb = ndtr(dist._z(dist.lo, 0)), ndtr(dist._z(dist.hi, 0))
+        u = np.clip(fa + q * (fb - fa), 1e-300, 1 - 1e-16)
+        return np.clip(np.exp(dist.mu + dist.sigma * ndtri(u)), dist.lo, dist.hi)
+    if isinstance(dist, Discrete):
+        idx = np.searchsorted(np.cumsum(dist.probs), q - 1e-12, side="left")
+        return dist.values[np.minimum(idx, len(dist.values) - 1)]
+    if isinstance(dist, Empirical):
+        n = len(dist.sorted_values)
+        idx = np.ceil(q * n - 1e-9).astype(int) - 1
+        return dist.sorted_values[np.clip(idx, 0, n - 1)]
+    lo, hi = dist.support
+    a, b = np.full_like(q, lo - 1.0), np.full_like(q, hi)
+    for _ in range(60):
+        mid = 0.5 * (a + b)
+        below = np.asarray(dist.cdf(mid)) >= q
+        b, a = np.where(below, mid, b), np.where(below, a, mid)
+    return b
+
+
+def length_nodes(dist: LengthDistribution, t: np.ndarray, above: bool, k: int) -> np.ndarray:
+    """k equal-probability nodes (bin midpoints) of L given its side of t: shape (len(t), k)."""
+    t = np.asarray(t, dtype=float)
+    f_t = np.clip(np.asarray(dist.cdf(t), dtype=float), 0.0, 1.0)
+    u = (np.arange(k) + 0.5) / k
+    q = f_t[:, None] + u * (1 - f_t[:, None]) if above else u * f_t[:, None]
+    return _quantile(dist, q)
+
+
+# -- queueing ------------------------------------------------------------------------------
+def erlang_c(c: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """P(wait > 0) in M/M/c with offered load a = lambda E[S] (1 when a >= c), vectorized:
+    Erlang B from the Poisson pmf/cdf (B = pmf(c; a) / cdf(c; a)), then C = B / (1 - rho (1 - B))."""
+    c = np.asarray(c, dtype=float)
+    a = np.asarray(a, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        cs = np.maximum(c, 1.0)
+        apos = np.maximum(a, 1e-300)
+        pmf = np.exp(cs * np.log(apos) - apos - gammaln(cs + 1))
+        cdf = pdtr(cs, apos)
+        b = np.where(cdf > 0, pmf / np.where(cdf > 0, cdf, 1.0), 1.0)
+        rho = a / cs
+        out = b / (1 - rho * (1 - b))
+    out = np.where(a <= 0, 0.0, out)
+    return np.where((rho >= 1) | (c < 1), 1.0, np.clip(out, 0.0, 1.0))
+
+
+def mgc_wait(lam: np.ndarray, c: np.ndarray, es: np.ndarray, es2: np.ndarray):
+    """Allen-Cunneen M/G/c: (P(wait > 0), mean wait, mean wait given a wait); inf when unstable."""
+    lam, c, es, es2 = (np.asarray(x, dtype=float) for x in (lam, c, es, es2))
+    a = lam * es
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scv = np.where(es > 0, es2 / np.where(es > 0, es * es, 1.0) - 1.0, 0.0)
+        scv = np.maximum(np.nan_to_num(scv), 0.0)
+        pw = erlang_c(c, a)
+        stable = (a < c) & (c >= 1)
+        cond = np.where(stable, es * (1 + scv) / (2 * np.where(stable, c - a, 1.0)), np.inf)
+    cond = np.where(lam <= 0, 0.0, cond)
+    pw = np.where(lam <= 0, 0.0, pw)
+    return pw, np.where(pw > 0, pw * cond, 0.0), cond
+
+
+@dataclass(frozen=True)
+class Path:
+    """One route through the system, as arrays broadcastable over a grid: its share of the
+    arrivals, servers, exact service moments, service-time nodes and fixed delay."""
+
+    share: np.ndarray
+    servers: np.ndarray
+    es: np.ndarray  # E[X]
+    es2: np.ndarray  # E[X^2]
+    nodes: np.ndarray  # X quantile nodes, trailing axis
+    delay: np.ndarray | float
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Both paths plus the decode stage, for a grid of operating points."""
+
+    paths: tuple[Path, Path]
+    decode_slots: np.ndarray
+    decode_service: float
+    t_decode: float
+    n_d: np.ndarray
+
+
+def _decode_terms(lay: Layout, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(mean decode-slot wait, mean first-token time after the KV arrives)."""
+    _, wd, _ = mgc_wait(lam, lay.decode_slots, lay.decode_service, lay.decode_service ** 2)
+    per_instance = lam * lay.decode_service / np.maximum(lay.n_d, 1)
+    busy = 1.0 - np.exp(-per_instance)
+    return wd, lay.t_decode * (1.0 + 0.5 * busy)
+
+
+def _path_waits(lay: Layout, lam: np.ndarray):
+    out = []
+    for p in lay.paths:
+        pw, wq, cond = mgc_wait(lam * p.share, p.servers, p.es, p.es2)
+        out.append((pw, wq, cond))
+    return out
+
+
+def tail(lay: Layout, lam: np.ndarray, x: np.ndarray, path: int | None = None) -> np.ndarray:
+    """P(TTFT > x) at offered rate lam (broadcast over the grid): overall, or on one path."""
+    lam = np.asarray(lam, dtype=float)
+    wd, first = _decode_terms(lay, lam)
+    total = 0.0
+    for i, (p, (pw, _, cond)) in enumerate(zip(lay.paths, _path_waits(lay, lam), strict=True)):
+        if path is not None and i != path:
+            continue
+        weight = 1.0 if path is not None else p.share
+        slack = (x - wd - first - p.delay)[..., None] - p.nodes
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            expo = np.where(slack > 0, np.exp(-slack / cond[..., None]), 1.0)
+        expo = np.where(np.isfinite(cond)[..., None], expo, 1.0)
+        atom = (slack <= 0).astype(float)
+        per = ((1 - pw)[..., None] * atom + pw[..., None] * expo).mean(axis=-1)
+        total = total + np.where(p.share > 0, weight * per, 0.0)
+    return total
+
+
+def mean_ttft(lay: Layout, lam: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """(overall mean TTFT, per-path means) at offered rate lam."""
+    wd, first = _decode_terms(lay, lam)
+    per, total = [], 0.0
+    for p, (_, wq, _) in zip(lay.paths, _path_waits(lay, lam), strict=True):
+        m = wq + p.es + p.delay + wd + first
+        per.append(m)
+        total = total + np.where(p.share > 0, p.share * np.nan_to_num(m, nan=0.0, posinf=np.inf), 0.0)
+    return total, per
+
+
+def quantile(lay: Layout, lam: np.ndarray, q: float, path: int | None = None,
+             hi: float = 1e6) -> np.ndarray:
+    """The q-quantile of TTFT (overall or on one path) by bisection on x (inf beyond `hi`)."""
+    lam = np.asarray(lam, dtype=float)
+    shape = np.broadcast(lam, lay.decode_slots).shape
+    lo, up = np.zeros(shape), np.full(shape, hi)
+    for _ in range(80):
+        mid = 0.5 * (lo + up)
+        over = tail(lay, lam, mid, path) > 1 - q
+        lo, up = np.where(over, mid, lo), np.where(over, up, mid)
+        if np.all(up - lo <= 1e-5 * np.maximum(up, 1e-3)):
+            break
+    return np.where(up >= hi * (1 - 1e-9), np.inf, up)
+
+
+# -- building layouts ----------------------------------------------------------------------
+def _layout(system: System, prfaas: Profile, local: Profile, t: np.ndarray, n_prfaas, n_p, n_d,
+            bandwidth, *, nodes: int, outer: bool, link_latency: float = 0.0,
+            rdma_latency: float = 0.0) -> tuple[Layout, np.ndarray]:
+    """The two paths and decode on a grid (t x split with `outer`, else elementwise), with the
+    exact-mode Lambda_max of each point."""
+    dist = system.lengths
+    st = split_stats(dist, prfaas, local, t, "exact")
+    *_, lam_max = ceilings(st, n_prfaas, n_p, n_d, bandwidth, system.decode, outer=outer)
+    col = (lambda a: np.asarray(a)[:, None]) if outer else (lambda a: np.asarray(a))
+    sides = []
+    for prof, above, servers, delay in ((prfaas, True, n_prfaas, link_latency),
+                                        (local, False, n_p, rdma_latency)):
+        es, es2 = service_moments(dist, prof, st.t, above)
+        ln = length_nodes(dist, st.t, above, nodes)
+        xn = np.asarray(prof.prefill_time(ln))
+        share = st.p if above else 1.0 - st.p
+        factor = 1.0
+        if above:  # the link paces the instances when it binds (Eq. 3's min)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                fac = (np.asarray(n_prfaas, float) * st.s_long / st.t_long
+                       / np.asarray(bandwidth, float))
+            factor = col(np.where(np.isfinite(fac), np.maximum(fac, 1.0), 1.0))
+        es_b, es2_b = col(es), col(es2)
+        share_b = col(np.where(share > 0, share, 0.0))
+        empty = ~np.isfinite(es_b)
+        es_b = np.where(empty, 0.0, es_b) * factor
+        es2_b = np.where(empty, 0.0, es2_b) * factor * factor
+        xn_b = (xn[:, None, :] if outer else xn) * np.asarray(factor)[..., None]
+        srv = np.broadcast_to(np.asarray(servers, dtype=float), np.broadcast(es_b, servers).shape)
+        sides.append(Path(share_b, srv, es_b, es2_b, np.nan_to_num(xn_b), delay))
+    dec = system.decode
+    n_d_arr = np.asarray(n_d, dtype=float)
+    lay = Layout((sides[0], sides[1]), n_d_arr * dec.bs_max, dec.l_out * dec.t_decode,
+                 dec.t_decode, n_d_arr)
+    return lay, lam_max
+
+
+def layout_at(system: System, knobs: Knobs, *, profiles: tuple[Profile, Profile] | None = None,
+              nodes: int = NODES, link_latency: float = 0.0,
+              rdma_latency: float = 0.0) -> tuple[Layout, float]:
+    """The layout of one operating point (arrays of shape (1,)) and its exact Lambda_max."""
+    prfaas, local = profiles or (system.prfaas, system.local)
+    lay, lam = _layout(system, prfaas, local, np.array([knobs.t]), knobs.n_prfaas,
+                       np.array([knobs.n_p], float), np.array([knobs.n_d], float), knobs.bandwidth,
+                       nodes=nodes, outer=False, link_latency=link_latency,
+                       rdma_latency=rdma_latency)
+    return lay, float(lam[0])
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Predicted TTFT at one operating point and offered rate (seconds; inf when unstable)."""
+
+    rate: float
+    mean: float
+    p50: float
+    p90: float
+    paths: dict[str, dict[str, float]]
+
+    def to_dict(self) -> dict:
+        def num(x: float) -> float | None:
+            return float(x) if np.isfinite(x) else None
+        return {"rate": self.rate, "mean": num(self.mean), "p50": num(self.p50),
+                "p90": num(self.p90),
+                "paths": {k: {kk: num(vv) for kk, vv in v.items()} for k, v in self.paths.items()}}
+
+
+def predict(system: System, knobs: Knobs, rate: float, *,
+            profiles: tuple[Profile, Profile] | None = None, link_latency: float = 0.0,
+            rdma_latency: float = 0.0) -> Prediction:
+    """TTFT mean, P50 and P90 overall and per path at one operating point and offered rate."""
+    lay, _ = layout_at(system, knobs, profiles=profiles, link_latency=link_latency,
+                       rdma_latency=rdma_latency)
+    lam = np.array([rate], dtype=float)
+    mean, per = mean_ttft(lay, lam)
+    paths = {}
+    for i, name in enumerate(("prfaas", "pd-p")):
+        if float(lay.paths[i].share[0]) > 0:
+            paths[name] = {"share": float(lay.paths[i].share[0]), "mean": float(per[i][0]),
+                           "p90": float(quantile(lay, lam, 0.9, i)[0])}
+    return Prediction(rate, float(mean[0]), float(quantile(lay, lam, 0.5)[0]),
+                      float(quantile(lay, lam, 0.9)[0]), paths)
+
+
+def slo_rates(lay: Layout, lam_max: np.ndarray, target: float, q: float,
+              steps: int = RATE_STEPS) -> np.ndarray:
+    """Highest offered rate with P(TTFT > target) <= 1 - q, for every grid point at once
+    (0 when even a vanishing rate misses the target). Bisection below Lambda_max: the predicted
+    tail grows with the rate."""
+    lam_max = np.asarray(lam_max, dtype=float)
+    lo = np.zeros_like(lam_max)
+    hi = np.where(np.isfinite(lam_max), lam_max, 0.0)
+    ok0 = tail(lay, np.full_like(lam_max, 1e-9), np.asarray(target)) <= 1 - q
+    for _ in range(steps):
+        mid = 0.5 * (lo + hi)
+        good = tail(lay, mid, np.asarray(target)) <= 1 - q
+        lo, hi = np.where(good, mid, lo), np.where(good, hi, mid)
+    return np.where(ok0 & (lam_max > 0), lo, 0.0)
+
+
+def slo_rate(system: System, knobs: Knobs, target: float, q: float = 0.9, *,
+             profiles: tuple[Profile, Profile] | None = None, link_latency: float = 0.0,
+             rdma_latency: float = 0.0, steps: int = 30) -> float:
+    """The SLO-bound rate of one operating point."""
+    lay, lam = layout_at(system, knobs, profiles=profiles, link_latency=link_latency,
+                         rdma_latency=rdma_latency)
+    return float(slo_rates(lay, np.array([lam]), target, q, steps)[0])
+
+
+@dataclass(frozen=True)
+class SLOOptimum:
+    t: float
+    n_p: int
+    n_d: int
+    rate: float
+    evaluated: int
+
+
+def slo_search(system: System, target: float, q: float = 0.9, *, n_prfaas: int | None = None,
+               bandwidth: float | None = None, pool: int | None = None,
+               link_latency: float = 0.0, rdma_latency: float = 0.0) -> SLOOptimum:
+    """The (t, N_p, N_d = pool - N_p) that maximizes the SLO-bound rate. A first pass on every
+    COARSE_T-th threshold of the optimizer's grid, then every threshold around the best one;
+    ties go to the lowest t, then the lowest N_p, as in the optimizer."""
+    n_prfaas = system.n_prfaas if n_prfaas is None else n_prfaas
+    bandwidth = system.bandwidth if bandwidth is None else bandwidth
+    pool = system.local_pool if pool is None else pool
+    grid = system.lengths.threshold_grid()
+    n_p = np.arange(pool + 1, dtype=float)
+    n_d = pool - n_p
+
+    def run(idx: np.ndarray) -> tuple[np.ndarray, int]:
+        lay, lam = _layout(system, system.prfaas, system.local, grid[idx], n_prfaas, n_p, n_d,
+                           bandwidth, nodes=GRID_NODES, outer=True, link_latency=link_latency,
+                           rdma_latency=rdma_latency)
+        return slo_rates(lay, lam, target, q), lam.size
+
+    step = max(1, len(grid) // COARSE_T)
+    coarse = np.unique(np.concatenate([np.arange(0, len(grid), step), [len(grid) - 1]]))
+    rates, n_eval = run(coarse)
+    it, _ = np.unravel_index(int(np.argmax(rates)), rates.shape)
+    centre = int(coarse[it])
+    fine = np.arange(max(0, centre - step), min(len(grid), centre + step + 1))
+    fine_rates, n2 = run(fine)
+    jt, jp = np.unravel_index(int(np.argmax(fine_rates)), fine_rates.shape)
+    return SLOOptimum(float(grid[fine[jt]]), int(jp), int(pool - jp),
+                      float(fine_rates[jt, jp]), n_eval + n2)
