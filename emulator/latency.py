@@ -40,13 +40,15 @@ import numpy as np
 from scipy.special import gammaln, ndtr, ndtri, pdtr
 
 from emulator.distributions import Discrete, Empirical, LengthDistribution, TruncatedLogNormal
-from emulator.model import Knobs, System, ceilings, split_stats
+from emulator.model import Knobs, SplitStats, System, ceilings, split_stats
 from emulator.profiles import Curve, Profile
 
 NODES = 256  # quantile nodes of the service time for one operating point
-GRID_NODES = 48  # ... in the vectorized (t, split) search
+GRID_NODES = 32  # ... in the vectorized (t, split) search
 RATE_STEPS = 16  # bisection steps on the rate: resolution Lambda_max / 2^16
-COARSE_T = 128  # thresholds of the first pass of the SLO search (then refined locally)
+BATCH = 2048  # grid points per latency evaluation in the SLO search
+COARSE_STEPS = 5  # first bracket of every candidate: Lambda_max / 32
+REFINE_STEPS = 4
 
 
 # -- exact moments of the service time ------------------------------------------------------
@@ -179,13 +181,15 @@ def mgc_wait(lam: np.ndarray, c: np.ndarray, es: np.ndarray, es2: np.ndarray):
 @dataclass(frozen=True)
 class Path:
     """One route through the system, as arrays broadcastable over a grid: its share of the
-    arrivals, servers, exact service moments, service-time nodes and fixed delay."""
+    arrivals, servers, exact moments of the prefill time T, T's quantile nodes, the KV
+    production rate of one busy instance over the link's capacity, and the fixed delay."""
 
     share: np.ndarray
     servers: np.ndarray
-    es: np.ndarray  # E[X]
-    es2: np.ndarray  # E[X^2]
-    nodes: np.ndarray  # X quantile nodes, trailing axis
+    es: np.ndarray  # E[T]
+    es2: np.ndarray  # E[T^2]
+    nodes: np.ndarray  # T quantile nodes, trailing axis
+    pace: np.ndarray | float  # (E[S] / E[T]) / B: n busy instances want n * pace of the link
     delay: np.ndarray | float
 
 
@@ -200,6 +204,65 @@ class Layout:
     n_d: np.ndarray
 
 
+@dataclass(frozen=True)
+class PathState:
+    """A path at one offered rate: P(wait), the mean wait given a wait, and the link's stretch
+    of the service time for a request that started without waiting (free) or after one (busy)."""
+
+    pw: np.ndarray
+    cond: np.ndarray
+    free: np.ndarray
+    busy: np.ndarray
+
+    def mean_wait(self) -> np.ndarray:
+        return np.where(self.pw > 0, self.pw * self.cond, 0.0)
+
+
+def _stretch(n: np.ndarray, pace) -> np.ndarray:
+    """Service stretch with n instances sending at once: the link shares B among them."""
+    return np.maximum(1.0, n * pace)
+
+
+def path_state(p: Path, lam: np.ndarray, iterations: int = 8) -> PathState:
+    """Allen-Cunneen with link pacing. A request that waited starts while all c instances are
+    busy, so its service is stretched by max(1, c pace) and the queue drains at Theta_prfaas
+    (Eq. 3's min); one that did not meets n < c busy ones, n distributed as in M/M/c. The
+    offered load a = lambda E[T] * (mean stretch) is solved by a few fixed-point steps."""
+    lam = np.asarray(lam, dtype=float) * p.share
+    c = np.asarray(p.servers, dtype=float)
+    es = p.es
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scv = np.maximum(np.nan_to_num(p.es2 / np.where(es > 0, es * es, 1.0) - 1.0), 0.0)
+    busy = _stretch(c, p.pace)
+    paced = np.any(np.asarray(p.pace) * np.max(c) > 1.0)
+    kmax = int(np.max(c)) if paced and np.size(c) else 0
+    free = np.ones(np.broadcast(lam, es, c).shape)
+    a = lam * es
+    for _ in range(iterations if paced else 1):
+        pw = erlang_c(c, a)
+        if paced:  # mean stretch over n < c busy others: weights a^n / n!, n = 0..c-1
+            logw = np.zeros_like(free)
+            num = np.zeros_like(free)
+            den = np.zeros_like(free)
+            la = np.log(np.maximum(a, 1e-300))
+            for n in range(kmax):
+                w = np.where(n < c, np.exp(logw), 0.0)
+                num = num + w * _stretch(n + 1.0, p.pace)
+                den = den + w
+                logw = logw + la - np.log(n + 1.0)
+            with np.errstate(invalid="ignore"):
+                free = np.where(den > 0, num / np.where(den > 0, den, 1.0), 1.0)
+            a = lam * es * ((1 - pw) * free + pw * busy)
+    pw = erlang_c(c, a)
+    drain = np.where(es > 0, c / (es * busy), np.inf)  # Theta of the stage, all busy
+    stable = (lam < drain) & (a < c) & (c >= 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cond = np.where(stable, (1 + scv) / 2 / (drain - np.where(stable, lam, 0.0)), np.inf)
+    cond = np.where(lam <= 0, 0.0, cond)
+    pw = np.where(lam <= 0, 0.0, np.where(stable, pw, 1.0))
+    return PathState(pw, cond, free, np.broadcast_to(busy, free.shape))
+
+
 def _decode_terms(lay: Layout, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(mean decode-slot wait, mean first-token time after the KV arrives)."""
     _, wd, _ = mgc_wait(lam, lay.decode_slots, lay.decode_service, lay.decode_service ** 2)
@@ -208,39 +271,38 @@ def _decode_terms(lay: Layout, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return wd, lay.t_decode * (1.0 + 0.5 * busy)
 
 
-def _path_waits(lay: Layout, lam: np.ndarray):
-    out = []
-    for p in lay.paths:
-        pw, wq, cond = mgc_wait(lam * p.share, p.servers, p.es, p.es2)
-        out.append((pw, wq, cond))
-    return out
-
-
 def tail(lay: Layout, lam: np.ndarray, x: np.ndarray, path: int | None = None) -> np.ndarray:
     """P(TTFT > x) at offered rate lam (broadcast over the grid): overall, or on one path."""
     lam = np.asarray(lam, dtype=float)
     wd, first = _decode_terms(lay, lam)
     total = 0.0
-    for i, (p, (pw, _, cond)) in enumerate(zip(lay.paths, _path_waits(lay, lam), strict=True)):
+    for i, p in enumerate(lay.paths):
         if path is not None and i != path:
             continue
+        st = path_state(p, lam)
         weight = 1.0 if path is not None else p.share
-        slack = (x - wd - first - p.delay)[..., None] - p.nodes
+        base = (x - wd - first - p.delay)[..., None]
+        slack_free = base - p.nodes * st.free[..., None]
+        slack_busy = base - p.nodes * st.busy[..., None]
+        cond = st.cond[..., None]
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            expo = np.where(slack > 0, np.exp(-slack / cond[..., None]), 1.0)
-        expo = np.where(np.isfinite(cond)[..., None], expo, 1.0)
-        atom = (slack <= 0).astype(float)
-        per = ((1 - pw)[..., None] * atom + pw[..., None] * expo).mean(axis=-1)
+            expo = np.where(slack_busy > 0, np.exp(-slack_busy / cond), 1.0)
+        expo = np.where(np.isfinite(cond), expo, 1.0)
+        atom = (slack_free <= 0).astype(float)
+        per = ((1 - st.pw)[..., None] * atom + st.pw[..., None] * expo).mean(axis=-1)
         total = total + np.where(p.share > 0, weight * per, 0.0)
     return total
 
 
 def mean_ttft(lay: Layout, lam: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
     """(overall mean TTFT, per-path means) at offered rate lam."""
+    lam = np.asarray(lam, dtype=float)
     wd, first = _decode_terms(lay, lam)
     per, total = [], 0.0
-    for p, (_, wq, _) in zip(lay.paths, _path_waits(lay, lam), strict=True):
-        m = wq + p.es + p.delay + wd + first
+    for p in lay.paths:
+        st = path_state(p, lam)
+        service = p.es * ((1 - st.pw) * st.free + st.pw * st.busy)
+        m = st.mean_wait() + service + p.delay + wd + first
         per.append(m)
         total = total + np.where(p.share > 0, p.share * np.nan_to_num(m, nan=0.0, posinf=np.inf), 0.0)
     return total, per
@@ -252,6 +314,9 @@ def quantile(lay: Layout, lam: np.ndarray, q: float, path: int | None = None,
     lam = np.asarray(lam, dtype=float)
     shape = np.broadcast(lam, lay.decode_slots).shape
     lo, up = np.zeros(shape), np.full(shape, hi)
+    guess = 50.0 * np.nan_to_num(mean_ttft(lay, lam)[0], nan=hi, posinf=hi) + 1.0
+    small = tail(lay, lam, guess, path) <= 1 - q  # a tight bracket saves most of the steps
+    up = np.where(small, np.minimum(guess, hi), up)
     for _ in range(80):
         mid = 0.5 * (lo + up)
         over = tail(lay, lam, mid, path) > 1 - q
@@ -268,30 +333,29 @@ def _layout(system: System, prfaas: Profile, local: Profile, t: np.ndarray, n_pr
     """The two paths and decode on a grid (t x split with `outer`, else elementwise), with the
     exact-mode Lambda_max of each point."""
     dist = system.lengths
-    st = split_stats(dist, prfaas, local, t, "exact")
+    t = np.asarray(t, dtype=float)
+    uniq, inv = np.unique(t, return_inverse=True)  # grid points share thresholds
+    st = split_stats(dist, prfaas, local, uniq, "exact")
+    st = SplitStats(*(getattr(st, f)[inv] for f in SplitStats.__dataclass_fields__))
     *_, lam_max = ceilings(st, n_prfaas, n_p, n_d, bandwidth, system.decode, outer=outer)
     col = (lambda a: np.asarray(a)[:, None]) if outer else (lambda a: np.asarray(a))
     sides = []
     for prof, above, servers, delay in ((prfaas, True, n_prfaas, link_latency),
                                         (local, False, n_p, rdma_latency)):
-        es, es2 = service_moments(dist, prof, st.t, above)
-        ln = length_nodes(dist, st.t, above, nodes)
-        xn = np.asarray(prof.prefill_time(ln))
+        es, es2 = (m[inv] for m in service_moments(dist, prof, uniq, above))
+        xn = np.asarray(prof.prefill_time(length_nodes(dist, uniq, above, nodes)))[inv]
         share = st.p if above else 1.0 - st.p
-        factor = 1.0
-        if above:  # the link paces the instances when it binds (Eq. 3's min)
+        pace = 0.0
+        if above:
             with np.errstate(divide="ignore", invalid="ignore"):
-                fac = (np.asarray(n_prfaas, float) * st.s_long / st.t_long
-                       / np.asarray(bandwidth, float))
-            factor = col(np.where(np.isfinite(fac), np.maximum(fac, 1.0), 1.0))
-        es_b, es2_b = col(es), col(es2)
+                pace = col(np.nan_to_num(st.s_long / st.t_long) / np.asarray(bandwidth, float))
+        empty = ~np.isfinite(es)
+        es_b = col(np.where(empty, 0.0, es))
+        es2_b = col(np.where(empty, 0.0, es2))
         share_b = col(np.where(share > 0, share, 0.0))
-        empty = ~np.isfinite(es_b)
-        es_b = np.where(empty, 0.0, es_b) * factor
-        es2_b = np.where(empty, 0.0, es2_b) * factor * factor
-        xn_b = (xn[:, None, :] if outer else xn) * np.asarray(factor)[..., None]
+        xn_b = np.nan_to_num(xn[:, None, :] if outer else xn)
         srv = np.broadcast_to(np.asarray(servers, dtype=float), np.broadcast(es_b, servers).shape)
-        sides.append(Path(share_b, srv, es_b, es2_b, np.nan_to_num(xn_b), delay))
+        sides.append(Path(share_b, srv, es_b, es2_b, xn_b, pace, delay))
     dec = system.decode
     n_d_arr = np.asarray(n_d, dtype=float)
     lay = Layout((sides[0], sides[1]), n_d_arr * dec.bs_max, dec.l_out * dec.t_decode,
@@ -346,19 +410,25 @@ def predict(system: System, knobs: Knobs, rate: float, *,
                       float(quantile(lay, lam, 0.9)[0]), paths)
 
 
-def slo_rates(lay: Layout, lam_max: np.ndarray, target: float, q: float,
-              steps: int = RATE_STEPS) -> np.ndarray:
-    """Highest offered rate with P(TTFT > target) <= 1 - q, for every grid point at once
-    (0 when even a vanishing rate misses the target). Bisection below Lambda_max: the predicted
-    tail grows with the rate."""
-    lam_max = np.asarray(lam_max, dtype=float)
-    lo = np.zeros_like(lam_max)
-    hi = np.where(np.isfinite(lam_max), lam_max, 0.0)
-    ok0 = tail(lay, np.full_like(lam_max, 1e-9), np.asarray(target)) <= 1 - q
+def slo_bracket(lay: Layout, lo: np.ndarray, hi: np.ndarray, target: float, q: float,
+                steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """Narrow [lo, hi] brackets of the SLO-bound rate by `steps` bisection steps, for every grid
+    point at once: the predicted tail grows with the rate."""
     for _ in range(steps):
         mid = 0.5 * (lo + hi)
         good = tail(lay, mid, np.asarray(target)) <= 1 - q
         lo, hi = np.where(good, mid, lo), np.where(good, hi, mid)
+    return lo, hi
+
+
+def slo_rates(lay: Layout, lam_max: np.ndarray, target: float, q: float,
+              steps: int = RATE_STEPS) -> np.ndarray:
+    """Highest offered rate with P(TTFT > target) <= 1 - q, below Lambda_max, for every grid
+    point at once (0 when even a vanishing rate misses the target)."""
+    lam_max = np.asarray(lam_max, dtype=float)
+    hi = np.where(np.isfinite(lam_max), lam_max, 0.0)
+    ok0 = tail(lay, np.full_like(lam_max, 1e-9), np.asarray(target)) <= 1 - q
+    lo, _ = slo_bracket(lay, np.zeros_like(lam_max), hi, target, q, steps)
     return np.where(ok0 & (lam_max > 0), lo, 0.0)
 
 
@@ -382,30 +452,56 @@ class SLOOptimum:
 
 def slo_search(system: System, target: float, q: float = 0.9, *, n_prfaas: int | None = None,
                bandwidth: float | None = None, pool: int | None = None,
-               link_latency: float = 0.0, rdma_latency: float = 0.0) -> SLOOptimum:
-    """The (t, N_p, N_d = pool - N_p) that maximizes the SLO-bound rate. A first pass on every
-    COARSE_T-th threshold of the optimizer's grid, then every threshold around the best one;
-    ties go to the lowest t, then the lowest N_p, as in the optimizer."""
+               link_latency: float = 0.0, rdma_latency: float = 0.0,
+               batch: int = BATCH) -> SLOOptimum:
+    """The (t, N_p, N_d = pool - N_p) on the optimizer's grid that maximizes the SLO-bound rate.
+    Lambda_max bounds the SLO-bound rate, so points are evaluated in batches by decreasing
+    Lambda_max and the search stops when the next bound cannot beat the best rate found: exact
+    over the grid, yet only a few hundred of its points get a latency evaluation. Ties go to the
+    lowest t, then the lowest N_p, as in the optimizer."""
     n_prfaas = system.n_prfaas if n_prfaas is None else n_prfaas
     bandwidth = system.bandwidth if bandwidth is None else bandwidth
     pool = system.local_pool if pool is None else pool
     grid = system.lengths.threshold_grid()
-    n_p = np.arange(pool + 1, dtype=float)
-    n_d = pool - n_p
+    n_p = np.arange(pool + 1)
+    st = split_stats(system.lengths, system.prfaas, system.local, grid, "exact")
+    *_, lam = ceilings(st, n_prfaas, n_p, pool - n_p, bandwidth, system.decode)
 
-    def run(idx: np.ndarray) -> tuple[np.ndarray, int]:
-        lay, lam = _layout(system, system.prfaas, system.local, grid[idx], n_prfaas, n_p, n_d,
-                           bandwidth, nodes=GRID_NODES, outer=True, link_latency=link_latency,
-                           rdma_latency=rdma_latency)
-        return slo_rates(lay, lam, target, q), lam.size
+    def _grid_layout(idx: np.ndarray) -> Layout:
+        it, ip = np.unravel_index(idx, lam.shape)
+        return _layout(system, system.prfaas, system.local, grid[it], n_prfaas, ip.astype(float),
+                       (pool - ip).astype(float), bandwidth, nodes=GRID_NODES, outer=False,
+                       link_latency=link_latency, rdma_latency=rdma_latency)[0]
 
-    step = max(1, len(grid) // COARSE_T)
-    coarse = np.unique(np.concatenate([np.arange(0, len(grid), step), [len(grid) - 1]]))
-    rates, n_eval = run(coarse)
-    it, _ = np.unravel_index(int(np.argmax(rates)), rates.shape)
-    centre = int(coarse[it])
-    fine = np.arange(max(0, centre - step), min(len(grid), centre + step + 1))
-    fine_rates, n2 = run(fine)
-    jt, jp = np.unravel_index(int(np.argmax(fine_rates)), fine_rates.shape)
-    return SLOOptimum(float(grid[fine[jt]]), int(jp), int(pool - jp),
-                      float(fine_rates[jt, jp]), n_eval + n2)
+    flat = lam.ravel()
+    order = np.lexsort((np.arange(flat.size), -flat))  # by bound, then grid order
+    cands = order[: int(np.count_nonzero(flat > 0))]
+    best_lo, done = 0.0, 0
+    kept: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for start in range(0, len(cands), batch):  # coarse brackets, by decreasing bound
+        idx = cands[start:start + batch]
+        if not flat[idx[0]] > best_lo:
+            break
+        lay = _grid_layout(idx)
+        lo, hi = slo_bracket(lay, np.zeros(len(idx)), flat[idx], target, q, COARSE_STEPS)
+        done += len(idx)
+        best_lo = max(best_lo, float(lo.max()))
+        kept.append((idx, lo, hi))
+    idx = np.concatenate([k[0] for k in kept]) if kept else cands[:1]
+    lo = np.concatenate([k[1] for k in kept]) if kept else np.zeros(1)
+    hi = np.concatenate([k[2] for k in kept]) if kept else flat[idx]
+    width = float(flat[order[0]]) * 2.0 ** -RATE_STEPS
+    while True:  # refine only the brackets that can still hold the best rate
+        alive = hi >= best_lo
+        idx, lo, hi = idx[alive], lo[alive], hi[alive]
+        if np.all(hi - lo <= width):
+            break
+        lo, hi = slo_bracket(_grid_layout(idx), lo, hi, target, q, REFINE_STEPS)
+        best_lo = max(best_lo, float(lo.max()))
+    top = np.flatnonzero(lo >= lo.max())
+    best_i = int(idx[top].min())
+    rate = float(lo.max())
+    if rate <= 0 or tail(_grid_layout(np.array([best_i])), np.array([1e-9]), np.asarray(target))[0] > 1 - q:
+        rate = 0.0
+    it, ip = np.unravel_index(best_i, lam.shape)
+    return SLOOptimum(float(grid[it]), int(ip), int(pool - ip), rate, done)
