@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from emulator.planner.executors import run_dask, run_local
+from emulator.planner.executors import LocalPool, run_dask
 from emulator.planner.goodput import Settings, slo_goodput
 from emulator.planner.prune import Scored, prune
 from emulator.planner.space import Space
@@ -58,19 +58,29 @@ def run_plan(plan: Plan, *, out: str | Path, workers: int = 1, dask: str | objec
     todo = [s for s in survivors if s.cand.key not in store.done]
     if on_start:
         on_start(len(survivors), len(survivors) - len(todo))
+    rates: dict[str, float] = {}
+    if plan.analytic:
+        from emulator.planner.bound import model_rate
+        rates = {s.cand.key: model_rate(plan.scenario, s, plan.settings) for s in todo}
+    pool = LocalPool(workers) if dask is None else None
+
     def emulate(batch: list[Scored]) -> None:
         tasks = [(s.cand.key, _evaluate, (plan.scenario, s, plan.settings)) for s in batch]
-        stream = run_dask(tasks, dask) if dask is not None else run_local(tasks, workers)
+        stream = run_dask(tasks, dask) if pool is None else pool.run(tasks)
         for _key, rec in stream:
             store.append(rec)
             if on_result:
                 on_result(rec)
 
     skipped: list[Scored] = []
-    if plan.analytic:
-        skipped = emulate_in_waves(plan, survivors, store.done, emulate)
-    else:
-        emulate(todo)
+    try:
+        if plan.analytic:
+            skipped = emulate_in_waves(plan, survivors, store.done, rates, emulate)
+        else:
+            emulate(todo)
+    finally:
+        if pool is not None:
+            pool.close()
     records = [store.done[s.cand.key] for s in survivors if s.cand.key in store.done]
     out = summarize(scored, records, evaluated=len(todo) - len(skipped))
     out["skipped_by_slo_bound"] = len(skipped)
@@ -78,17 +88,19 @@ def run_plan(plan: Plan, *, out: str | Path, workers: int = 1, dask: str | objec
 
 
 def emulate_in_waves(plan: Plan, survivors: list[Scored], done: dict[str, dict],
+                     rates: dict[str, float],
                      emulate: Callable[[list[Scored]], None]) -> list[Scored]:
     """Emulate only the candidates that can still be the best or on the cost/goodput front.
 
-    Each survivor's emulated goodput is below `upper_bound` (the model's SLO-bound rate with a
-    margin, never above the bisection's own ceiling). A wave emulates the candidates that no
-    finished one beats at their cost even on the bound (the analytic front first: they set the
-    incumbents); a candidate is dropped when a finished one costing no more has a goodput above
-    its bound, since it could then be neither the best nor on the front. Returns the dropped."""
-    from emulator.planner.bound import upper_bounds
+    Each candidate's emulated goodput is below `bound.upper_bound` (the model's SLO-bound rate
+    with a margin, never above the bisection's own ceiling). A wave emulates the analytic front
+    of what is left (cheapest first, each with a bound above every cheaper one's): they set the
+    incumbents. A candidate is dropped when a finished one costing no more has a goodput above
+    its bound: it could then be neither the best nor on the front. Returns the dropped."""
+    from emulator.planner.bound import upper_bound
 
-    ub = upper_bounds(plan.scenario, survivors, plan.settings)
+    ub = {s.cand.key: upper_bound(s, rates[s.cand.key], plan.settings)
+          for s in survivors if s.cand.key in rates}
     pending = sorted((s for s in survivors if s.cand.key not in done),
                      key=lambda s: (-ub[s.cand.key], s.cand.key))
     skipped: list[Scored] = []
@@ -98,7 +110,7 @@ def emulate_in_waves(plan: Plan, survivors: list[Scored], done: dict[str, dict],
         skipped += [s for s in pending if s not in keep]
         if not keep:
             break
-        wave, front_best = [], -1.0  # the analytic front of what is left, cheapest first
+        wave, front_best = [], -1.0
         for s in sorted(keep, key=lambda s: (_cost(s), -ub[s.cand.key], s.cand.key)):
             if ub[s.cand.key] > front_best:
                 wave.append(s)
