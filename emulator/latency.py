@@ -45,10 +45,8 @@ from emulator.profiles import Curve, Profile
 
 NODES = 256  # quantile nodes of the service time for one operating point
 GRID_NODES = 32  # ... in the vectorized (t, split) search
-RATE_STEPS = 16  # bisection steps on the rate: resolution Lambda_max / 2^16
-BATCH = 2048  # grid points per latency evaluation in the SLO search
-COARSE_STEPS = 5  # first bracket of every candidate: Lambda_max / 32
-REFINE_STEPS = 4
+TOP = 64  # grid points with the highest Lambda_max that set the SLO search's floor
+RATE_STEPS = 16  # bisection steps on the rate: resolution Lambda_max / 2^16 (0.002%)
 
 
 # -- exact moments of the service time ------------------------------------------------------
@@ -271,16 +269,13 @@ def _decode_terms(lay: Layout, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return wd, lay.t_decode * (1.0 + 0.5 * busy)
 
 
-def tail(lay: Layout, lam: np.ndarray, x: np.ndarray, path: int | None = None) -> np.ndarray:
-    """P(TTFT > x) at offered rate lam (broadcast over the grid): overall, or on one path."""
+def path_tails(lay: Layout, lam: np.ndarray, x: np.ndarray) -> list[np.ndarray]:
+    """P(TTFT > x | path) for both paths at offered rate lam (broadcast over the grid)."""
     lam = np.asarray(lam, dtype=float)
     wd, first = _decode_terms(lay, lam)
-    total = 0.0
-    for i, p in enumerate(lay.paths):
-        if path is not None and i != path:
-            continue
+    out = []
+    for p in lay.paths:
         st = path_state(p, lam)
-        weight = 1.0 if path is not None else p.share
         base = (x - wd - first - p.delay)[..., None]
         slack_free = base - p.nodes * st.free[..., None]
         slack_busy = base - p.nodes * st.busy[..., None]
@@ -289,8 +284,15 @@ def tail(lay: Layout, lam: np.ndarray, x: np.ndarray, path: int | None = None) -
             expo = np.where(slack_busy > 0, np.exp(-slack_busy / cond), 1.0)
         expo = np.where(np.isfinite(cond), expo, 1.0)
         atom = (slack_free <= 0).astype(float)
-        per = ((1 - st.pw)[..., None] * atom + st.pw[..., None] * expo).mean(axis=-1)
-        total = total + np.where(p.share > 0, weight * per, 0.0)
+        out.append(((1 - st.pw)[..., None] * atom + st.pw[..., None] * expo).mean(axis=-1))
+    return out
+
+
+def tail(lay: Layout, lam: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """P(TTFT > x) at offered rate lam: the p-mixture of the two paths."""
+    total = 0.0
+    for p, t in zip(lay.paths, path_tails(lay, lam, x), strict=True):
+        total = total + np.where(p.share > 0, p.share * t, 0.0)
     return total
 
 
@@ -308,20 +310,27 @@ def mean_ttft(lay: Layout, lam: np.ndarray) -> tuple[np.ndarray, list[np.ndarray
     return total, per
 
 
-def quantile(lay: Layout, lam: np.ndarray, q: float, path: int | None = None,
-             hi: float = 1e6) -> np.ndarray:
-    """The q-quantile of TTFT (overall or on one path) by bisection on x (inf beyond `hi`)."""
-    lam = np.asarray(lam, dtype=float)
-    shape = np.broadcast(lam, lay.decode_slots).shape
-    lo, up = np.zeros(shape), np.full(shape, hi)
-    guess = 50.0 * np.nan_to_num(mean_ttft(lay, lam)[0], nan=hi, posinf=hi) + 1.0
-    small = tail(lay, lam, guess, path) <= 1 - q  # a tight bracket saves most of the steps
-    up = np.where(small, np.minimum(guess, hi), up)
+def quantiles(lay: Layout, lam: float, rows: list[tuple[tuple[float, float], float]],
+              hi: float = 1e6, rtol: float = 1e-4) -> np.ndarray:
+    """Quantiles of TTFT at one operating point (a layout of shape (1,)): each row is
+    ((weight of path 0, weight of path 1), q), e.g. ((p, 1 - p), 0.9) for the overall P90 or
+    ((1, 0), 0.9) for the PrfaaS path's. One bisection on x for all rows; inf beyond `hi`."""
+    w = np.array([r[0] for r in rows], dtype=float)
+    q = np.array([r[1] for r in rows], dtype=float)
+    lam_a = np.array([lam], dtype=float)
+    mean = float(np.nan_to_num(mean_ttft(lay, lam_a)[0][0], nan=hi, posinf=hi))
+    lo, up = np.zeros(len(rows)), np.full(len(rows), min(hi, 50.0 * mean + 1.0))
+
+    def over(x: np.ndarray) -> np.ndarray:
+        t0, t1 = path_tails(lay, lam_a, x[:, None])
+        return w[:, 0] * t0[:, 0] + w[:, 1] * t1[:, 0] > 1 - q
+
+    up = np.where(over(up), hi, up)  # the guess was too low: fall back to the wide bracket
     for _ in range(80):
         mid = 0.5 * (lo + up)
-        over = tail(lay, lam, mid, path) > 1 - q
-        lo, up = np.where(over, mid, lo), np.where(over, up, mid)
-        if np.all(up - lo <= 1e-5 * np.maximum(up, 1e-3)):
+        o = over(mid)
+        lo, up = np.where(o, mid, lo), np.where(o, up, mid)
+        if np.all(up - lo <= rtol * np.maximum(up, 1e-3)):
             break
     return np.where(up >= hi * (1 - 1e-9), np.inf, up)
 
@@ -399,46 +408,62 @@ def predict(system: System, knobs: Knobs, rate: float, *,
     """TTFT mean, P50 and P90 overall and per path at one operating point and offered rate."""
     lay, _ = layout_at(system, knobs, profiles=profiles, link_latency=link_latency,
                        rdma_latency=rdma_latency)
-    lam = np.array([rate], dtype=float)
-    mean, per = mean_ttft(lay, lam)
-    paths = {}
-    for i, name in enumerate(("prfaas", "pd-p")):
-        if float(lay.paths[i].share[0]) > 0:
-            paths[name] = {"share": float(lay.paths[i].share[0]), "mean": float(per[i][0]),
-                           "p90": float(quantile(lay, lam, 0.9, i)[0])}
-    return Prediction(rate, float(mean[0]), float(quantile(lay, lam, 0.5)[0]),
-                      float(quantile(lay, lam, 0.9)[0]), paths)
+    mean, per = mean_ttft(lay, np.array([rate], dtype=float))
+    p = float(lay.paths[0].share[0])
+    shares = (p, 1.0 - p)
+    rows = [((p, 1 - p), 0.5), ((p, 1 - p), 0.9), ((1.0, 0.0), 0.9), ((0.0, 1.0), 0.9)]
+    qs = quantiles(lay, rate, rows)
+    paths = {name: {"share": shares[i], "mean": float(per[i][0]), "p90": float(qs[2 + i])}
+             for i, name in enumerate(("prfaas", "pd-p")) if shares[i] > 0}
+    return Prediction(rate, float(mean[0]), float(qs[0]), float(qs[1]), paths)
 
 
-def slo_bracket(lay: Layout, lo: np.ndarray, hi: np.ndarray, target: float, q: float,
-                steps: int) -> tuple[np.ndarray, np.ndarray]:
-    """Narrow [lo, hi] brackets of the SLO-bound rate by `steps` bisection steps, for every grid
-    point at once: the predicted tail grows with the rate."""
-    for _ in range(steps):
-        mid = 0.5 * (lo + hi)
-        good = tail(lay, mid, np.asarray(target)) <= 1 - q
-        lo, hi = np.where(good, mid, lo), np.where(good, hi, mid)
-    return lo, hi
-
-
-def slo_rates(lay: Layout, lam_max: np.ndarray, target: float, q: float,
-              steps: int = RATE_STEPS) -> np.ndarray:
-    """Highest offered rate with P(TTFT > target) <= 1 - q, below Lambda_max, for every grid
-    point at once (0 when even a vanishing rate misses the target)."""
+def best_rate(lay: Layout, lam_max: np.ndarray, target: float, q: float,
+              steps: int = RATE_STEPS, floor: float = 0.0) -> tuple[float, np.ndarray]:
+    """The highest SLO-bound rate over a set of operating points (flat arrays), and the points
+    that reach it. One bisection on the rate for the whole set: a point feasible at a rate is
+    feasible at every lower one (the predicted tail grows with the rate), so each step checks
+    only the points still feasible whose Lambda_max exceeds the rate. Exact over the set to
+    max(Lambda_max) / 2^steps. `floor`: a rate some point is known to reach."""
     lam_max = np.asarray(lam_max, dtype=float)
-    hi = np.where(np.isfinite(lam_max), lam_max, 0.0)
-    ok0 = tail(lay, np.full_like(lam_max, 1e-9), np.asarray(target)) <= 1 - q
-    lo, _ = slo_bracket(lay, np.zeros_like(lam_max), hi, target, q, steps)
-    return np.where(ok0 & (lam_max > 0), lo, 0.0)
+    alive = np.flatnonzero(lam_max > floor)
+    x = np.asarray(target, dtype=float)
+    if alive.size:
+        at = max(floor, 1e-9)
+        alive = alive[tail(_take(lay, alive), np.full(alive.size, at), x) <= 1 - q]
+    if not alive.size:
+        return 0.0, alive
+    lo, hi = floor, float(lam_max[alive].max())
+    tol = hi * 2.0 ** -steps
+    while hi - lo > tol:
+        mid = 0.5 * (lo + hi)
+        cand = alive[lam_max[alive] > mid]
+        good = cand[tail(_take(lay, cand), np.full(cand.size, mid), x) <= 1 - q] if cand.size \
+            else cand
+        if good.size:
+            lo, alive = mid, good
+        else:
+            hi = mid
+    return lo, alive
+
+
+def _take(lay: Layout, idx: np.ndarray) -> Layout:
+    """The operating points `idx` of a flat layout."""
+    def pick(a):
+        return a[idx] if np.ndim(a) else a
+    paths = tuple(Path(pick(p.share), pick(p.servers), pick(p.es), pick(p.es2), p.nodes[idx],
+                       pick(p.pace), p.delay) for p in lay.paths)
+    return Layout(paths, pick(lay.decode_slots), lay.decode_service, lay.t_decode, pick(lay.n_d))
 
 
 def slo_rate(system: System, knobs: Knobs, target: float, q: float = 0.9, *,
              profiles: tuple[Profile, Profile] | None = None, link_latency: float = 0.0,
-             rdma_latency: float = 0.0, steps: int = 30) -> float:
-    """The SLO-bound rate of one operating point."""
+             rdma_latency: float = 0.0, steps: int = RATE_STEPS) -> float:
+    """The SLO-bound rate of one operating point: the highest offered rate below Lambda_max at
+    which the predicted TTFT q-quantile is within `target` (0 when none is)."""
     lay, lam = layout_at(system, knobs, profiles=profiles, link_latency=link_latency,
                          rdma_latency=rdma_latency)
-    return float(slo_rates(lay, np.array([lam]), target, q, steps)[0])
+    return best_rate(lay, np.array([lam]), target, q, steps)[0]
 
 
 @dataclass(frozen=True)
@@ -447,18 +472,15 @@ class SLOOptimum:
     n_p: int
     n_d: int
     rate: float
-    evaluated: int
+    evaluated: int  # grid points
 
 
 def slo_search(system: System, target: float, q: float = 0.9, *, n_prfaas: int | None = None,
                bandwidth: float | None = None, pool: int | None = None,
-               link_latency: float = 0.0, rdma_latency: float = 0.0,
-               batch: int = BATCH) -> SLOOptimum:
-    """The (t, N_p, N_d = pool - N_p) on the optimizer's grid that maximizes the SLO-bound rate.
-    Lambda_max bounds the SLO-bound rate, so points are evaluated in batches by decreasing
-    Lambda_max and the search stops when the next bound cannot beat the best rate found: exact
-    over the grid, yet only a few hundred of its points get a latency evaluation. Ties go to the
-    lowest t, then the lowest N_p, as in the optimizer."""
+               link_latency: float = 0.0, rdma_latency: float = 0.0) -> SLOOptimum:
+    """The (t, N_p, N_d = pool - N_p) on the optimizer's grid that maximizes the SLO-bound rate
+    (`best_rate` over the whole grid). Among the points reaching the best rate, the lowest t,
+    then the lowest N_p, as in the optimizer."""
     n_prfaas = system.n_prfaas if n_prfaas is None else n_prfaas
     bandwidth = system.bandwidth if bandwidth is None else bandwidth
     pool = system.local_pool if pool is None else pool
@@ -466,42 +488,21 @@ def slo_search(system: System, target: float, q: float = 0.9, *, n_prfaas: int |
     n_p = np.arange(pool + 1)
     st = split_stats(system.lengths, system.prfaas, system.local, grid, "exact")
     *_, lam = ceilings(st, n_prfaas, n_p, pool - n_p, bandwidth, system.decode)
+    flat = lam.ravel()
 
-    def _grid_layout(idx: np.ndarray) -> Layout:
+    def layout(idx: np.ndarray) -> Layout:
         it, ip = np.unravel_index(idx, lam.shape)
         return _layout(system, system.prfaas, system.local, grid[it], n_prfaas, ip.astype(float),
                        (pool - ip).astype(float), bandwidth, nodes=GRID_NODES, outer=False,
                        link_latency=link_latency, rdma_latency=rdma_latency)[0]
 
-    flat = lam.ravel()
-    order = np.lexsort((np.arange(flat.size), -flat))  # by bound, then grid order
-    cands = order[: int(np.count_nonzero(flat > 0))]
-    best_lo, done = 0.0, 0
-    kept: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    for start in range(0, len(cands), batch):  # coarse brackets, by decreasing bound
-        idx = cands[start:start + batch]
-        if not flat[idx[0]] > best_lo:
-            break
-        lay = _grid_layout(idx)
-        lo, hi = slo_bracket(lay, np.zeros(len(idx)), flat[idx], target, q, COARSE_STEPS)
-        done += len(idx)
-        best_lo = max(best_lo, float(lo.max()))
-        kept.append((idx, lo, hi))
-    idx = np.concatenate([k[0] for k in kept]) if kept else cands[:1]
-    lo = np.concatenate([k[1] for k in kept]) if kept else np.zeros(1)
-    hi = np.concatenate([k[2] for k in kept]) if kept else flat[idx]
-    width = float(flat[order[0]]) * 2.0 ** -RATE_STEPS
-    while True:  # refine only the brackets that can still hold the best rate
-        alive = hi >= best_lo
-        idx, lo, hi = idx[alive], lo[alive], hi[alive]
-        if np.all(hi - lo <= width):
-            break
-        lo, hi = slo_bracket(_grid_layout(idx), lo, hi, target, q, REFINE_STEPS)
-        best_lo = max(best_lo, float(lo.max()))
-    top = np.flatnonzero(lo >= lo.max())
-    best_i = int(idx[top].min())
-    rate = float(lo.max())
-    if rate <= 0 or tail(_grid_layout(np.array([best_i])), np.array([1e-9]), np.asarray(target))[0] > 1 - q:
-        rate = 0.0
-    it, ip = np.unravel_index(best_i, lam.shape)
-    return SLOOptimum(float(grid[it]), int(ip), int(pool - ip), rate, done)
+    # the points with the highest Lambda_max give a floor; only points above it can beat it
+    top = np.lexsort((np.arange(flat.size), -flat))[:TOP]
+    floor, _ = best_rate(layout(top), flat[top], target, q)
+    cand = np.flatnonzero(flat > floor) if floor > 0 else np.flatnonzero(flat > 0)
+    rate, winners = best_rate(layout(cand), flat[cand], target, q, floor=floor)
+    if rate < floor:  # cannot happen (the floor's points are in cand), kept for safety
+        rate, winners = floor, top[:1]
+    i = int(cand[winners].min()) if winners.size else int(np.argmax(flat))
+    it, ip = np.unravel_index(i, lam.shape)
+    return SLOOptimum(float(grid[it]), int(ip), int(pool - ip), rate, int(len(top) + len(cand)))

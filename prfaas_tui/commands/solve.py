@@ -6,14 +6,23 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 
 from rich.console import Console
 from rich.table import Table
 
-from emulator.model import MODES, STAGES, evaluate
+from emulator.model import MODES, STAGES, Knobs, evaluate
 from emulator.optimizer import paradigms, search
-from emulator.units import format_tokens
-from prfaas_tui.commands.common import add_scenario_flags, scenario_from_args
+from emulator.units import format_tokens, parse_duration
+from prfaas_tui.commands.common import (
+    UsageError,
+    add_scenario_flags,
+    parse_flag,
+    positive,
+    scenario_from_args,
+)
+
+OBJECTIVES = ("lambda", "slo")
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -22,24 +31,88 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=MODES, default=None,
                    help="paper: profiles at conditional mean lengths (default, the paper's "
                         "linearization); exact: conditional expectations of the profiles")
+    p.add_argument("--slo-ttft", metavar="DURATION",
+                   help="TTFT target, e.g. 6s: adds the predicted TTFT, the SLO-bound rate and "
+                        "the SLO-optimal (t, N_p/N_d) (object `slo`)")
+    p.add_argument("--slo-quantile", metavar="Q", help="TTFT quantile the target bounds (default 0.9)")
+    p.add_argument("--objective", default=None,
+                   help="what `optimum` maximizes: lambda (Lambda_max, default) or slo (the "
+                        "SLO-bound rate; needs --slo-ttft)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    # '--slo-ttft -5ms' must reach the value check (one line, exit 2), not argparse's usage
+    # dump: no solve flag looks like a negative number, so treat '-<digit>...' as a value
+    p._negative_number_matcher = re.compile(r"^-\.?\d")
     return p
+
+
+def _quantile(x: float) -> str | None:
+    return None if 0 < x < 1 else "must lie strictly between 0 and 1"
+
+
+def slo_flags(args: argparse.Namespace) -> tuple[float | None, float, str]:
+    """(--slo-ttft seconds or None, --slo-quantile, --objective), each checked with the error
+    naming its flag."""
+    target = parse_flag("--slo-ttft", parse_duration, getattr(args, "slo_ttft", None), positive)
+    q = parse_flag("--slo-quantile", float, getattr(args, "slo_quantile", None), _quantile)
+    objective = getattr(args, "objective", None) or "lambda"
+    if objective not in OBJECTIVES:
+        raise UsageError(f"--objective: must be one of {', '.join(OBJECTIVES)} (got {objective!r})")
+    if target is None and (q is not None or objective == "slo"):
+        flag = "--slo-quantile" if q is not None else "--objective"
+        raise UsageError(f"{flag}: needs --slo-ttft (the TTFT target)")
+    return target, 0.9 if q is None else q, objective
+
+
+def slo_section(sc, target: float, q: float) -> tuple[dict, Knobs]:
+    """The `slo` object: predicted TTFT at the operating point's offered rate, its SLO-bound
+    rate and the (t, split) that maximizes that rate; plus the SLO-optimal knobs."""
+    from emulator.latency import predict, slo_rate, slo_search
+
+    s = sc.system
+    lat = {"link_latency": sc.sim.link_latency, "rdma_latency": sc.sim.rdma_latency}
+    exact = evaluate(s, sc.knobs, "exact")
+    offered = sc.sim.rate if sc.sim.rate is not None else sc.sim.load * exact.lambda_max
+    pred = predict(s, sc.knobs, offered, **lat)
+    opt = slo_search(s, target, q, **lat)
+    knobs = Knobs(t=opt.t, n_p=opt.n_p, n_d=opt.n_d, n_prfaas=s.n_prfaas, bandwidth=s.bandwidth)
+    d = pred.to_dict()
+    return {
+        "target_s": target, "quantile": q,
+        "rate": slo_rate(s, sc.knobs, target, q, **lat),
+        "lambda_max_exact": exact.lambda_max,
+        "ttft": {"offered_rate": offered, "mean": d["mean"], "p50": d["p50"], "p90": d["p90"],
+                 "paths": d["paths"]},
+        "optimum": {"t": opt.t, "n_p": opt.n_p, "n_d": opt.n_d, "rate": opt.rate},
+        "tail_approximation": "Allen-Cunneen M/G/c mean wait, exponential beyond P(wait) = "
+                              "Erlang C, exact service-time distribution",
+    }, knobs
 
 
 def solve(args: argparse.Namespace) -> dict:
     sc = scenario_from_args(args)
+    target, q, objective = slo_flags(args)
     mode = args.mode or sc.mode
     op = evaluate(sc.system, sc.knobs, mode)
     found = search(sc.system, mode, n_prfaas=sc.system.n_prfaas, bandwidth=sc.system.bandwidth)
-    return {
+    best = found.best
+    slo = None
+    if target is not None:
+        slo, knobs = slo_section(sc, target, q)
+        if objective == "slo":
+            best = evaluate(sc.system, knobs, mode)
+    out = {
         "scenario": sc.name,
         "mode": mode,
         "operating_point": op.to_dict(),
-        "optimum": found.best.to_dict(),
+        "optimum": best.to_dict(),
         "paradigms": paradigms(sc.system, mode, found.best),
         "search": {"evaluated": found.evaluated, "thresholds": len(found.t_values),
                    "lambda_vs_np": [round(float(x), 6) for x in found.lambda_vs_np]},
     }
+    if slo is not None:
+        out["objective"] = objective
+        out["slo"] = slo
+    return out
 
 
 def main(args: argparse.Namespace) -> int:
@@ -87,4 +160,12 @@ def render(out: dict, console: Console) -> None:
                   "-" if name != "prfaas-pd" else format_tokens(d["t"]),
                   _f(d["vs_homogeneous"], "{:.2f}x"), _f(d["per_cost_vs_homogeneous"], "{:.2f}x"))
     console.print(t)
+    if "slo" in out:
+        d = out["slo"]
+        tt, o = d["ttft"], d["optimum"]
+        console.print(
+            f"  TTFT at the offered {tt['offered_rate']:.3f} req/s: mean {_f(tt['mean'], '{:.2f}')} s, "
+            f"P50 {_f(tt['p50'], '{:.2f}')} s, P90 {_f(tt['p90'], '{:.2f}')} s   SLO P{d['quantile'] * 100:g} "
+            f"<= {d['target_s']:g} s holds up to [bold]{d['rate']:.3f}[/] req/s here; best "
+            f"t = {format_tokens(o['t'])}, N_p/N_d = {o['n_p']}/{o['n_d']}: {o['rate']:.3f} req/s")
 
