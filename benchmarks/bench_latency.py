@@ -8,7 +8,8 @@ and emulated (Poisson arrivals, `REQUESTS` x 0.7 / (1 - load) requests per cell 
 model's SLO-bound rate against a bisection of the emulator (P90 TTFT within the SLO and served
 >= 95% of offered, the planner's test) on the same long runs.
 
-Run: `python benchmarks/bench_latency.py [--quick]` (prints Markdown for the README).
+Run: `python benchmarks/bench_latency.py [--quick]` (prints Markdown for the README);
+`--speed` times `solve` with and without the latency layer instead.
 """
 
 from __future__ import annotations
@@ -96,7 +97,44 @@ def _pct(a: float, b: float) -> str:
     return f"{(a / b - 1) * 100:+.1f}%"
 
 
+def speed(repeats: int = 15) -> None:
+    """Median wall and CPU milliseconds of `solve` (the function behind `prfaas-tui solve`) on
+    paper-case-study without and with --slo-ttft, and of the latency calls alone."""
+    import argparse
+    import statistics
+    import time
+
+    from emulator.latency import slo_search
+    from prfaas_tui.commands import solve
+
+    parser = argparse.ArgumentParser()
+    solve.add_parser(parser.add_subparsers(dest="cmd"))
+    sc = presets.load("paper-case-study")
+    cases = {
+        "solve": lambda a=parser.parse_args(["solve"]): solve.solve(a),
+        "solve --slo-ttft 6s": lambda a=parser.parse_args(["solve", "--slo-ttft", "6s"]): solve.solve(a),
+        "solve --slo-ttft 4s": lambda a=parser.parse_args(["solve", "--slo-ttft", "4s"]): solve.solve(a),
+        "predict + slo_rate at the operating point": lambda: (
+            predict(sc.system, sc.knobs, 2.8), slo_rate(sc.system, sc.knobs, 6.0)),
+        "slo_search (6 s)": lambda: slo_search(sc.system, 6.0),
+    }
+    print("| call (paper-case-study) | median wall ms | median CPU ms |")
+    print("|---|---|---|")
+    for name, fn in cases.items():
+        fn()
+        wall, cpu = [], []
+        for _ in range(repeats):
+            w0, c0 = time.perf_counter(), time.process_time()
+            fn()
+            wall.append(time.perf_counter() - w0)
+            cpu.append(time.process_time() - c0)
+        print(f"| {name} | {statistics.median(wall) * 1000:.1f} | {statistics.median(cpu) * 1000:.1f} |")
+
+
 def main() -> None:
+    if "--speed" in sys.argv:
+        speed()
+        return
     quick = "--quick" in sys.argv
     requests = 5_000 if quick else REQUESTS
     print("| preset | paradigm | load | rate | mean pred / emu | err | P90 pred / emu | err |")

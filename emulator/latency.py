@@ -37,6 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.optimize import brentq
 from scipy.special import gammaln, ndtr, ndtri, pdtr
 
 from emulator.distributions import Discrete, Empirical, LengthDistribution, TruncatedLogNormal
@@ -74,19 +75,24 @@ def _partial_moment(dist: LengthDistribution, a: np.ndarray, b: np.ndarray, k: i
     raise NotImplementedError(f"no moments of order {k} for {type(dist).__name__}")
 
 
-def _integrate_square(curve: Curve, dist: LengthDistribution, lo: np.ndarray,
-                      hi: np.ndarray) -> np.ndarray:
-    """E[f(L)^2 1{lo < L <= hi}] exactly: f^2 is a piecewise polynomial of degree <= 4."""
+def _integrate_moments(curve: Curve, dist: LengthDistribution, lo: np.ndarray,
+                       hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(E[f(L) 1{lo < L <= hi}], E[f(L)^2 1{...}]) exactly: f^2 is a piecewise polynomial of
+    degree <= 4, so each piece needs the partial moments of order 0..4 (3 and 4 only where f
+    is quadratic). One partial-moment evaluation per piece."""
     edges = np.concatenate([[-np.inf], curve.breaks, [np.inf]])
-    total = np.zeros(np.broadcast(lo, hi).shape)
+    one = np.zeros(np.broadcast(lo, hi).shape)
+    two = np.zeros_like(one)
     for i, (c0, c1, c2) in enumerate(curve.coefs):
         a = np.maximum(lo, edges[i])
         b = np.maximum(a, np.minimum(hi, edges[i + 1]))
-        sq = (c0 * c0, 2 * c0 * c1, c1 * c1 + 2 * c0 * c2, 2 * c1 * c2, c2 * c2)
-        for k, coef in enumerate(sq):
-            if coef:
-                total = total + coef * _partial_moment(dist, a, b, k)
-    return total
+        m = list(dist.partial_moments(a, b))
+        one = one + c0 * m[0] + c1 * m[1] + c2 * m[2]
+        two = two + c0 * c0 * m[0] + 2 * c0 * c1 * m[1] + (c1 * c1 + 2 * c0 * c2) * m[2]
+        if c2:
+            two = two + 2 * c1 * c2 * _partial_moment(dist, a, b, 3) \
+                + c2 * c2 * _partial_moment(dist, a, b, 4)
+    return one, two
 
 
 def _side_bounds(dist: LengthDistribution, t: np.ndarray, above: bool):
@@ -102,8 +108,7 @@ def service_moments(dist: LengthDistribution, prof: Profile, t: np.ndarray,
     t = np.asarray(t, dtype=float)
     a, b = _side_bounds(dist, t, above)
     m0 = dist.partial_moments(a, b)[0]
-    m1 = prof.prefill_time.integrate(dist, a, b)
-    m2 = _integrate_square(prof.prefill_time, dist, a, b)
+    m1, m2 = _integrate_moments(prof.prefill_time, dist, a, b)
     with np.errstate(invalid="ignore", divide="ignore"):
         ok = m0 > 0
         d = np.where(ok, m0, 1.0)
@@ -463,7 +468,19 @@ def slo_rate(system: System, knobs: Knobs, target: float, q: float = 0.9, *,
     which the predicted TTFT q-quantile is within `target` (0 when none is)."""
     lay, lam = layout_at(system, knobs, profiles=profiles, link_latency=link_latency,
                          rdma_latency=rdma_latency)
-    return best_rate(lay, np.array([lam]), target, q, steps)[0]
+    x = np.asarray(target, dtype=float)
+
+    def excess(rate: float) -> float:
+        return float(tail(lay, np.array([rate]), x)[0]) - (1 - q)
+
+    lo, hi = 1e-9, lam * (1 - 1e-12)
+    if not lam > 0 or excess(lo) > 0:
+        return 0.0
+    if excess(hi) <= 0:
+        return float(hi)
+    # Brent on a smooth, increasing tail: ~8 evaluations where bisection needs `steps`
+    root = brentq(excess, lo, hi, xtol=lam * 2.0 ** -steps)
+    return float(root if excess(root) <= 0 else max(lo, root - lam * 2.0 ** -steps))
 
 
 @dataclass(frozen=True)
