@@ -257,9 +257,9 @@ def path_state(p: Path, lam: np.ndarray, iterations: int = 8) -> PathState:
                 free = np.where(den > 0, num / np.where(den > 0, den, 1.0), 1.0)
             a = lam * es * ((1 - pw) * free + pw * busy)
     pw = erlang_c(c, a)
-    drain = np.where(es > 0, c / (es * busy), np.inf)  # Theta of the stage, all busy
-    stable = (lam < drain) & (a < c) & (c >= 1)
     with np.errstate(divide="ignore", invalid="ignore"):
+        drain = np.where(es > 0, c / np.where(es > 0, es * busy, 1.0), np.inf)  # all busy
+        stable = (lam < drain) & (a < c) & (c >= 1)
         cond = np.where(stable, (1 + scv) / 2 / (drain - np.where(stable, lam, 0.0)), np.inf)
     cond = np.where(lam <= 0, 0.0, cond)
     pw = np.where(lam <= 0, 0.0, np.where(stable, pw, 1.0))
