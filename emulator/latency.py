@@ -45,8 +45,9 @@ from emulator.model import Knobs, SplitStats, System, ceilings, split_stats
 from emulator.profiles import Curve, Profile
 
 NODES = 256  # quantile nodes of the service time for one operating point
-GRID_NODES = 32  # ... in the vectorized (t, split) search
-TOP = 64  # grid points with the highest Lambda_max that set the SLO search's floor
+GRID_NODES = 64  # ... in the vectorized (t, split) search
+TOP = 64  # grid points with the highest Lambda_max that set the SLO search's floor ...
+FLOOR_STEPS = 6  # ... to Lambda_max / 64: a floor only needs to be feasible, not tight
 RATE_STEPS = 16  # bisection steps on the rate: resolution Lambda_max / 2^16 (0.002%)
 
 
@@ -515,11 +516,15 @@ def slo_search(system: System, target: float, q: float = 0.9, *, n_prfaas: int |
 
     # the points with the highest Lambda_max give a floor; only points above it can beat it
     top = np.lexsort((np.arange(flat.size), -flat))[:TOP]
-    floor, _ = best_rate(layout(top), flat[top], target, q)
+    floor, _ = best_rate(layout(top), flat[top], target, q, steps=FLOOR_STEPS)
     cand = np.flatnonzero(flat > floor) if floor > 0 else np.flatnonzero(flat > 0)
     rate, winners = best_rate(layout(cand), flat[cand], target, q, floor=floor)
     if rate < floor:  # cannot happen (the floor's points are in cand), kept for safety
         rate, winners = floor, top[:1]
     i = int(cand[winners].min()) if winners.size else int(np.argmax(flat))
     it, ip = np.unravel_index(i, lam.shape)
-    return SLOOptimum(float(grid[it]), int(ip), int(pool - ip), rate, int(len(top) + len(cand)))
+    knobs = Knobs(float(grid[it]), int(ip), int(pool - ip), n_prfaas, bandwidth)
+    if rate > 0:  # the winner's rate with the full node count, as `slo_rate` reports it
+        rate = slo_rate(system, knobs, target, q, link_latency=link_latency,
+                        rdma_latency=rdma_latency)
+    return SLOOptimum(knobs.t, knobs.n_p, knobs.n_d, rate, int(len(top) + len(cand)))
