@@ -134,7 +134,7 @@ async def test_apply_slo_optimum_key():
         assert (sc.t, sc.n_p, sc.n_d) == (best.t, best.n_p, best.n_d)
         k = emulator_knobs(app)
         assert (k["t"], k["n_p"], k["n_d"]) == (best.t, best.n_p, best.n_d)
-        assert d.view.latency.slo_rate == pytest.approx(best.rate, rel=1e-2)  # 256 vs 32 nodes
+        assert d.view.latency.slo_rate == pytest.approx(best.rate, rel=1e-2)  # 256 vs 64 nodes
 
 
 async def test_load_a_preset_from_the_picker(tmp_path, monkeypatch):
