@@ -18,9 +18,9 @@ import sys
 
 import numpy as np
 
-from emulator import presets
 from emulator.latency import layout_at, predict, slo_rate
 from emulator.optimizer import homogeneous, naive
+from emulator.scenario import presets
 from emulator.sim.engine import Emulation
 
 LOADS = (0.3, 0.5, 0.7, 0.85)

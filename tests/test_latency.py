@@ -12,7 +12,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate
 
-from emulator import presets
 from emulator.distributions import Discrete, Empirical, TruncatedLogNormal
 from emulator.latency import (
     _partial_moment,
@@ -28,6 +27,7 @@ from emulator.latency import (
 )
 from emulator.optimizer import search
 from emulator.profiles import Curve, Profile
+from emulator.scenario import presets
 from prfaas_tui.cli import main
 
 rho_s = st.floats(0.01, 0.97)

@@ -19,9 +19,10 @@ import math
 
 from emulator.latency import slo_rate
 from emulator.model import Knobs
+from emulator.paradigm import Paradigm
 from emulator.planner.goodput import Settings
 from emulator.planner.prune import Scored, candidate_system
-from emulator.presets import Scenario
+from emulator.scenario.scenario import Scenario
 
 MARGIN = 0.25  # the emulated SLO goodput lies below (1 + MARGIN) x the model's rate
 
@@ -32,7 +33,7 @@ def model_rate(sc: Scenario, s: Scored, settings: Settings) -> float:
     system = candidate_system(sc.system, c)
     t = s.t if math.isfinite(s.t) else system.lengths.support[1]
     knobs = Knobs(t=t, n_p=c.n_p, n_d=c.n_d, n_prfaas=system.n_prfaas, bandwidth=system.bandwidth)
-    profiles = (system.local, system.local) if c.paradigm == "homogeneous" else None
+    profiles = (system.local, system.local) if c.paradigm == Paradigm.HOMOGENEOUS else None
     return slo_rate(system, knobs, settings.slo.ttft_p90, 0.9, profiles=profiles,
                     link_latency=sc.sim.link_latency, rdma_latency=sc.sim.rdma_latency, steps=20)
 

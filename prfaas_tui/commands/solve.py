@@ -13,14 +13,10 @@ from rich.table import Table
 
 from emulator.model import MODES, STAGES, Knobs, evaluate
 from emulator.optimizer import paradigms, search
+from emulator.scenario.reader import positive
 from emulator.units import format_tokens, parse_duration
-from prfaas_tui.commands.common import (
-    UsageError,
-    add_scenario_flags,
-    parse_flag,
-    positive,
-    scenario_from_args,
-)
+from prfaas_tui.commands.common import add_scenario_flags, parse_flag, scenario_from_args
+from prfaas_tui.errors import UsageError
 
 OBJECTIVES = ("lambda", "slo")
 
@@ -157,7 +153,7 @@ def render(out: dict, console: Console) -> None:
         t.add_column(col, justify="right" if col != "paradigm" else "left")
     for name, d in out["paradigms"].items():
         t.add_row(name, f"{d['lambda_max']:.3f}", f"{d['n_prfaas']}/{d['n_p']}/{d['n_d']}",
-                  "-" if name != "prfaas-pd" else format_tokens(d["t"]),
+                  format_tokens(d["t"]) if name.threshold_routing else "-",
                   _f(d["vs_homogeneous"], "{:.2f}x"), _f(d["per_cost_vs_homogeneous"], "{:.2f}x"))
     console.print(t)
     if "slo" in out:
