@@ -219,3 +219,28 @@ def test_bad_slo_flags_are_one_line_and_exit_2(capsys, argv, flag):
     cap = capsys.readouterr()
     assert cap.out == "" and cap.err.count("\n") == 1 and flag in cap.err
     assert "Traceback" not in cap.err
+
+
+# -- the fast path must not move the answers ------------------------------------------------
+# `solve --preset paper-case-study --slo-ttft X --json` before the speed-up (commit 604c930):
+# (SLO-bound rate at the preset point, SLO-optimal t, N_p, N_d, its rate), and the predicted
+# TTFT at the offered rate (mean, P50, P90), which the README's accuracy table rests on.
+BEFORE_SPEEDUP = {
+    "4s": (1.6553103886054776, 23969.51940810717, 5, 3, 1.865542526615555),
+    "6s": (2.5014020399868073, 22303.217243775904, 4, 4, 2.6870389110015505),
+    "10s": (2.841361336700972, 22679.858434632817, 4, 4, 2.972019552588443),
+}
+TTFT_BEFORE_SPEEDUP = (4.9449492005799165, 3.832937600964968, 9.66449529009215)
+
+
+@pytest.mark.parametrize("slo", sorted(BEFORE_SPEEDUP))
+def test_solve_slo_answers_match_the_recorded_ones(capsys, slo):
+    assert main(["solve", "--preset", "paper-case-study", "--slo-ttft", slo, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)["slo"]
+    rate, t, n_p, n_d, opt_rate = BEFORE_SPEEDUP[slo]
+    o = d["optimum"]
+    assert (o["t"], o["n_p"], o["n_d"]) == (pytest.approx(t, rel=1e-9), n_p, n_d)
+    assert d["rate"] == pytest.approx(rate, rel=5e-3)
+    assert o["rate"] == pytest.approx(opt_rate, rel=5e-3)
+    tt = d["ttft"]
+    assert (tt["mean"], tt["p50"], tt["p90"]) == pytest.approx(TTFT_BEFORE_SPEEDUP, rel=1e-6)
