@@ -37,7 +37,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import brentq
 from scipy.special import gammaln, ndtr, ndtri, pdtr
 
 from emulator.distributions import Discrete, Empirical, LengthDistribution, TruncatedLogNormal
@@ -49,6 +48,7 @@ GRID_NODES = 64  # ... in the vectorized (t, split) search
 TOP = 64  # grid points with the highest Lambda_max that set the SLO search's floor ...
 FLOOR_STEPS = 6  # ... to Lambda_max / 64: a floor only needs to be feasible, not tight
 RATE_STEPS = 16  # bisection steps on the rate: resolution Lambda_max / 2^16 (0.002%)
+SECTIONS = 63  # rates per multisection call: 3 calls reach Lambda_max / 2^18
 
 
 # -- exact moments of the service time ------------------------------------------------------
@@ -275,14 +275,28 @@ def _decode_terms(lay: Layout, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return wd, lay.t_decode * (1.0 + 0.5 * busy)
 
 
-def path_tails(lay: Layout, lam: np.ndarray, x: np.ndarray) -> list[np.ndarray]:
-    """P(TTFT > x | path) for both paths at offered rate lam (broadcast over the grid)."""
+@dataclass(frozen=True)
+class RateState:
+    """The parts of the TTFT tail that depend on the rate but not on x: a quantile search (many
+    x at one rate) computes the queueing formulas once instead of once per probe."""
+
+    wd: np.ndarray
+    first: np.ndarray
+    paths: tuple[PathState, PathState]
+
+
+def rate_state(lay: Layout, lam: np.ndarray) -> RateState:
+    """Decode wait, first-token time and both paths' queue states at offered rate lam."""
     lam = np.asarray(lam, dtype=float)
     wd, first = _decode_terms(lay, lam)
+    return RateState(wd, first, (path_state(lay.paths[0], lam), path_state(lay.paths[1], lam)))
+
+
+def tails_at(lay: Layout, rs: RateState, x: np.ndarray) -> list[np.ndarray]:
+    """P(TTFT > x | path) for both paths, given the rate's state."""
     out = []
-    for p in lay.paths:
-        st = path_state(p, lam)
-        base = (x - wd - first - p.delay)[..., None]
+    for p, st in zip(lay.paths, rs.paths, strict=True):
+        base = (x - rs.wd - rs.first - p.delay)[..., None]
         slack_free = base - p.nodes * st.free[..., None]
         slack_busy = base - p.nodes * st.busy[..., None]
         cond = st.cond[..., None]
@@ -294,6 +308,11 @@ def path_tails(lay: Layout, lam: np.ndarray, x: np.ndarray) -> list[np.ndarray]:
     return out
 
 
+def path_tails(lay: Layout, lam: np.ndarray, x: np.ndarray) -> list[np.ndarray]:
+    """P(TTFT > x | path) for both paths at offered rate lam (broadcast over the grid)."""
+    return tails_at(lay, rate_state(lay, lam), x)
+
+
 def tail(lay: Layout, lam: np.ndarray, x: np.ndarray) -> np.ndarray:
     """P(TTFT > x) at offered rate lam: the p-mixture of the two paths."""
     total = 0.0
@@ -302,15 +321,15 @@ def tail(lay: Layout, lam: np.ndarray, x: np.ndarray) -> np.ndarray:
     return total
 
 
-def mean_ttft(lay: Layout, lam: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
-    """(overall mean TTFT, per-path means) at offered rate lam."""
+def mean_ttft(lay: Layout, lam: np.ndarray,
+              rs: RateState | None = None) -> tuple[np.ndarray, list[np.ndarray]]:
+    """(overall mean TTFT, per-path means) at offered rate lam (`rs`: its state, if known)."""
     lam = np.asarray(lam, dtype=float)
-    wd, first = _decode_terms(lay, lam)
+    rs = rate_state(lay, lam) if rs is None else rs
     per, total = [], 0.0
-    for p in lay.paths:
-        st = path_state(p, lam)
+    for p, st in zip(lay.paths, rs.paths, strict=True):
         service = p.es * ((1 - st.pw) * st.free + st.pw * st.busy)
-        m = st.mean_wait() + service + p.delay + wd + first
+        m = st.mean_wait() + service + p.delay + rs.wd + rs.first
         per.append(m)
         total = total + np.where(p.share > 0, p.share * np.nan_to_num(m, nan=0.0, posinf=np.inf), 0.0)
     return total, per
@@ -324,11 +343,12 @@ def quantiles(lay: Layout, lam: float, rows: list[tuple[tuple[float, float], flo
     w = np.array([r[0] for r in rows], dtype=float)
     q = np.array([r[1] for r in rows], dtype=float)
     lam_a = np.array([lam], dtype=float)
-    mean = float(np.nan_to_num(mean_ttft(lay, lam_a)[0][0], nan=hi, posinf=hi))
+    rs = rate_state(lay, lam_a)  # x-independent: once for the whole bisection
+    mean = float(np.nan_to_num(mean_ttft(lay, lam_a, rs)[0][0], nan=hi, posinf=hi))
     lo, up = np.zeros(len(rows)), np.full(len(rows), min(hi, 50.0 * mean + 1.0))
 
     def over(x: np.ndarray) -> np.ndarray:
-        t0, t1 = path_tails(lay, lam_a, x[:, None])
+        t0, t1 = tails_at(lay, rs, x[:, None])
         return w[:, 0] * t0[:, 0] + w[:, 1] * t1[:, 0] > 1 - q
 
     up = np.where(over(up), hi, up)  # the guess was too low: fall back to the wide bracket
@@ -410,10 +430,11 @@ class Prediction:
 
 def predict(system: System, knobs: Knobs, rate: float, *,
             profiles: tuple[Profile, Profile] | None = None, link_latency: float = 0.0,
-            rdma_latency: float = 0.0) -> Prediction:
-    """TTFT mean, P50 and P90 overall and per path at one operating point and offered rate."""
-    lay, _ = layout_at(system, knobs, profiles=profiles, link_latency=link_latency,
-                       rdma_latency=rdma_latency)
+            rdma_latency: float = 0.0, layout: Layout | None = None) -> Prediction:
+    """TTFT mean, P50 and P90 overall and per path at one operating point and offered rate.
+    `layout`: the point's `layout_at`, when the caller already has it."""
+    lay = layout if layout is not None else layout_at(
+        system, knobs, profiles=profiles, link_latency=link_latency, rdma_latency=rdma_latency)[0]
     mean, per = mean_ttft(lay, np.array([rate], dtype=float))
     p = float(lay.paths[0].share[0])
     shares = (p, 1.0 - p)
@@ -462,26 +483,42 @@ def _take(lay: Layout, idx: np.ndarray) -> Layout:
     return Layout(paths, pick(lay.decode_slots), lay.decode_service, lay.t_decode, pick(lay.n_d))
 
 
+def _multisect(ok_at, lo: float, hi: float, tol: float, sections: int) -> float:
+    """The highest rate in [lo, hi] where `ok_at` (vectorized, monotone: true below some rate)
+    holds, to `tol`, `lo` known good and `hi` known bad: `sections` rates per call instead of
+    one, since a call costs about the same for one rate as for sixty-four."""
+    while hi - lo > tol:
+        rates = np.linspace(lo, hi, sections + 2)[1:-1]
+        ok = np.asarray(ok_at(rates))
+        i = int(np.argmin(ok)) if not ok.all() else sections
+        lo, hi = (rates[i - 1] if i else lo), (rates[i] if i < sections else hi)
+    return float(lo)
+
+
 def slo_rate(system: System, knobs: Knobs, target: float, q: float = 0.9, *,
              profiles: tuple[Profile, Profile] | None = None, link_latency: float = 0.0,
-             rdma_latency: float = 0.0, steps: int = RATE_STEPS) -> float:
+             rdma_latency: float = 0.0, steps: int = RATE_STEPS,
+             layout: tuple[Layout, float] | None = None) -> float:
     """The SLO-bound rate of one operating point: the highest offered rate below Lambda_max at
-    which the predicted TTFT q-quantile is within `target` (0 when none is)."""
-    lay, lam = layout_at(system, knobs, profiles=profiles, link_latency=link_latency,
-                         rdma_latency=rdma_latency)
+    which the predicted TTFT q-quantile is within `target` (0 when none is), to
+    Lambda_max / 2^steps. `layout`: the point's `layout_at`, when the caller already has it."""
+    lay, lam = layout if layout is not None else layout_at(
+        system, knobs, profiles=profiles, link_latency=link_latency, rdma_latency=rdma_latency)
     x = np.asarray(target, dtype=float)
-
-    def excess(rate: float) -> float:
-        return float(tail(lay, np.array([rate]), x)[0]) - (1 - q)
-
-    lo, hi = 1e-9, lam * (1 - 1e-12)
-    if not lam > 0 or excess(lo) > 0:
+    if not lam > 0:
         return 0.0
-    if excess(hi) <= 0:
-        return float(hi)
-    # Brent on a smooth, increasing tail: ~8 evaluations where bisection needs `steps`
-    root = brentq(excess, lo, hi, xtol=lam * 2.0 ** -steps)
-    return float(root if excess(root) <= 0 else max(lo, root - lam * 2.0 ** -steps))
+
+    def ok_at(rates: np.ndarray) -> np.ndarray:
+        return tail(lay, rates, x) <= 1 - q
+
+    rates = np.linspace(1e-9, lam * (1 - 1e-12), SECTIONS + 2)  # both ends and 63 between
+    ok = ok_at(rates)
+    if not ok[0]:
+        return 0.0
+    if ok[-1]:
+        return float(rates[-1])
+    i = int(np.argmin(ok))
+    return _multisect(ok_at, float(rates[i - 1]), float(rates[i]), lam * 2.0 ** -steps, SECTIONS)
 
 
 @dataclass(frozen=True)

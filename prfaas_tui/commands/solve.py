@@ -62,20 +62,22 @@ def slo_flags(args: argparse.Namespace) -> tuple[float | None, float, str]:
 def slo_section(sc, target: float, q: float) -> tuple[dict, Knobs]:
     """The `slo` object: predicted TTFT at the operating point's offered rate, its SLO-bound
     rate and the (t, split) that maximizes that rate; plus the SLO-optimal knobs."""
-    from emulator.latency import predict, slo_rate, slo_search
+    from emulator.latency import layout_at, predict, slo_rate, slo_search
 
     s = sc.system
     lat = {"link_latency": sc.sim.link_latency, "rdma_latency": sc.sim.rdma_latency}
-    exact = evaluate(s, sc.knobs, "exact")
-    offered = sc.sim.rate if sc.sim.rate is not None else sc.sim.load * exact.lambda_max
-    pred = predict(s, sc.knobs, offered, **lat)
+    # one layout of the operating point for the prediction and its SLO-bound rate; its
+    # Lambda_max is the exact-mode one (the same split stats and ceilings as `evaluate`)
+    lay, lam_exact = layout_at(s, sc.knobs, **lat)
+    offered = sc.sim.rate if sc.sim.rate is not None else sc.sim.load * lam_exact
+    pred = predict(s, sc.knobs, offered, layout=lay, **lat)
     opt = slo_search(s, target, q, **lat)
     knobs = Knobs(t=opt.t, n_p=opt.n_p, n_d=opt.n_d, n_prfaas=s.n_prfaas, bandwidth=s.bandwidth)
     d = pred.to_dict()
     return {
         "target_s": target, "quantile": q,
-        "rate": slo_rate(s, sc.knobs, target, q, **lat),
-        "lambda_max_exact": exact.lambda_max,
+        "rate": slo_rate(s, sc.knobs, target, q, layout=(lay, lam_exact), **lat),
+        "lambda_max_exact": lam_exact,
         "ttft": {"offered_rate": offered, "mean": d["mean"], "p50": d["p50"], "p90": d["p90"],
                  "paths": d["paths"]},
         "optimum": {"t": opt.t, "n_p": opt.n_p, "n_d": opt.n_d, "rate": opt.rate},
