@@ -49,6 +49,8 @@ TOP = 64  # grid points with the highest Lambda_max that set the SLO search's fl
 FLOOR_STEPS = 6  # ... to Lambda_max / 64: a floor only needs to be feasible, not tight
 RATE_STEPS = 16  # bisection steps on the rate: resolution Lambda_max / 2^16 (0.002%)
 SECTIONS = 63  # rates per multisection call: 3 calls reach Lambda_max / 2^18
+BUDGET = 1 << 16  # points x rates x nodes per grid call: more rates when fewer points are left
+COARSE = 8  # the SLO search's first cut keeps every 8th sorted node: a lower bound on the tail
 
 
 # -- exact moments of the service time ------------------------------------------------------
@@ -140,11 +142,13 @@ def _quantile(dist: LengthDistribution, q: np.ndarray) -> np.ndarray:
     return b
 
 
-def length_nodes(dist: LengthDistribution, t: np.ndarray, above: bool, k: int) -> np.ndarray:
-    """k equal-probability nodes (bin midpoints) of L given its side of t: shape (len(t), k)."""
+def length_nodes(dist: LengthDistribution, t: np.ndarray, above: bool, k: int,
+                 stride: int = 1) -> np.ndarray:
+    """k equal-probability nodes (bin midpoints) of L given its side of t: shape (len(t), k);
+    with `stride`, only every stride-th of them (the first of each group)."""
     t = np.asarray(t, dtype=float)
     f_t = np.clip(np.asarray(dist.cdf(t), dtype=float), 0.0, 1.0)
-    u = (np.arange(k) + 0.5) / k
+    u = (np.arange(0, k, stride) + 0.5) / k
     q = f_t[:, None] + u * (1 - f_t[:, None]) if above else u * f_t[:, None]
     return _quantile(dist, q)
 
@@ -445,12 +449,24 @@ def predict(system: System, knobs: Knobs, rate: float, *,
     return Prediction(rate, float(mean[0]), float(qs[0]), float(qs[1]), paths)
 
 
+def _per_rate(lay: Layout) -> Layout:
+    """A flat layout with a rate axis after the point axis: tails of n points at k rates in one
+    call, shape (n, k)."""
+    def col(a):
+        return np.asarray(a)[:, None] if np.ndim(a) else a
+    paths = tuple(Path(col(p.share), col(p.servers), col(p.es), col(p.es2), p.nodes[:, None, :],
+                       col(p.pace), p.delay) for p in lay.paths)
+    return Layout(paths, col(lay.decode_slots), lay.decode_service, lay.t_decode, col(lay.n_d))
+
+
 def best_rate(lay: Layout, lam_max: np.ndarray, target: float, q: float,
               steps: int = RATE_STEPS, floor: float = 0.0) -> tuple[float, np.ndarray]:
     """The highest SLO-bound rate over a set of operating points (flat arrays), and the points
-    that reach it. One bisection on the rate for the whole set: a point feasible at a rate is
-    feasible at every lower one (the predicted tail grows with the rate), so each step checks
-    only the points still feasible whose Lambda_max exceeds the rate. Exact over the set to
+    that reach it. The bisection on the rate for the whole set, several halvings per call: a
+    point feasible at a rate is feasible at every lower one (the predicted tail grows with the
+    rate), so each call checks only the points still feasible, at every midpoint of as many
+    halvings as BUDGET allows (dyadic, so it ends where one-halving-per-call would), each
+    against the points whose Lambda_max exceeds it. Exact over the set to
     max(Lambda_max) / 2^steps. `floor`: a rate some point is known to reach."""
     lam_max = np.asarray(lam_max, dtype=float)
     alive = np.flatnonzero(lam_max > floor)
@@ -462,16 +478,32 @@ def best_rate(lay: Layout, lam_max: np.ndarray, target: float, q: float,
         return 0.0, alive
     lo, hi = floor, float(lam_max[alive].max())
     tol = hi * 2.0 ** -steps
+    nodes = lay.paths[0].nodes.shape[-1]
     while hi - lo > tol:
-        mid = 0.5 * (lo + hi)
-        cand = alive[lam_max[alive] > mid]
-        good = cand[tail(_take(lay, cand), np.full(cand.size, mid), x) <= 1 - q] if cand.size \
-            else cand
-        if good.size:
-            lo, alive = mid, good
-        else:
-            hi = mid
+        levels, w = 0, hi - lo  # halvings a bisection would still take
+        while w > tol:
+            levels, w = levels + 1, 0.5 * w
+        fit = int(np.log2(max(BUDGET // (alive.size * nodes), 2)))
+        pts = _dyadic(lo, hi, min(levels, fit, 6))
+        rates = pts[1:-1]
+        ok = tail(_per_rate(_take(lay, alive)), rates[None, :], x) <= 1 - q
+        ok &= lam_max[alive][:, None] > rates
+        reach = ok.any(axis=0)
+        i = int(np.argmin(reach)) if not reach.all() else rates.size  # rates[:i] are reached
+        if i:
+            alive = alive[ok[:, i - 1]]
+        lo, hi = float(pts[i]), float(pts[i + 1])
     return lo, alive
+
+
+def _dyadic(lo: float, hi: float, levels: int) -> np.ndarray:
+    """lo, hi and the 2^levels - 1 rates between them that a bisection could visit, by the
+    same midpoint arithmetic: the multisection ends where the bisection would, to the bit."""
+    pts = [lo, hi]
+    for _ in range(levels):
+        mids = [0.5 * (a + b) for a, b in zip(pts[:-1], pts[1:], strict=True)]
+        pts = [v for pair in zip(pts[:-1], mids, strict=True) for v in pair] + [pts[-1]]
+    return np.array(pts)
 
 
 def _take(lay: Layout, idx: np.ndarray) -> Layout:
@@ -530,6 +562,64 @@ class SLOOptimum:
     evaluated: int  # grid points
 
 
+def _nondecreasing(curve: Curve, lo: float, hi: float) -> bool:
+    """Whether the curve never decreases on [lo, hi] (each piece's slope at both ends, and no
+    drop at a break): then the service nodes come sorted from the sorted length nodes."""
+    edges = np.concatenate([[-np.inf], curve.breaks, [np.inf]])
+    for i, (c0, c1, c2) in enumerate(curve.coefs):
+        a, b = max(lo, edges[i]), min(hi, edges[i + 1])
+        if a <= b and (c1 + 2 * c2 * a < 0 or c1 + 2 * c2 * b < 0):
+            return False
+        if i and lo <= edges[i] <= hi:
+            left = curve.coefs[i - 1] @ [1.0, edges[i], edges[i] ** 2]
+            if c0 + edges[i] * (c1 + edges[i] * c2) < left:
+                return False
+    return True
+
+
+class _GridLayouts:
+    """Flat layouts of points of the (t, N_p) grid, from the grid's exact split stats (computed
+    once, not per layout), per-threshold quantities only for the thresholds asked for.
+    `coarse`: every COARSE-th sorted service node, the minimum of its group of COARSE, so the
+    tail it gives is a lower bound of the full one (the tail grows with the service time)."""
+
+    def __init__(self, system: System, grid: np.ndarray, st: SplitStats, n_prfaas: int,
+                 pool: int, bandwidth: float, link_latency: float, rdma_latency: float) -> None:
+        self.system, self.grid, self.st, self.pool = system, grid, st, pool
+        self.sides = ((system.prfaas, True, float(n_prfaas), link_latency),
+                      (system.local, False, None, rdma_latency))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.pace = np.nan_to_num(st.s_long / st.t_long) / float(bandwidth)
+
+    def _nodes(self, prof: Profile, t: np.ndarray, above: bool, nodes: int,
+               coarse: bool) -> np.ndarray:
+        dist = self.system.lengths
+        if coarse and _nondecreasing(prof.prefill_time, *dist.support):
+            return np.asarray(prof.prefill_time(length_nodes(dist, t, above, nodes, COARSE)))
+        xn = np.asarray(prof.prefill_time(length_nodes(dist, t, above, nodes)))
+        return np.sort(xn, axis=-1)[..., ::COARSE] if coarse else xn
+
+    def __call__(self, idx: np.ndarray, nodes: int = GRID_NODES, coarse: bool = False) -> Layout:
+        it, ip = np.unravel_index(idx, (self.grid.size, self.pool + 1))
+        uniq, inv = np.unique(it, return_inverse=True)
+        p = self.st.p[it]
+        paths = []
+        for prof, above, servers, delay in self.sides:
+            es, es2 = (m[inv] for m in service_moments(self.system.lengths, prof,
+                                                       self.grid[uniq], above))
+            xn = self._nodes(prof, self.grid[uniq], above, nodes, coarse)[inv]
+            share = p if above else 1.0 - p
+            empty = ~np.isfinite(es)
+            srv = np.full(idx.shape, servers) if above else ip.astype(float)
+            paths.append(Path(np.where(share > 0, share, 0.0), srv, np.where(empty, 0.0, es),
+                              np.where(empty, 0.0, es2), np.nan_to_num(xn),
+                              self.pace[it] if above else 0.0, delay))
+        dec = self.system.decode
+        n_d = (self.pool - ip).astype(float)
+        return Layout((paths[0], paths[1]), n_d * dec.bs_max, dec.l_out * dec.t_decode,
+                      dec.t_decode, n_d)
+
+
 def slo_search(system: System, target: float, q: float = 0.9, *, n_prfaas: int | None = None,
                bandwidth: float | None = None, pool: int | None = None,
                link_latency: float = 0.0, rdma_latency: float = 0.0) -> SLOOptimum:
@@ -544,17 +634,15 @@ def slo_search(system: System, target: float, q: float = 0.9, *, n_prfaas: int |
     st = split_stats(system.lengths, system.prfaas, system.local, grid, "exact")
     *_, lam = ceilings(st, n_prfaas, n_p, pool - n_p, bandwidth, system.decode)
     flat = lam.ravel()
-
-    def layout(idx: np.ndarray) -> Layout:
-        it, ip = np.unravel_index(idx, lam.shape)
-        return _layout(system, system.prfaas, system.local, grid[it], n_prfaas, ip.astype(float),
-                       (pool - ip).astype(float), bandwidth, nodes=GRID_NODES, outer=False,
-                       link_latency=link_latency, rdma_latency=rdma_latency)[0]
+    layout = _GridLayouts(system, grid, st, n_prfaas, pool, bandwidth, link_latency, rdma_latency)
 
     # the points with the highest Lambda_max give a floor; only points above it can beat it
     top = np.lexsort((np.arange(flat.size), -flat))[:TOP]
     floor, _ = best_rate(layout(top), flat[top], target, q, steps=FLOOR_STEPS)
     cand = np.flatnonzero(flat > floor) if floor > 0 else np.flatnonzero(flat > 0)
+    if cand.size:  # a point whose lower-bound tail misses at the floor cannot reach it
+        lower = tail(layout(cand, coarse=True), np.full(cand.size, max(floor, 1e-9)), target)
+        cand = cand[lower <= 1 - q + 1e-12]
     rate, winners = best_rate(layout(cand), flat[cand], target, q, floor=floor)
     if rate < floor:  # cannot happen (the floor's points are in cand), kept for safety
         rate, winners = floor, top[:1]
