@@ -50,7 +50,7 @@ FLOOR_STEPS = 6  # ... to Lambda_max / 64: a floor only needs to be feasible, no
 RATE_STEPS = 16  # bisection steps on the rate: resolution Lambda_max / 2^16 (0.002%)
 SECTIONS = 63  # rates per multisection call: 3 calls reach Lambda_max / 2^18
 BUDGET = 1 << 16  # points x rates x nodes per grid call: more rates when fewer points are left
-COARSE = 8  # the SLO search's first cut keeps every 8th sorted node: a lower bound on the tail
+NEAR = 0.03  # the winner's 256-node rate lies within 1.2% of its 64-node one on the presets
 
 
 # -- exact moments of the service time ------------------------------------------------------
@@ -490,18 +490,20 @@ def _per_rate(lay: Layout) -> Layout:
 
 
 def best_rate(lay: Layout, lam_max: np.ndarray, target: float, q: float,
-              steps: int = RATE_STEPS, floor: float = 0.0) -> tuple[float, np.ndarray]:
+              steps: int = RATE_STEPS, floor: float = 0.0,
+              checked: bool = False) -> tuple[float, np.ndarray]:
     """The highest SLO-bound rate over a set of operating points (flat arrays), and the points
     that reach it. The bisection on the rate for the whole set, several halvings per call: a
     point feasible at a rate is feasible at every lower one (the predicted tail grows with the
     rate), so each call checks only the points still feasible, at every midpoint of as many
     halvings as BUDGET allows (dyadic, so it ends where one-halving-per-call would), each
     against the points whose Lambda_max exceeds it. Exact over the set to
-    max(Lambda_max) / 2^steps. `floor`: a rate some point is known to reach."""
+    max(Lambda_max) / 2^steps. `floor`: a rate some point is known to reach; `checked`: every
+    point is known to meet the target there."""
     lam_max = np.asarray(lam_max, dtype=float)
     alive = np.flatnonzero(lam_max > floor)
     x = np.asarray(target, dtype=float)
-    if alive.size:
+    if alive.size and not checked:
         at = max(floor, 1e-9)
         alive = alive[tail(_take(lay, alive), np.full(alive.size, at), x) <= 1 - q]
     if not alive.size:
@@ -562,10 +564,12 @@ def _multisect(ok_at, lo: float, hi: float, tol: float, sections: int) -> float:
 def slo_rate(system: System, knobs: Knobs, target: float, q: float = 0.9, *,
              profiles: tuple[Profile, Profile] | None = None, link_latency: float = 0.0,
              rdma_latency: float = 0.0, steps: int = RATE_STEPS,
-             layout: tuple[Layout, float] | None = None) -> float:
+             layout: tuple[Layout, float] | None = None, near: float | None = None) -> float:
     """The SLO-bound rate of one operating point: the highest offered rate below Lambda_max at
     which the predicted TTFT q-quantile is within `target` (0 when none is), to
-    Lambda_max / 2^steps. `layout`: the point's `layout_at`, when the caller already has it."""
+    Lambda_max / 2^steps. `layout`: the point's `layout_at`, when the caller already has it;
+    `near`: a rate the answer is expected within NEAR of (the search's 64-node rate), tried
+    first as the bracket (one call saved), else the whole range."""
     lay, lam = layout if layout is not None else layout_at(
         system, knobs, profiles=profiles, link_latency=link_latency, rdma_latency=rdma_latency)
     x = np.asarray(target, dtype=float)
@@ -575,6 +579,13 @@ def slo_rate(system: System, knobs: Knobs, target: float, q: float = 0.9, *,
     def ok_at(rates: np.ndarray) -> np.ndarray:
         return tail(lay, rates, x) <= 1 - q
 
+    tol = lam * 2.0 ** -steps
+    if near is not None and 0 < near * (1 + NEAR) < lam * (1 - 1e-12):
+        rates = np.linspace(near * (1 - NEAR), near * (1 + NEAR), SECTIONS + 2)
+        ok = ok_at(rates)
+        if ok[0] and not ok[-1]:
+            i = int(np.argmin(ok))
+            return _multisect(ok_at, float(rates[i - 1]), float(rates[i]), tol, SECTIONS)
     rates = np.linspace(1e-9, lam * (1 - 1e-12), SECTIONS + 2)  # both ends and 63 between
     ok = ok_at(rates)
     if not ok[0]:
@@ -582,7 +593,7 @@ def slo_rate(system: System, knobs: Knobs, target: float, q: float = 0.9, *,
     if ok[-1]:
         return float(rates[-1])
     i = int(np.argmin(ok))
-    return _multisect(ok_at, float(rates[i - 1]), float(rates[i]), lam * 2.0 ** -steps, SECTIONS)
+    return _multisect(ok_at, float(rates[i - 1]), float(rates[i]), tol, SECTIONS)
 
 
 @dataclass(frozen=True)
@@ -646,21 +657,33 @@ def _curve_moments(curve: Curve, dist: LengthDistribution, t: np.ndarray, g_t: l
     return mass, one, two
 
 
-def _grid_moments(system: System, grid: np.ndarray) -> tuple[tuple, tuple]:
-    """Both sides' service moments (E[T], E[T^2]; nan on an empty side) at every threshold, in
-    one pass over cumulative moments: `service_moments` to ~1e-13, at a fraction of its cost
-    on a grid."""
+def _grid_stats(system: System, grid: np.ndarray) -> tuple[SplitStats, tuple[tuple, tuple]]:
+    """The exact-mode split stats of every threshold (as `split_stats(..., "exact")`, to
+    ~1e-13) and both sides' service moments (E[T], E[T^2]; nan on an empty side), in one pass
+    over cumulative moments, at a fraction of their cost on a grid."""
     dist = system.lengths
-    kmax = 4 if any(np.any(c.coefs[:, 2]) for c in (system.prfaas.prefill_time,
-                                                    system.local.prefill_time)) else 2
+    curves = ((system.prfaas.prefill_time, True), (system.prfaas.kv_size, True),
+              (system.local.prefill_time, False))
+    kmax = 4 if any(np.any(c.coefs[:, 2]) for c, _ in curves) else 2
     g_t = _cumulative(dist, grid, kmax)
     out = []
-    for curve, above in ((system.prfaas.prefill_time, True), (system.local.prefill_time, False)):
+    for curve, above in curves:
         mass, one, two = _curve_moments(curve, dist, grid, g_t, above)
         with np.errstate(invalid="ignore", divide="ignore"):
             d = np.where(mass > 0, mass, 1.0)
-            out.append((np.where(mass > 0, one / d, np.nan), np.where(mass > 0, two / d, np.nan)))
-    return out[0], out[1]
+            out.append((mass, np.where(mass > 0, one / d, np.nan),
+                        np.where(mass > 0, two / d, np.nan)))
+    (m_long, t_long, t2_long), (_, s_long, _), (m_short, t_short, t2_short) = out
+    total = m_long + m_short
+    p = np.clip(m_long / np.where(total > 0, total, 1.0), 0.0, 1.0)
+    p = np.where(p < 1e-12, 0.0, np.where(p > 1 - 1e-12, 1.0, p))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        l_long = np.where(m_long > 0, (g_t[1][-1] - g_t[1]) / np.where(m_long > 0, m_long, 1.0),
+                          np.nan)
+        l_short = np.where(m_short > 0, g_t[1] / np.where(m_short > 0, m_short, 1.0), np.nan)
+    st = SplitStats(grid, p, l_long, l_short, np.where(p > 0, t_long, np.nan),
+                    np.where(p > 0, s_long, np.nan), np.where(p < 1, t_short, np.nan))
+    return st, ((t_long, t2_long), (t_short, t2_short))
 
 
 def _groups(nodes: int) -> np.ndarray:
@@ -742,22 +765,35 @@ def slo_search(system: System, target: float, q: float = 0.9, *, n_prfaas: int |
     pool = system.local_pool if pool is None else pool
     grid = system.lengths.threshold_grid()
     n_p = np.arange(pool + 1)
-    # Lambda_max from the optimizer's own split stats, to the bit: the rate bisection's range
-    # and its halving count hang on max(Lambda_max), and a 1-ulp change can move the floor
-    st = split_stats(system.lengths, system.prfaas, system.local, grid, "exact")
+    st, moments = _grid_stats(system, grid)
     *_, lam = ceilings(st, n_prfaas, n_p, pool - n_p, bandwidth, system.decode)
     flat = lam.ravel()
-    layout = _GridLayouts(system, grid, st, _grid_moments(system, grid), n_prfaas, pool,
-                          bandwidth, link_latency, rdma_latency)
+    layout = _GridLayouts(system, grid, st, moments, n_prfaas, pool, bandwidth, link_latency,
+                          rdma_latency)
+
+    def exact_lam(idx: np.ndarray) -> np.ndarray:
+        """Lambda_max of points from the optimizer's own split stats, to the bit: the rate
+        bisection's range and halving count hang on max(Lambda_max), and a 1-ulp change can
+        move the floor (and with it a near-tie's winner)."""
+        it, ip = np.unravel_index(idx, lam.shape)
+        uniq, inv = np.unique(it, return_inverse=True)
+        ex = split_stats(system.lengths, system.prfaas, system.local, grid[uniq], "exact")
+        ex = SplitStats(*(getattr(ex, f)[inv] for f in SplitStats.__dataclass_fields__))
+        return ceilings(ex, n_prfaas, ip.astype(float), (pool - ip).astype(float), bandwidth,
+                        system.decode, outer=False)[-1]
 
     # the points with the highest Lambda_max give a floor; only points above it can beat it
     top = np.lexsort((np.arange(flat.size), -flat))[:TOP]
-    floor, _ = best_rate(layout(top), flat[top], target, q, steps=FLOOR_STEPS)
+    floor, _ = best_rate(layout(top), exact_lam(top), target, q, steps=FLOOR_STEPS)
     cand = np.flatnonzero(flat > floor) if floor > 0 else np.flatnonzero(flat > 0)
+    at = np.full(cand.size, max(floor, 1e-9))
     if cand.size:  # a point whose lower-bound tail misses at the floor cannot reach it
-        lower = tail(layout(cand, coarse=True), np.full(cand.size, max(floor, 1e-9)), target)
-        cand = cand[lower <= 1 - q + 1e-12]
-    rate, winners = best_rate(layout(cand), flat[cand], target, q, floor=floor)
+        keep = tail(layout(cand, coarse=True), at, target) <= 1 - q + 1e-12
+        cand, at = cand[keep], at[keep]
+    full = layout(cand)
+    keep = np.flatnonzero(tail(full, at, target) <= 1 - q) if cand.size else cand
+    cand, full = cand[keep], _take(full, keep)
+    rate, winners = best_rate(full, exact_lam(cand), target, q, floor=floor, checked=True)
     if rate < floor:  # cannot happen (the floor's points are in cand), kept for safety
         rate, winners = floor, top[:1]
     i = int(cand[winners].min()) if winners.size else int(np.argmax(flat))
@@ -765,5 +801,5 @@ def slo_search(system: System, target: float, q: float = 0.9, *, n_prfaas: int |
     knobs = Knobs(float(grid[it]), int(ip), int(pool - ip), n_prfaas, bandwidth)
     if rate > 0:  # the winner's rate with the full node count, as `slo_rate` reports it
         rate = slo_rate(system, knobs, target, q, link_latency=link_latency,
-                        rdma_latency=rdma_latency)
+                        rdma_latency=rdma_latency, near=rate)
     return SLOOptimum(knobs.t, knobs.n_p, knobs.n_d, rate, int(len(top) + len(cand)))
