@@ -34,6 +34,7 @@ bisection on the rate done for the whole grid at once, checking P(TTFT > target)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -270,7 +271,7 @@ def path_state(p: Path, lam: np.ndarray, iterations: int = 8) -> PathState:
     kmax = int(np.max(c)) if paced and np.size(c) else 0
     free = np.ones(np.broadcast(lam, es, c).shape)
     a = lam * es
-    for _ in range(iterations if paced else 1):
+    for _ in range(iterations if paced else 0):  # unpaced: a is final, no fixed point
         pw = erlang_c(c, a)
         if paced:  # mean stretch over n < c busy others: weights a^n / n!, n = 0..c-1
             logw = np.zeros_like(free)
@@ -491,7 +492,8 @@ def _per_rate(lay: Layout) -> Layout:
 
 def best_rate(lay: Layout, lam_max: np.ndarray, target: float, q: float,
               steps: int = RATE_STEPS, floor: float = 0.0,
-              checked: bool = False) -> tuple[float, np.ndarray]:
+              checked: bool = False,
+              refine: Callable[[np.ndarray], np.ndarray] | None = None) -> tuple[float, np.ndarray]:
     """The highest SLO-bound rate over a set of operating points (flat arrays), and the points
     that reach it. The bisection on the rate for the whole set, several halvings per call: a
     point feasible at a rate is feasible at every lower one (the predicted tail grows with the
@@ -499,7 +501,9 @@ def best_rate(lay: Layout, lam_max: np.ndarray, target: float, q: float,
     halvings as BUDGET allows (dyadic, so it ends where one-halving-per-call would), each
     against the points whose Lambda_max exceeds it. Exact over the set to
     max(Lambda_max) / 2^steps. `floor`: a rate some point is known to reach; `checked`: every
-    point is known to meet the target there."""
+    point is known to meet the target there; `refine`: recomputes Lambda_max of the points
+    given, for the ones within 1e-9 of the largest (the range's top must be the bit-exact one:
+    the halving count hangs on it)."""
     lam_max = np.asarray(lam_max, dtype=float)
     alive = np.flatnonzero(lam_max > floor)
     x = np.asarray(target, dtype=float)
@@ -508,6 +512,10 @@ def best_rate(lay: Layout, lam_max: np.ndarray, target: float, q: float,
         alive = alive[tail(_take(lay, alive), np.full(alive.size, at), x) <= 1 - q]
     if not alive.size:
         return 0.0, alive
+    if refine is not None:
+        near = alive[lam_max[alive] >= lam_max[alive].max() * (1 - 1e-9)]
+        lam_max = lam_max.copy()
+        lam_max[near] = refine(near)
     lo, hi = floor, float(lam_max[alive].max())
     tol = hi * 2.0 ** -steps
     nodes = lay.paths[0].nodes.shape[-1]
@@ -771,11 +779,11 @@ def slo_search(system: System, target: float, q: float = 0.9, *, n_prfaas: int |
     layout = _GridLayouts(system, grid, st, moments, n_prfaas, pool, bandwidth, link_latency,
                           rdma_latency)
 
-    def exact_lam(idx: np.ndarray) -> np.ndarray:
-        """Lambda_max of points from the optimizer's own split stats, to the bit: the rate
-        bisection's range and halving count hang on max(Lambda_max), and a 1-ulp change can
-        move the floor (and with it a near-tie's winner)."""
-        it, ip = np.unravel_index(idx, lam.shape)
+    def exact_lam(rows: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """Lambda_max of points (`rows` of `idx`) from the optimizer's own split stats, to the
+        bit: the rate bisection's range and halving count hang on max(Lambda_max), and a
+        1-ulp change can move the floor (and with it a near-tie's winner)."""
+        it, ip = np.unravel_index(idx[rows], lam.shape)
         uniq, inv = np.unique(it, return_inverse=True)
         ex = split_stats(system.lengths, system.prfaas, system.local, grid[uniq], "exact")
         ex = SplitStats(*(getattr(ex, f)[inv] for f in SplitStats.__dataclass_fields__))
@@ -784,7 +792,8 @@ def slo_search(system: System, target: float, q: float = 0.9, *, n_prfaas: int |
 
     # the points with the highest Lambda_max give a floor; only points above it can beat it
     top = np.lexsort((np.arange(flat.size), -flat))[:TOP]
-    floor, _ = best_rate(layout(top), exact_lam(top), target, q, steps=FLOOR_STEPS)
+    floor, _ = best_rate(layout(top), flat[top], target, q, steps=FLOOR_STEPS,
+                         refine=lambda rows: exact_lam(rows, top))
     cand = np.flatnonzero(flat > floor) if floor > 0 else np.flatnonzero(flat > 0)
     at = np.full(cand.size, max(floor, 1e-9))
     if cand.size:  # a point whose lower-bound tail misses at the floor cannot reach it
@@ -793,13 +802,15 @@ def slo_search(system: System, target: float, q: float = 0.9, *, n_prfaas: int |
     full = layout(cand)
     keep = np.flatnonzero(tail(full, at, target) <= 1 - q) if cand.size else cand
     cand, full = cand[keep], _take(full, keep)
-    rate, winners = best_rate(full, exact_lam(cand), target, q, floor=floor, checked=True)
+    rate, winners = best_rate(full, flat[cand], target, q, floor=floor, checked=True,
+                              refine=lambda rows: exact_lam(rows, cand))
     if rate < floor:  # cannot happen (the floor's points are in cand), kept for safety
         rate, winners = floor, top[:1]
     i = int(cand[winners].min()) if winners.size else int(np.argmax(flat))
     it, ip = np.unravel_index(i, lam.shape)
     knobs = Knobs(float(grid[it]), int(ip), int(pool - ip), n_prfaas, bandwidth)
     if rate > 0:  # the winner's rate with the full node count, as `slo_rate` reports it
-        rate = slo_rate(system, knobs, target, q, link_latency=link_latency,
-                        rdma_latency=rdma_latency, near=rate)
+        idx = np.array([i])
+        rate = slo_rate(system, knobs, target, q, near=rate,
+                        layout=(layout(idx, nodes=NODES), float(exact_lam(np.array([0]), idx)[0])))
     return SLOOptimum(knobs.t, knobs.n_p, knobs.n_d, rate, int(len(top) + len(cand)))
