@@ -173,10 +173,11 @@ def _erlang_b(c: np.ndarray, a: np.ndarray) -> np.ndarray:
                 step = 1.0 + (n / a) * inv
                 inv = step if same else np.where(n <= c, step, inv)
             return 1.0 / inv
-        uc, ic = np.unique(c, return_inverse=True)
-        ua, ia = np.unique(a, return_inverse=True)
-        if uc.size * ua.size < c.size // 2:
-            return _erlang_b(uc[:, None], ua[None, :])[ic, ia].reshape(c.shape)
+        if c.size >= 64:
+            uc, ic = np.unique(c, return_inverse=True)
+            ua, ia = np.unique(a, return_inverse=True)
+            if uc.size * ua.size < c.size // 2:
+                return _erlang_b(uc[:, None], ua[None, :])[ic, ia].reshape(c.shape)
         pmf = np.exp(c * np.log(a) - a - gammaln(c + 1))
         cdf = pdtr(c, a)
         return np.where(cdf > 0, pmf / np.where(cdf > 0, cdf, 1.0), 1.0)
@@ -187,7 +188,9 @@ def erlang_c(c: np.ndarray, a: np.ndarray) -> np.ndarray:
     Erlang B (`_erlang_b`), then C = B / (1 - rho (1 - B))."""
     c = np.asarray(c, dtype=float)
     a = np.asarray(a, dtype=float)
-    cs, apos = np.broadcast_arrays(np.maximum(c, 1.0), np.maximum(a, 1e-300))
+    cs, apos = np.maximum(c, 1.0), np.maximum(a, 1e-300)
+    if cs.shape != apos.shape:
+        cs, apos = np.broadcast_arrays(cs, apos)
     b = _erlang_b(cs, apos)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         rho = a / cs
@@ -298,9 +301,22 @@ def path_state(p: Path, lam: np.ndarray, iterations: int = 8) -> PathState:
 
 
 def _decode_terms(lay: Layout, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(mean decode-slot wait, mean first-token time after the KV arrives)."""
-    _, wd, _ = mgc_wait(lam, lay.decode_slots, lay.decode_service, lay.decode_service ** 2)
-    per_instance = lam * lay.decode_service / np.maximum(lay.n_d, 1)
+    """(mean decode-slot wait, mean first-token time after the KV arrives). The wait is
+    `mgc_wait` with a deterministic service, written out (same arithmetic, half the calls:
+    it runs once per tail evaluation)."""
+    lam = np.asarray(lam, dtype=float)
+    es = lay.decode_service
+    c = np.asarray(lay.decode_slots, dtype=float)
+    a = lam * es
+    scv = max(es ** 2 / (es * es) - 1.0, 0.0) if es > 0 else 0.0
+    pw = erlang_c(c, a)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        stable = (a < c) & (c >= 1)
+        cond = np.where(stable, es * (1 + scv) / (2 * np.where(stable, c - a, 1.0)), np.inf)
+    cond = np.where(lam <= 0, 0.0, cond)
+    pw = np.where(lam <= 0, 0.0, pw)
+    wd = np.where(pw > 0, pw * cond, 0.0)
+    per_instance = lam * es / np.maximum(lay.n_d, 1)
     busy = 1.0 - np.exp(-per_instance)
     return wd, lay.t_decode * (1.0 + 0.5 * busy)
 
@@ -786,14 +802,20 @@ def slo_search(system: System, target: float, q: float = 0.9, *, n_prfaas: int |
     layout = _GridLayouts(system, grid, st, moments, n_prfaas, pool, bandwidth, link_latency,
                           rdma_latency)
 
+    fields = tuple(SplitStats.__dataclass_fields__)
+    exact: dict[int, tuple] = {}  # threshold index -> its exact split stats
+
     def exact_lam(rows: np.ndarray, idx: np.ndarray) -> np.ndarray:
         """Lambda_max of points (`rows` of `idx`) from the optimizer's own split stats, to the
         bit: the rate bisection's range and halving count hang on max(Lambda_max), and a
         1-ulp change can move the floor (and with it a near-tie's winner)."""
         it, ip = np.unravel_index(idx[rows], lam.shape)
-        uniq, inv = np.unique(it, return_inverse=True)
-        ex = split_stats(system.lengths, system.prfaas, system.local, grid[uniq], "exact")
-        ex = SplitStats(*(getattr(ex, f)[inv] for f in SplitStats.__dataclass_fields__))
+        new = np.setdiff1d(it, list(exact))
+        if new.size:  # one split_stats call per batch of new thresholds (~1 ms each)
+            ex = split_stats(system.lengths, system.prfaas, system.local, grid[new], "exact")
+            for j, t_i in enumerate(new):
+                exact[int(t_i)] = tuple(getattr(ex, f)[j] for f in fields)
+        ex = SplitStats(*(np.array([exact[int(t_i)][k] for t_i in it]) for k in range(len(fields))))
         return ceilings(ex, n_prfaas, ip.astype(float), (pool - ip).astype(float), bandwidth,
                         system.decode, outer=False)[-1]
 
