@@ -35,7 +35,7 @@ bisection on the rate done for the whole grid at once, checking P(TTFT > target)
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.special import gammaln, ndtr, ndtri, pdtr
@@ -228,6 +228,35 @@ class Path:
     pace: np.ndarray | float  # (E[S] / E[T]) / B: n busy instances want n * pace of the link
     delay: np.ndarray | float
     weights: np.ndarray | None = None  # the nodes' probabilities (None: equal)
+    # rate-independent parts of `path_state`, filled by `_prepare` for repeated evaluation
+    scv: np.ndarray | None = None
+    busy: np.ndarray | None = None
+    drain: np.ndarray | None = None
+    paced: bool | None = None
+
+
+def _scv(p: Path) -> np.ndarray:
+    es = p.es
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.maximum(np.nan_to_num(p.es2 / np.where(es > 0, es * es, 1.0) - 1.0), 0.0)
+
+
+def _drain(es: np.ndarray, c: np.ndarray, busy: np.ndarray) -> np.ndarray:
+    """Service completions per second with all c busy (the queue's drain rate)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(es > 0, c / np.where(es > 0, es * busy, 1.0), np.inf)
+
+
+def _prepare(lay: Layout) -> Layout:
+    """The layout with each path's rate-independent queue terms computed once (a search
+    evaluates the same points at many rates; same arithmetic, so the same bits)."""
+    paths = []
+    for p in lay.paths:
+        c = np.asarray(p.servers, dtype=float)
+        busy = _stretch(c, p.pace)
+        paths.append(replace(p, scv=_scv(p), busy=busy, drain=_drain(p.es, c, busy),
+                             paced=bool(np.any(np.asarray(p.pace) * np.max(c) > 1.0))))
+    return replace(lay, paths=(paths[0], paths[1]))
 
 
 @dataclass(frozen=True)
@@ -268,10 +297,9 @@ def path_state(p: Path, lam: np.ndarray, iterations: int = 8) -> PathState:
     lam = np.asarray(lam, dtype=float) * p.share
     c = np.asarray(p.servers, dtype=float)
     es = p.es
-    with np.errstate(divide="ignore", invalid="ignore"):
-        scv = np.maximum(np.nan_to_num(p.es2 / np.where(es > 0, es * es, 1.0) - 1.0), 0.0)
-    busy = _stretch(c, p.pace)
-    paced = np.any(np.asarray(p.pace) * np.max(c) > 1.0)
+    scv = _scv(p) if p.scv is None else p.scv
+    busy = _stretch(c, p.pace) if p.busy is None else p.busy
+    paced = np.any(np.asarray(p.pace) * np.max(c) > 1.0) if p.paced is None else p.paced
     kmax = int(np.max(c)) if paced and np.size(c) else 0
     free = np.ones(np.broadcast(lam, es, c).shape)
     a = lam * es
@@ -291,8 +319,8 @@ def path_state(p: Path, lam: np.ndarray, iterations: int = 8) -> PathState:
                 free = np.where(den > 0, num / np.where(den > 0, den, 1.0), 1.0)
             a = lam * es * ((1 - pw) * free + pw * busy)
     pw = erlang_c(c, a)
+    drain = _drain(es, c, busy) if p.drain is None else p.drain  # all busy
     with np.errstate(divide="ignore", invalid="ignore"):
-        drain = np.where(es > 0, c / np.where(es > 0, es * busy, 1.0), np.inf)  # all busy
         stable = (lam < drain) & (a < c) & (c >= 1)
         cond = np.where(stable, (1 + scv) / 2 / (drain - np.where(stable, lam, 0.0)), np.inf)
     cond = np.where(lam <= 0, 0.0, cond)
@@ -503,7 +531,9 @@ def _per_rate(lay: Layout) -> Layout:
     def col(a):
         return np.asarray(a)[:, None] if np.ndim(a) else a
     paths = tuple(Path(col(p.share), col(p.servers), col(p.es), col(p.es2), p.nodes[:, None, :],
-                       col(p.pace), p.delay, p.weights) for p in lay.paths)
+                       col(p.pace), p.delay, p.weights, *(None if v is None else col(v)
+                                                          for v in (p.scv, p.busy, p.drain)),
+                       p.paced) for p in lay.paths)
     return Layout(paths, col(lay.decode_slots), lay.decode_service, lay.t_decode, col(lay.n_d))
 
 
@@ -524,6 +554,7 @@ def best_rate(lay: Layout, lam_max: np.ndarray, target: float, q: float,
     lam_max = np.asarray(lam_max, dtype=float)
     alive = np.flatnonzero(lam_max > floor)
     x = np.asarray(target, dtype=float)
+    lay = _prepare(lay)
     if alive.size and not checked:
         at = max(floor, 1e-9)
         alive = alive[tail(_take(lay, alive), np.full(alive.size, at), x) <= 1 - q]
@@ -576,7 +607,9 @@ def _take(lay: Layout, idx: np.ndarray) -> Layout:
     def pick(a):
         return a[idx] if np.ndim(a) else a
     paths = tuple(Path(pick(p.share), pick(p.servers), pick(p.es), pick(p.es2), p.nodes[idx],
-                       pick(p.pace), p.delay, p.weights) for p in lay.paths)
+                       pick(p.pace), p.delay, p.weights, *(None if v is None else pick(v)
+                                                           for v in (p.scv, p.busy, p.drain)),
+                       p.paced) for p in lay.paths)
     return Layout(paths, pick(lay.decode_slots), lay.decode_service, lay.t_decode, pick(lay.n_d))
 
 
@@ -606,6 +639,7 @@ def slo_rate(system: System, knobs: Knobs, target: float, q: float = 0.9, *,
     x = np.asarray(target, dtype=float)
     if not lam > 0:
         return 0.0
+    lay = _prepare(lay)
 
     def ok_at(rates: np.ndarray) -> np.ndarray:
         return tail(lay, rates, x) <= 1 - q
@@ -808,16 +842,24 @@ def slo_search(system: System, target: float, q: float = 0.9, *, n_prfaas: int |
     def exact_lam(rows: np.ndarray, idx: np.ndarray) -> np.ndarray:
         """Lambda_max of points (`rows` of `idx`) from the optimizer's own split stats, to the
         bit: the rate bisection's range and halving count hang on max(Lambda_max), and a
-        1-ulp change can move the floor (and with it a near-tie's winner)."""
-        it, ip = np.unravel_index(idx[rows], lam.shape)
+        1-ulp change can move the floor (and with it a near-tie's winner). A decode-bound
+        point's value does not depend on the split stats and is already exact."""
+        pts = idx[rows]
+        out = flat[pts].copy()
+        it, ip = np.unravel_index(pts, lam.shape)
+        need = out != (pool - ip).astype(float) * system.decode.per_instance_rate
+        if not need.any():
+            return out
+        it, ip = it[need], ip[need]
         new = np.setdiff1d(it, list(exact))
         if new.size:  # one split_stats call per batch of new thresholds (~1 ms each)
             ex = split_stats(system.lengths, system.prfaas, system.local, grid[new], "exact")
             for j, t_i in enumerate(new):
                 exact[int(t_i)] = tuple(getattr(ex, f)[j] for f in fields)
         ex = SplitStats(*(np.array([exact[int(t_i)][k] for t_i in it]) for k in range(len(fields))))
-        return ceilings(ex, n_prfaas, ip.astype(float), (pool - ip).astype(float), bandwidth,
-                        system.decode, outer=False)[-1]
+        out[need] = ceilings(ex, n_prfaas, ip.astype(float), (pool - ip).astype(float),
+                             bandwidth, system.decode, outer=False)[-1]
+        return out
 
     # the points with the highest Lambda_max give a floor; only points above it can beat it
     top = np.lexsort((np.arange(flat.size), -flat))[:TOP]
