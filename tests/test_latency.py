@@ -244,3 +244,61 @@ def test_solve_slo_answers_match_the_recorded_ones(capsys, slo):
     assert o["rate"] == pytest.approx(opt_rate, rel=5e-3)
     tt = d["ttft"]
     assert (tt["mean"], tt["p50"], tt["p90"]) == pytest.approx(TTFT_BEFORE_SPEEDUP, rel=1e-6)
+
+
+# -- the fast search's building blocks are exact ---------------------------------------------
+def _paper_grid():
+    from emulator import latency as lat
+    from emulator.model import ceilings, split_stats
+
+    s = presets.load("paper-case-study").system
+    grid = s.lengths.threshold_grid()
+    n_p = np.arange(s.local_pool + 1)
+    st = split_stats(s.lengths, s.prfaas, s.local, grid, "exact")
+    flat = ceilings(st, s.n_prfaas, n_p, s.local_pool - n_p, s.bandwidth, s.decode)[-1].ravel()
+    fast, moments = lat._grid_stats(s, grid)
+    layouts = lat._GridLayouts(s, grid, fast, moments, s.n_prfaas, s.local_pool, s.bandwidth,
+                               0.0, 0.0)
+    return s, grid, st, fast, flat, layouts
+
+
+def test_grid_stats_match_split_stats_and_service_moments():
+    s, grid, st, fast, _, layouts = _paper_grid()
+    for f in ("p", "l_long", "l_short", "t_long", "s_long", "t_short"):
+        np.testing.assert_allclose(getattr(fast, f), getattr(st, f), rtol=1e-11, equal_nan=True)
+    for i, (prof, above) in enumerate(((s.prfaas, True), (s.local, False))):
+        es, es2 = service_moments(s.lengths, prof, grid, above)
+        side = layouts.sides[i][-1]
+        np.testing.assert_allclose(side[0], es, rtol=1e-11, equal_nan=True)
+        np.testing.assert_allclose(side[1], es2, rtol=1e-11, equal_nan=True)
+
+
+@pytest.mark.parametrize("x", [4.0, 6.0, 10.0])
+def test_coarse_nodes_give_a_lower_bound_of_the_tail(x):
+    _, _, _, _, flat, layouts = _paper_grid()
+    idx = np.random.default_rng(0).choice(flat.size, 400, replace=False)
+    rate = np.minimum(0.8 * flat[idx], 2.5)
+    lower = tail(layouts(idx, coarse=True), rate, x)
+    full = tail(layouts(idx), rate, x)
+    assert np.all(lower <= full + 1e-12)
+    assert np.mean(lower > 0.9 * full) > 0.5  # and a useful one
+
+
+@pytest.mark.parametrize("x", [4.0, 6.0, 10.0])
+def test_multisection_ends_where_a_plain_bisection_does(x):
+    from emulator import latency as lat
+
+    _, _, _, _, flat, layouts = _paper_grid()
+    top = np.lexsort((np.arange(flat.size), -flat))[:64]
+    lay, lam_max = layouts(top), flat[top]
+    rate, winners = lat.best_rate(lay, lam_max, x, 0.9, steps=12)
+    # the definition: one point-set bisection step per evaluation
+    alive = np.flatnonzero(tail(lay, np.full(64, 1e-9), x) <= 0.1)
+    lo, hi = 0.0, float(lam_max[alive].max())
+    tol = hi * 2.0 ** -12
+    while hi - lo > tol:
+        mid = 0.5 * (lo + hi)
+        cand = alive[lam_max[alive] > mid]
+        good = cand[tail(lat._take(lay, cand), np.full(cand.size, mid), x) <= 0.1]
+        lo, hi, alive = (mid, hi, good) if good.size else (lo, mid, alive)
+    assert rate == lo and set(winners) == set(alive)
