@@ -12,6 +12,7 @@ from functools import cached_property
 
 import numpy as np
 
+from emulator.latency import SLOOptimum, predict, slo_rate, slo_search
 from emulator.model import OperatingPoint, ceilings, evaluate, split_stats
 from emulator.optimizer import SearchResult, homogeneous, naive, search
 from emulator.paradigm import Paradigm
@@ -160,6 +161,11 @@ class ModelView:
         return (b.n_p, b.n_d) == (k.n_p, k.n_d) and abs(b.t - k.t) < 0.5
 
     @cached_property
+    def latency(self) -> LatencyView:
+        """Predicted TTFT at the offered rate, the SLO-bound rate here and the SLO optimum."""
+        return latency_of(self.settings, self.point)
+
+    @cached_property
     def figure5(self) -> Figure5:
         sc = self.scenario
         s, k = sc.system, sc.knobs
@@ -187,7 +193,37 @@ _POINT: dict[Paradigm, Callable[[Scenario], OperatingPoint]] = {
 }
 
 
+DEFAULT_SLO_TTFT = 6.0  # seconds of P90 TTFT when the preset has no [slo] ttft
+
+
+@dataclass(frozen=True)
+class LatencyView:
+    p50: float
+    p90: float
+    target: float  # P90 TTFT target, seconds
+    slo_rate: float  # highest offered rate meeting it at the current point
+    slo_optimum: SLOOptimum  # (t, split) with the highest such rate (PrfaaS-PD)
+
+
+def latency_of(settings: Settings, op: OperatingPoint) -> LatencyView:
+    sc = settings.scenario
+    s = sc.system
+    target = sc.sim.slo_ttft or DEFAULT_SLO_TTFT
+    lat = {"link_latency": sc.sim.link_latency, "rdma_latency": sc.sim.rdma_latency}
+    prof = s.homogeneous_profile or s.local
+    profiles = (prof, prof) if settings.paradigm == "homogeneous" else None
+    pred = predict(s, op.knobs, settings.rate, profiles=profiles, **lat)
+    rate = slo_rate(s, op.knobs, target, profiles=profiles, **lat)
+    key = (id(s.lengths), id(s.prfaas), id(s.local), s.n_prfaas, s.bandwidth, s.local_pool, target)
+    if key not in _SLO_OPTIMA:
+        if len(_SLO_OPTIMA) > 64:
+            _SLO_OPTIMA.clear()
+        _SLO_OPTIMA[key] = (s.lengths, s.prfaas, s.local, slo_search(s, target, **lat))
+    return LatencyView(pred.p50, pred.p90, target, rate, _SLO_OPTIMA[key][-1])
+
+
 _OPTIMA: dict[tuple, tuple] = {}
+_SLO_OPTIMA: dict[tuple, tuple] = {}
 
 
 def optimum_of(sc: Scenario) -> SearchResult:

@@ -150,6 +150,20 @@ async def test_apply_optimum_key():
         assert "✓ applied" in screen_text(app)
 
 
+async def test_apply_slo_optimum_key():
+    async with app_at("paper-case-study").run_test(size=SIZE) as pilot:
+        app, d = pilot.app, dash(pilot.app)
+        lt = d.view.latency
+        assert "TTFT P50" in screen_text(app) and f"P90≤{lt.target:g}s" in screen_text(app)
+        best = lt.slo_optimum
+        await pilot.press("O")
+        sc = d.settings.scenario
+        assert (sc.t, sc.n_p, sc.n_d) == (best.t, best.n_p, best.n_d)
+        k = emulator_knobs(app)
+        assert (k["t"], k["n_p"], k["n_d"]) == (best.t, best.n_p, best.n_d)
+        assert d.view.latency.slo_rate == pytest.approx(best.rate, rel=1e-2)  # 256 vs 64 nodes
+
+
 async def test_load_a_preset_from_the_picker(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     async with app_at("paper-case-study").run_test(size=SIZE) as pilot:

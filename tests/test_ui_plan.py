@@ -24,7 +24,8 @@ def plan_text(tmp_path_factory) -> str:
     from emulator.scenario import presets
 
     toy = presets.load("toy")
-    plan = Plan(toy, Space.around(toy), Settings(SLO(5.0), seeds=(1,), duration=120.0, steps=3))
+    plan = Plan(toy, Space.around(toy), Settings(SLO(5.0), seeds=(1,), duration=120.0, steps=3),
+                analytic=False)  # every candidate emulated: the screen lists all six
     path = tmp_path_factory.mktemp("plan") / "plan.jsonl"
     run_plan(plan, out=path)
     return path.read_text()

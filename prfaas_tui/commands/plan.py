@@ -149,7 +149,10 @@ def render(summary: dict, console: Console, top: int, out: str) -> None:
     console.print(f"{summary['candidates']} candidates; the model pruned {summary['pruned']} "
                   f"({summary['pruned'] / max(summary['candidates'], 1):.0%}: "
                   + ", ".join(f"{v} {k}" for k, v in summary["pruned_by"].items())
-                  + f"); emulated {summary['emulated']} ({summary['evaluated_now']} now). Results: {out}")
+                  + f"); emulated {summary['emulated']} ({summary['evaluated_now']} now)"
+                  + (f", skipped {summary['skipped_by_slo_bound']} the model's SLO bound shows "
+                     "cannot be best or on the front" if summary.get("skipped_by_slo_bound") else "")
+                  + f". Results: {out}")
     t = Table(title="best candidates by SLO goodput", title_justify="left")
     for col in ("candidate", "goodput (req/s)", "95% band", "Λmax", "util", "cost/h", "per $/h"):
         t.add_column(col, justify="left" if col == "candidate" else "right")

@@ -64,6 +64,8 @@ class Dashboard(Screen):
                 tooltip="Type an exact routing threshold t"),
         Binding("o", "apply_optimum", "Optimum", id="apply-optimum",
                 tooltip="Apply the model's optimum t* and N_p*/N_d*"),
+        Binding("O", "apply_slo_optimum", "SLO optimum", show=False, id="apply-slo-optimum",
+                tooltip="Apply the (t, N_p/N_d) with the highest SLO-bound rate (P90 TTFT)"),
         Binding("m", "cycle_paradigm", "Paradigm", show=False, id="paradigm",
                 tooltip="Switch PrfaaS-PD / homogeneous / naive"),
         Binding("p", "presets", "Presets", id="presets",
@@ -291,6 +293,15 @@ class Dashboard(Screen):
         if self.request(**changes):
             self.notify(f"applied the optimum: t* = {KNOBS[0].show(self.settings)}, "
                         f"N_p/N_d = {b.n_p}/{b.n_d}")
+
+    def action_apply_slo_optimum(self) -> None:
+        b = self.view.latency.slo_optimum
+        changes: dict[str, Any] = {"t": b.t, "n_p": b.n_p, "n_d": b.n_d}
+        if self.settings.paradigm != "prfaas-pd":
+            changes["paradigm"] = "prfaas-pd"
+        if self.request(**changes):
+            self.notify(f"applied the SLO optimum: t = {KNOBS[0].show(self.settings)}, "
+                        f"N_p/N_d = {b.n_p}/{b.n_d}, {b.rate:.2f} req/s within the SLO")
 
     def action_cycle_paradigm(self) -> None:
         i = tuple(Paradigm).index(self.settings.paradigm)

@@ -27,8 +27,9 @@ def num(x: float | None, fmt: str = "{:.2f}") -> str:
 
 
 class ModelPanel(Static):
-    """Theta, the three ceilings (binding marked), Lambda_max, egress, Eq. 7/8 residuals and
-    the optimum with the key that applies it."""
+    """Theta, the three ceilings (binding marked), Lambda_max, egress, Eq. 7/8 residuals, the
+    predicted TTFT and SLO-bound rate (emulator/latency.py), and the two optima (Lambda_max and
+    SLO) with the keys that apply them."""
 
     DEFAULT_CSS = "ModelPanel { height: 13; padding: 0 1; }"  # fixed: updates skip layout
 
@@ -73,14 +74,26 @@ class ModelPanel(Static):
                           f"Eq.8 {num(op.eq8_residual, '{:+.3f}')}"))
         if not s.paradigm.threshold_routing:
             lines.append(Text("t, N_p, N_d do not apply to this paradigm", style=dim))
+        lt = v.latency
+        lines.append(Text.assemble(("TTFT ", "bold"), f"P50 {num(lt.p50)} · P90 {num(lt.p90)} s  ",
+                                   (f"P90≤{lt.target:g}s to {lt.slo_rate:.2f}/s",
+                                    hot if settings_over(s.rate, lt.slo_rate) else dim)))
         b = v.optimum.best
         opt = Text.assemble(("optimum ", "bold"),
                             f"t* {format_tokens(b.knobs.t)} · N_p*/N_d* {b.knobs.n_p}/{b.knobs.n_d}"
                             f" · Λ* {b.lambda_max:.2f}\n")
         opt.append("✓ applied" if v.at_optimum else "[o] apply it",
                    style=good if v.at_optimum else "bold")
+        so = lt.slo_optimum
+        opt.append(f"  SLO {format_tokens(so.t)} · {so.n_p}/{so.n_d} · {so.rate:.2f}/s ", style=dim)
+        opt.append("[O]", style="bold")
         lines.append(opt)
         return Group(*lines)
+
+
+def settings_over(rate: float, slo_rate: float) -> bool:
+    """The offered rate is above what meets the SLO (highlighted like an overload)."""
+    return rate > slo_rate
 
 
 class RouterPanel(Static):
