@@ -68,7 +68,7 @@ def test_without_torch_selecting_the_backend_prints_the_hint(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
     proc = subprocess.run([sys.executable, "-c", NO_TORCH, str(preset)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count("rc: 2") == 2
     assert proc.stderr == f"prfaas-tui run: error: {TORCH_HINT}\n" * 2
