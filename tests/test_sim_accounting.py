@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pytest
 
-from emulator import presets
 from emulator.sim.accounting import AccountingError
 from emulator.sim.decode import DecodeStage
 from emulator.sim.engine import Emulation
@@ -38,21 +37,21 @@ def imbalance(emu: Emulation) -> int:
     return acc.arrived - acc.completed - acc.in_flight - acc.rejected_total
 
 
-def emulation() -> Emulation:
-    return Emulation(presets.load("toy"), load=0.8, duration=600, seed=3)
+def emulation(scenario) -> Emulation:
+    return Emulation(scenario, load=0.8, duration=600, seed=3)
 
 
-def test_an_honest_run_balances():
-    with emulation() as emu:
+def test_an_honest_run_balances(toy):
+    with emulation(toy) as emu:
         acc = emu.run().accounting
         assert acc.arrived > 50 * DROP_AT and acc.completed > 0
         assert imbalance(emu) == 0
 
 
 @pytest.mark.parametrize("stage_class", [PrefillStage, DecodeStage], ids=["prefill", "decode"])
-def test_a_swallowed_request_fails_the_run(monkeypatch, stage_class):
+def test_a_swallowed_request_fails_the_run(toy, monkeypatch, stage_class):
     dropped = swallow_nth(monkeypatch, stage_class)
-    with emulation() as emu:
+    with emulation(toy) as emu:
         with pytest.raises(AccountingError, match="accounting broken"):
             emu.run()
         assert len(dropped) == 1
