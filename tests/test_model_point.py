@@ -47,10 +47,10 @@ def test_the_binding_stage_is_the_smallest_ceiling(toy):
 
 
 def test_egress_and_link_utilization_at_a_given_rate(toy):
-    op = point(toy)  # p = 0.5, 800 MB per long request
-    assert op.egress(2.0) == pytest.approx(0.5 * 2.0 * 800e6)
-    assert op.egress() == pytest.approx(0.5 * op.lambda_max * 800e6)
-    assert op.link_utilization(2.0) == pytest.approx(0.8)
+    op = point(toy)  # p = 0.5, 800 MB per long request, Lambda_max = 2 (not the rate asked)
+    assert op.egress(1.5) == pytest.approx(0.5 * 1.5 * 800e6)
+    assert op.egress() == pytest.approx(0.5 * 2.0 * 800e6)
+    assert op.link_utilization(1.5) == pytest.approx(0.6)
     assert point(toy, bandwidth=0.0).link_utilization(1.0) == math.inf
 
 

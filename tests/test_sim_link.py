@@ -186,11 +186,34 @@ def test_without_latency_delivery_is_immediate_and_nothing_propagates():
     flow(loop, link, 400 * MB, prod_time=2.0, tag="b", log=log)
     loop.run_until(10)
     # a: 800 MB/s (b is paced at 200 MB/s) until 0.5 s; b ends with its production at 2 s
-    assert [(k, t) for k, _, t in log] == [("sent", pytest.approx(0.5)),
-                                          ("delivered", pytest.approx(0.5)),
-                                          ("sent", pytest.approx(2.0)),
-                                          ("delivered", pytest.approx(2.0))]
+    assert log == [("sent", "a", pytest.approx(0.5)), ("delivered", "a", pytest.approx(0.5)),
+                   ("sent", "b", pytest.approx(2.0)), ("delivered", "b", pytest.approx(2.0))]
     assert link.flows_done == 2 and link.propagating_flows == 0 and link.used == 0
+
+
+def test_flows_on_the_wire_are_counted_until_each_is_delivered():
+    loop, link = make(latency=1.0)
+    log = []
+    flow(loop, link, 200 * MB, tag="a", log=log)  # sent at 0.4 s (half the link each)
+    flow(loop, link, 800 * MB, tag="b", log=log)  # then alone: sent at 1.0 s
+    loop.run_until(1.2)
+    assert (link.propagating_flows, link.propagating) == (2, 1000 * MB)
+    loop.run_until(1.5)
+    assert (link.propagating_flows, link.propagating) == (1, 800 * MB)
+    loop.run_until(2.5)
+    assert (link.propagating_flows, link.propagating) == (0, 0)
+    assert [(k, tag) for k, tag, _ in log] == [("sent", "a"), ("sent", "b"),
+                                               ("delivered", "a"), ("delivered", "b")]
+
+
+def test_a_paced_flow_ending_releases_only_its_own_rate():
+    loop, link = make()
+    flow(loop, link, 800 * MB, prod_time=2.0)  # 400 MB/s
+    flow(loop, link, 800 * MB, prod_time=4.0)  # 200 MB/s
+    loop.run_until(3.0)
+    assert link.used == pytest.approx(200 * MB) and link.flows_done == 1
+    loop.run_until(5.0)
+    assert link.used == 0 and link.flows_done == 2
 
 
 def test_totals_integrate_bytes_capacity_and_saturated_time():
