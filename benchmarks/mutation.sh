@@ -12,6 +12,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 children=${MUTMUT_CHILDREN:-2}
+command -v mutmut > /dev/null || { echo "mutation.sh: mutmut not found: pip install -e '.[test,mutation]'" >&2; exit 2; }
 
 declare -A SOURCE=(
   [model]=emulator/model.py
