@@ -223,6 +223,7 @@ def incident_strategy():
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(timeline=st.lists(incident_strategy(), max_size=6), scheduler=st.booleans(),
        seed=st.integers(0, 3))

@@ -175,6 +175,7 @@ ACTIONS = st.one_of(
 
 
 def apply(emu, kind, arg):
+    before = emu.knobs
     try:
         if kind == "t":
             emu.change(t=arg)
@@ -194,10 +195,11 @@ def apply(emu, kind, arg):
             emu.restore_instance(*arg)
         else:
             emu.change(paradigm=arg)
-    except ValueError:
-        pass  # an impossible change is refused with a reason and changes nothing
+    except ValueError:  # an impossible change is refused with a reason and changes nothing
+        assert emu.knobs == before
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(changes=st.lists(st.tuples(st.floats(0.0, 40.0), ACTIONS), max_size=12),
        seed=st.integers(0, 5))

@@ -68,12 +68,13 @@ def test_without_torch_selecting_the_backend_prints_the_hint(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
     proc = subprocess.run([sys.executable, "-c", NO_TORCH, str(preset)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count("rc: 2") == 2
     assert proc.stderr == f"prfaas-tui run: error: {TORCH_HINT}\n" * 2
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_every_prefill_runs_the_model_and_sets_the_service_time(tmp_path):
     pytest.importorskip("torch")
@@ -110,6 +111,7 @@ def test_every_prefill_runs_the_model_and_sets_the_service_time(tmp_path):
     assert result.to_json()["prefill_backend"]["prefills"] == len(measured)
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_torch_backend_with_the_prefix_cache(tmp_path):
     pytest.importorskip("torch")
@@ -123,6 +125,7 @@ def test_torch_backend_with_the_prefix_cache(tmp_path):
     assert out["cache"]["prefill_tokens"]["saved"] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_a_measured_profile_feeds_solve_and_a_torch_run(tmp_path, capsys):
     pytest.importorskip("torch")

@@ -76,12 +76,15 @@ async def test_a_burst_of_keys_steps_from_the_last_one():
         assert dash(app).settings.scenario.t == 19400 + 4 * 1024
 
 
+@pytest.mark.slow
 async def test_keys_stay_responsive_with_the_emulator_flat_out():
     """A smoke version of benchmarks/bench_ui_latency.py (which reports the real numbers)."""
     spec = importlib.util.spec_from_file_location("bench_ui_latency", BENCH)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    r = await bench.measure("paper-case-study", SIZE, math.inf, keys=12, warmup_sim=30.0)
+    # a key must reach the screen, however loaded the machine: the 5 s bound is the benchmark's
+    r = await bench.measure("paper-case-study", SIZE, math.inf, keys=12, warmup_sim=30.0,
+                            key_timeout=60.0)
     # every key reached the screen while the emulator kept moving; how fast is the benchmark's
     # job (no timing asserts: the machines are shared and noisy)
     assert r["keys"] == 12 and r["sim_seconds_per_wall_second"] > 0, r
