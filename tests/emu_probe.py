@@ -56,3 +56,17 @@ def drill_state_at(drill: str, at: float, seed: int | None = None,
     """The live state `at` seconds into a drill and the drill's nominal System."""
     p = drill_at(drill, at, seed, scheduler, every=at)
     return p.state, p.system
+
+
+def drill_with_knobs_at(drill: str, at: float, choose, seed: int | None = None) -> dict:
+    """Run a drill (scheduler off), at `at` set (t, N_p, N_d) = choose(live state, system) as
+    an operator pressing `o` would, run to the end; the scorecard as a dict."""
+    d = load_drill(drill)
+    with d.emulation(seed=seed, scheduler=False) as emu:
+        emu.run_until(at)
+        t, n_p, n_d = choose(LiveState.of(emu.snapshot(), emu.timeline.lengths_now()),
+                             d.scenario.system)
+        emu.set_threshold(t)
+        emu.set_split(n_p, n_d)
+        emu.run_until(d.duration)
+        return d.scorecard(emu).to_dict()
