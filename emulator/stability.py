@@ -130,7 +130,7 @@ class StabilityReport:
     ttft_rising: bool
     offered: float
     served: float
-    judged: bool = True  # False while the rows span less than 2/3 of the window (start-up)
+    judged: bool = True  # False in the warm-up: rows span < 2/3 of the window
 
     @property
     def unstable_stages(self) -> tuple[str, ...]:
@@ -157,15 +157,16 @@ def _theta(point: OperatingPoint, stage: str) -> float:
 
 
 def assess(rows: Sequence[Row], point: OperatingPoint | None = None, *, window: float = 180.0,
-           floor: NoiseFloor = NoiseFloor()) -> StabilityReport:
+           floor: NoiseFloor = NoiseFloor(), start: float = 0.0,
+           warmup: float = 60.0) -> StabilityReport:
     """Per stage over the last `window` seconds: queue trend, routed rate, load against the
-    (effective) model's Theta, and whether the queue grows. `rows` oldest first. Until the rows
-    span 2/3 of the window nothing is called unstable: a queue filling from empty at start-up
-    looks like growth."""
+    (effective) model's Theta, and whether the queue grows. `rows` oldest first. A queue filling
+    from empty looks like growth, so rows in the first `warmup` seconds after the run's `start`
+    are left out, and nothing is called unstable until the rest span 2/3 of the window."""
     if not rows:
         raise ValueError("assess needs at least one row")
     now = rows[-1].t
-    recent = [r for r in rows if r.t >= now - window]
+    recent = [r for r in rows if r.t >= max(now - window, start + warmup)] or [rows[-1]]
     ts = [r.t for r in recent]
     judged = ts[-1] - ts[0] >= 2 * window / 3
     stages = {}

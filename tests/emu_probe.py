@@ -14,6 +14,11 @@ from emulator.sim.engine import Emulation
 from emulator.stability import Row
 
 
+def system_of(preset: str) -> System:
+    """A shipped preset's nominal System."""
+    return presets.load(preset).system
+
+
 def _sample(emu: Emulation, until: float, every: float) -> list[Row]:
     rows = []
     t = every
