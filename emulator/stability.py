@@ -137,6 +137,13 @@ class StabilityReport:
         return tuple(s for s in STAGES if self.stages[s].growing)
 
     @property
+    def routed_share(self) -> float | None:
+        """The live p: PrfaaS's share of what the router sent (routed, not served: served
+        lags the routed share whenever a queue grows)."""
+        a, b = self.stages["prfaas"].routed_rate, self.stages["pd-p"].routed_rate
+        return a / (a + b) if a + b > 0 else None
+
+    @property
     def stable(self) -> bool:
         return not self.unstable_stages
 

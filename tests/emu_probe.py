@@ -75,3 +75,10 @@ def drill_with_knobs_at(drill: str, at: float, choose, seed: int | None = None) 
         emu.set_split(n_p, n_d)
         emu.run_until(d.duration)
         return d.scorecard(emu).to_dict()
+
+
+def engine_point_and_state(preset: str, paradigm: str, at: float = 60.0, mode: str = "exact"):
+    """(the engine's own model_point, the live state) `at` seconds into a healthy run."""
+    with Emulation(presets.load(preset), paradigm=paradigm, seed=1, duration=at) as emu:
+        emu.run_until(at)
+        return emu.model_point(mode), LiveState.of(emu.snapshot(), emu.timeline.lengths_now())

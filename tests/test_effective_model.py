@@ -23,7 +23,7 @@ from emulator.effective import (
 from emulator.model import MODES, evaluate
 from emulator.optimizer import search
 from emulator.units import GBPS
-from tests.emu_probe import drill_state_at, drill_with_knobs_at
+from tests.emu_probe import drill_state_at, drill_with_knobs_at, engine_point_and_state
 
 
 @pytest.fixture(scope="module")
@@ -144,3 +144,21 @@ def test_pressing_o_mid_loss_with_the_effective_optimum_beats_the_healthy_one():
     assert h["lost"] == e["lost"] == 0
     assert e["ttft_p90_during"] < 0.25 * h["ttft_p90_during"]
     assert e["peak_queue"]["prfaas"] < 0.25 * h["peak_queue"]["prfaas"]
+
+
+@pytest.mark.parametrize("paradigm", ["prfaas-pd", "homogeneous", "naive-heterogeneous"])
+def test_healthy_live_state_agrees_with_the_engines_model_point(paper, paradigm):
+    engine, state = engine_point_and_state("paper-case-study", paradigm)
+    assert state.paradigm == paradigm
+    for fn in (effective_point, nominal_point):
+        op = fn(paper.system, state, "exact")
+        assert op.lambda_max == pytest.approx(engine.lambda_max) and op.binding == engine.binding
+
+
+def test_an_outage_routes_nothing_remote_at_the_effective_optimum(paper, healthy):
+    state = replace(healthy, link_capacity=0.0)
+    assert effective_point(paper.system, state).lambda_max == 0.0
+    best = effective_optimum(paper.system, state)
+    assert best.p == 0.0 and best.lambda_max > 0
+    gone = replace(healthy, alive=replace(healthy.alive, prfaas=0), failed=StageCounts(4))
+    assert effective_optimum(paper.system, gone).p == 0.0

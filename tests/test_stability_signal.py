@@ -47,6 +47,7 @@ def test_a_growing_queue_trips_the_banner_with_its_slope():
     assert rep.banner == "unstable: PrfaaS backlog +0.09 req/s, TTFT rising"
     # the routed rate is served + growth: what the router sends, not what leaves
     assert rep.stages["prfaas"].routed_rate == pytest.approx(0.59)
+    assert rep.routed_share == pytest.approx(0.59 / 1.59)  # served alone would say 0.5 / 1.5
 
 
 def test_growth_below_the_floor_is_not_instability():
