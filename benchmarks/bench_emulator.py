@@ -23,7 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from emulator.presets import Scenario, load  # noqa: E402
+from emulator.scenario.presets import load  # noqa: E402
+from emulator.scenario.scenario import Scenario  # noqa: E402
 from emulator.sim.engine import Emulation  # noqa: E402
 
 

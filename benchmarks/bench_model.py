@@ -15,8 +15,8 @@ import dataclasses  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 
-from emulator import presets  # noqa: E402
 from emulator.optimizer import search  # noqa: E402
+from emulator.scenario import presets  # noqa: E402
 
 
 def bench(system, mode: str, repeats: int = 30) -> tuple[float, int]:

@@ -10,11 +10,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from emulator import presets
 from emulator.planner.goodput import SLO, Settings
 from emulator.planner.prune import prune
 from emulator.planner.space import AUTO_T, Space
 from emulator.planner.sweep import Plan, run_plan
+from emulator.scenario import presets
 from emulator.units import GBPS
 
 

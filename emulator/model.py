@@ -17,6 +17,7 @@ All functions are vectorized over t and the split so the optimizer can sweep a g
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 import numpy as np
 
@@ -25,7 +26,24 @@ from emulator.profiles import Profile
 from emulator.units import to_gbps
 
 MODES = ("paper", "exact")
-STAGES = ("prfaas", "pd-p", "pd-d")
+
+
+class Stage(StrEnum):
+    """The model's three stages, in the order of its ceiling stack (JSON keys and CLI names)."""
+
+    PRFAAS = "prfaas"
+    PD_P = "pd-p"
+    PD_D = "pd-d"
+
+
+class Cluster(StrEnum):
+    """Where instances live: the remote PrfaaS cluster or the local PD cluster."""
+
+    PRFAAS = "prfaas"
+    PD = "pd"
+
+
+STAGES: tuple[Stage, ...] = tuple(Stage)
 
 
 @dataclass(frozen=True)
@@ -87,7 +105,7 @@ class OperatingPoint:
     theta_pdd: float
     ceilings: dict[str, float] = field(default_factory=dict)
     lambda_max: float = 0.0
-    binding: str = "prfaas"
+    binding: Stage = Stage.PRFAAS
 
     @property
     def theta_prfaas(self) -> float:
@@ -116,7 +134,7 @@ class OperatingPoint:
     @property
     def eq7_residual(self) -> float:
         """(PrfaaS ceiling - PD-P ceiling) / the larger: 0 when t balances the producers."""
-        a, b = self.ceilings["prfaas"], self.ceilings["pd-p"]
+        a, b = self.ceilings[Stage.PRFAAS], self.ceilings[Stage.PD_P]
         if not (np.isfinite(a) and np.isfinite(b)):
             return float("nan")
         return (a - b) / max(a, b) if max(a, b) > 0 else 0.0
@@ -136,10 +154,10 @@ class OperatingPoint:
             "lambda_max": self.lambda_max, "binding": self.binding,
             "prfaas_term": self.prfaas_term,
             "ceilings": {s: _num(v) for s, v in self.ceilings.items()},
-            "theta": {"prfaas": _num(self.theta_prfaas),
+            "theta": {Stage.PRFAAS: _num(self.theta_prfaas),
                       "prfaas_compute": _num(self.theta_prfaas_compute),
                       "prfaas_bandwidth": _num(self.theta_prfaas_bandwidth),
-                      "pd-p": _num(self.theta_pdp), "pd-d": _num(self.theta_pdd)},
+                      Stage.PD_P: _num(self.theta_pdp), Stage.PD_D: _num(self.theta_pdd)},
             "egress_gbps": to_gbps(self.egress()),
             "egress_demand_gbps": to_gbps(self.egress_demand),
             "link_utilization": _num(self.link_utilization()),

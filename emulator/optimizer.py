@@ -7,13 +7,12 @@ local pool, as one numpy array. Ties go to the first maximum: the lowest t, then
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from emulator.model import Knobs, OperatingPoint, System, ceilings, evaluate, split_stats
-
-PARADIGMS = ("prfaas-pd", "homogeneous", "naive-heterogeneous")
+from emulator.paradigm import Paradigm, Stage
 
 
 @dataclass(frozen=True)
@@ -55,50 +54,40 @@ def search(system: System, mode: str = "paper", *, n_prfaas: int | None = None,
 
 def homogeneous(system: System, mode: str = "paper") -> OperatingPoint | None:
     """All prefill and decode in one pool of local-type instances (p = 0), its own best split."""
-    pool = system.homogeneous_pool
-    if pool <= 0:
+    par = Paradigm.HOMOGENEOUS
+    if par.unavailable(system):
         return None
-    prof = system.homogeneous_profile or system.local
-    lo, hi = system.lengths.support
-    st = split_stats(system.lengths, prof, prof, np.array([hi]), mode)
+    pool = par.pool(system)
+    prof = par.local_profile(system)
+    probe = par.model_knobs(system, Knobs(0.0, 0, pool, 0, system.bandwidth))
+    st = split_stats(system.lengths, prof, prof, np.array([probe.t]), mode)
     n_p = np.arange(pool + 1)
     *_, lam = ceilings(st, 0, n_p, pool - n_p, system.bandwidth, system.decode)
     ip = int(np.argmax(lam[0]))
-    knobs = Knobs(t=hi, n_p=ip, n_d=pool - ip, n_prfaas=0, bandwidth=system.bandwidth)
-    return evaluate(system, knobs, mode, profiles=(prof, prof))
+    return par.evaluate(system, replace(probe, n_p=ip, n_d=pool - ip), mode)
 
 
 def naive(system: System, mode: str = "paper", *, n_prfaas: int | None = None,
           bandwidth: float | None = None) -> OperatingPoint:
     """Every request prefilled remotely (t below the support, p = 1); all local decode."""
-    lo, _ = system.lengths.support
-    knobs = Knobs(t=max(lo - 1.0, 0.0), n_p=0, n_d=system.local_pool,
+    knobs = Knobs(t=0.0, n_p=0, n_d=Paradigm.NAIVE.pool(system),
                   n_prfaas=system.n_prfaas if n_prfaas is None else n_prfaas,
                   bandwidth=system.bandwidth if bandwidth is None else bandwidth)
-    return evaluate(system, knobs, mode)
-
-
-def cost_per_hour(system: System, paradigm: str) -> float | None:
-    if system.price_local is None:
-        return None
-    if paradigm == "homogeneous":
-        return system.homogeneous_pool * system.price_local
-    if system.price_prfaas is None:
-        return None
-    return system.n_prfaas * system.price_prfaas + system.local_pool * system.price_local
+    return Paradigm.NAIVE.evaluate(system, knobs, mode)
 
 
 def paradigms(system: System, mode: str = "paper",
-              best: OperatingPoint | None = None) -> dict[str, dict]:
+              best: OperatingPoint | None = None) -> dict[Paradigm, dict]:
     """The three paradigms on the same hardware, with ratios against homogeneous and, when the
     system has prices, requests per dollar."""
     pts = {
-        "prfaas-pd": best or search(system, mode).best,
-        "homogeneous": homogeneous(system, mode),
-        "naive-heterogeneous": naive(system, mode),
+        Paradigm.PRFAAS_PD: best or search(system, mode).best,
+        Paradigm.HOMOGENEOUS: homogeneous(system, mode),
+        Paradigm.NAIVE: naive(system, mode),
     }
-    base = pts["homogeneous"].lambda_max if pts["homogeneous"] else None
-    base_cost = cost_per_hour(system, "homogeneous")
+    homo = pts[Paradigm.HOMOGENEOUS]
+    base = homo.lambda_max if homo else None
+    base_cost = Paradigm.HOMOGENEOUS.cost_per_hour(system)
     base_per_cost = base * 3600 / base_cost if base and base_cost else None
     out: dict[str, dict] = {}
     for name, op in pts.items():
@@ -106,10 +95,23 @@ def paradigms(system: System, mode: str = "paper",
             continue
         d = op.to_dict()
         d["vs_homogeneous"] = op.lambda_max / base if base else None
-        cost = cost_per_hour(system, name)
+        cost = name.cost_per_hour(system)
         d["cost_per_hour"] = cost
         d["requests_per_dollar"] = op.lambda_max * 3600 / cost if cost else None
         d["per_cost_vs_homogeneous"] = (d["requests_per_dollar"] / base_per_cost
                                         if cost and base_per_cost else None)
         out[name] = d
     return out
+
+
+def starting_split(system: System, paradigm: Paradigm, split: tuple[int, int],
+                   mode: str = "paper") -> tuple[int, int]:
+    """The (N_p, N_d) a paradigm starts from when switched to: PrfaaS-PD keeps `split`, its
+    own pool (homogeneous) takes that pool's best split, no PD-P (naive) gives the whole local
+    pool to decode."""
+    if paradigm.behaviour.own_pool:
+        op = homogeneous(system, mode)
+        return (op.knobs.n_p, op.knobs.n_d) if op is not None else split
+    if Stage.PD_P not in paradigm.stages:
+        return 0, paradigm.pool(system)
+    return split

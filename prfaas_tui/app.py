@@ -20,8 +20,8 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from emulator import presets
-from emulator.presets import Scenario
+from emulator.scenario import presets
+from emulator.scenario.scenario import Scenario
 from prfaas_tui.live import load_drill
 from prfaas_tui.widgets.live_charts import LiveCharts
 from prfaas_tui.widgets.modelview import DEFAULT_SPEED

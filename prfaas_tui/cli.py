@@ -10,11 +10,11 @@ import argparse
 import importlib
 import sys
 
-from emulator.config import PresetError
+from emulator.scenario.reader import PresetError
 from emulator.torch_prefill import TorchUnavailable
 from emulator.traces import TraceError
 from emulator.units import UnitError
-from prfaas_tui.commands.common import UsageError
+from prfaas_tui.errors import UsageError
 
 # subcommand -> module under prfaas_tui.commands (imported lazily: `solve` must not pay for Textual)
 COMMANDS = ("presets", "solve", "run", "drill", "profile", "plan", "snapshot")

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from emulator import presets
+from emulator.scenario import presets
 
 os.environ.pop("NO_COLOR", None)  # NO_COLOR changes Textual's SVG output
 

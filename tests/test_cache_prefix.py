@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emulator.presets import load
+from emulator.scenario.presets import load
 from emulator.sim.prefix_cache import (
     CacheStats,
     GlobalCacheIndex,

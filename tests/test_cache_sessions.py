@@ -14,11 +14,11 @@ import pytest
 from emulator.distributions import Empirical, TruncatedLogNormal
 from emulator.model import ceilings, split_stats
 from emulator.optimizer import search
-from emulator.presets import load
+from emulator.scenario.cache import SessionWorkload
+from emulator.scenario.presets import load
 from emulator.sim.prefix_cache import KvLayout, PrefixCache, kv_layout
 from emulator.sim.sessions import (
     Request,
-    SessionWorkload,
     block_reuse,
     constant,
     from_trace,

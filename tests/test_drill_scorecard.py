@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from emulator.config import PresetError
+from emulator.scenario.reader import PresetError
 from emulator.sim.drills import Drill, list_drills, load_drill, recovery_time, scorecard
 from emulator.sim.engine import Emulation
 

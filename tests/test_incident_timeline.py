@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from emulator.config import PresetError
 from emulator.distributions import Discrete
-from emulator.presets import from_dict
+from emulator.scenario.presets import from_dict
+from emulator.scenario.reader import PresetError
 from emulator.sim.engine import Emulation
 from emulator.sim.incidents import (
     Brownout,

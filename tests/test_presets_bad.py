@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from emulator import presets
-from emulator.config import PresetError
-from emulator.presets import presets_dir
+from emulator.scenario import presets
+from emulator.scenario.presets import presets_dir
+from emulator.scenario.reader import PresetError
 from prfaas_tui.cli import main
 
 TOY = (presets_dir() / "toy.toml").read_text()

@@ -9,6 +9,7 @@ import pytest
 
 from emulator.model import Knobs, evaluate
 from emulator.optimizer import search
+from emulator.scenario.presets import from_dict
 from emulator.sim.engine import Emulation
 from emulator.sim.incidents import LengthShift, Reweighted
 
@@ -78,8 +79,7 @@ def test_no_conversions_with_headroom(paper):
 
 @pytest.mark.parametrize("key", ["gain_margin", "min_dwell", "stress"])
 def test_hysteresis_knobs_are_read(paper, key):
-    from emulator.config import PresetError
-    from emulator.presets import from_dict
+    from emulator.scenario.reader import PresetError
     from emulator.sim.drills import merge
 
     with pytest.raises(PresetError, match=f"scheduler.{key}"):

@@ -8,10 +8,10 @@ import dataclasses
 import numpy as np
 import pytest
 
-from emulator.config import PresetError
 from emulator.distributions import Empirical
 from emulator.model import Knobs, evaluate
-from emulator.presets import from_dict
+from emulator.scenario.presets import from_dict
+from emulator.scenario.reader import PresetError
 from emulator.sim.drills import merge
 from emulator.sim.engine import Emulation
 from emulator.sim.incidents import Brownout

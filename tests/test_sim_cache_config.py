@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from test_sim_cache_support import SESSIONS, cache_preset
 
-from emulator.config import PresetError
-from emulator.sim.sessions import SessionWorkload
+from emulator.scenario.cache import SessionWorkload
+from emulator.scenario.reader import PresetError
 
 
 def test_cache_keys(tmp_path):

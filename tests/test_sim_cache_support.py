@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from emulator.presets import Scenario, load
+from emulator.scenario.presets import load
+from emulator.scenario.scenario import Scenario
 
 SESSIONS = ('sessions = { rate = 0.1, turns = 4, think_time = "20 s", system_prompt = "1K", '
             'user_tokens = { kind = "lognormal", mu = 6.5, sigma = 0.8, lo = 16, hi = "8K" } }')

@@ -5,8 +5,8 @@ import tomllib
 
 import pytest
 
-from emulator.presets import from_dict, load, presets_dir
-from emulator.sim.config import StepProfile
+from emulator.scenario.presets import from_dict, load, presets_dir
+from emulator.scenario.sim import StepProfile
 from emulator.sim.decode import DecodeStage
 from emulator.sim.loop import VirtualTimeLoop
 from emulator.sim.pool import Pool
@@ -153,7 +153,7 @@ def test_decode_bound_run_serves_at_theta_pdd():
 
 
 def test_output_length_mean_must_match_l_out(tmp_path):
-    from emulator.config import PresetError
+    from emulator.scenario.reader import PresetError
 
     bad = DECODE_BOUND.replace("values = [50, 150]", "values = [50, 100]")
     with pytest.raises(PresetError, match="output_lengths: mean 75.0 differs from decode.l_out"):
@@ -161,7 +161,7 @@ def test_output_length_mean_must_match_l_out(tmp_path):
 
 
 def test_decode_keys_parse_strictly():
-    from emulator.config import PresetError
+    from emulator.scenario.reader import PresetError
 
     text = (presets_dir() / "toy.toml").read_text()
     sc = from_dict(tomllib.loads(text.replace("l_out = 100", 'l_out = 100\nkv_budget = "10 GB"\n'

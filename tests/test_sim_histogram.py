@@ -6,7 +6,7 @@ import sys
 import numpy as np
 import pytest
 
-from emulator.presets import load
+from emulator.scenario.presets import load
 from emulator.sim.costs import ScalarCurve
 from emulator.sim.histogram import LogHistogram
 

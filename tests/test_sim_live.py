@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from emulator.distributions import Discrete
-from emulator.presets import load, presets_dir
+from emulator.scenario.presets import load, presets_dir
 from emulator.sim.engine import Emulation
 
 

@@ -5,7 +5,7 @@ link that stage (the min() of Eq. 3 emerges from pipelined transfers)."""
 
 import pytest
 
-from emulator.presets import load
+from emulator.scenario.presets import load
 from emulator.sim.capacity import find_capacity, saturating_stage
 from emulator.sim.engine import Emulation
 from emulator.units import GBPS

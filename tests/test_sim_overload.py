@@ -6,7 +6,7 @@ import tracemalloc
 
 import pytest
 
-from emulator.presets import from_dict
+from emulator.scenario.presets import from_dict
 from emulator.sim.engine import Emulation
 
 # The toy, 100 x slower, so that 10 x Lambda_max for a day is ~17,000 requests.

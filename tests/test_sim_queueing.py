@@ -4,7 +4,7 @@ import tomllib
 
 import pytest
 
-from emulator.presets import from_dict, load
+from emulator.scenario.presets import from_dict, load
 from emulator.sim.engine import Emulation
 
 ONE_SERVER = """

@@ -2,7 +2,7 @@
 
 import pytest
 
-from emulator.presets import load
+from emulator.scenario.presets import load
 from emulator.sim.engine import Emulation
 from emulator.sim.request import Request
 from emulator.sim.router import Router

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from emulator.presets import load, presets_dir
+from emulator.scenario.presets import load, presets_dir
 from emulator.sim.engine import Emulation
 from emulator.traces import TraceError
 from tests.test_sim_cli import cli

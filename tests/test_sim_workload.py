@@ -4,7 +4,7 @@ shape; lengths come from the model's distribution; draws are seeded."""
 import numpy as np
 import pytest
 
-from emulator.presets import load, presets_dir
+from emulator.scenario.presets import load, presets_dir
 from emulator.sim.loop import VirtualTimeLoop
 from emulator.sim.workload import SyntheticSource, Workload
 
@@ -50,7 +50,7 @@ def test_lengths_follow_the_model_distribution_and_seeds_repeat():
 
 
 def test_bad_arrival_keys_name_the_key(tmp_path):
-    from emulator.config import PresetError
+    from emulator.scenario.reader import PresetError
 
     text = (presets_dir() / "toy.toml").read_text()
     path = tmp_path / "x.toml"

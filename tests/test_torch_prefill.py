@@ -144,7 +144,7 @@ def test_profile_toml_has_the_loader_format(tmp_path):
 
 
 def test_profile_file_loads_as_a_project_profile(tmp_path):
-    presets = pytest.importorskip("emulator.presets")
+    presets = pytest.importorskip("emulator.scenario.presets")
     if not hasattr(presets, "_profile_file"):
         pytest.skip("the preset loader changed shape")
     prof = profile_model("dense-tiny", [32, 64], device="cpu", repeats=1, warmup=0)

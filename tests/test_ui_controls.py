@@ -9,7 +9,7 @@ import math
 import pytest
 from test_ui_support import dash, panel_text, screen_text, select_knob
 
-from emulator import presets
+from emulator.scenario import presets
 from emulator.units import format_tokens
 from prfaas_tui.app import PrfaasApp
 from prfaas_tui.screens.compare import CompareScreen

@@ -21,7 +21,7 @@ SIZE = (160, 48)
 @pytest.fixture(scope="module")
 def plan_text(tmp_path_factory) -> str:
     """A tiny plan on the toy preset (every paradigm, 6 candidates); its file's text."""
-    from emulator import presets
+    from emulator.scenario import presets
 
     toy = presets.load("toy")
     plan = Plan(toy, Space.around(toy), Settings(SLO(5.0), seeds=(1,), duration=120.0, steps=3))

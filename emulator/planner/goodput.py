@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from emulator.planner.prune import Scored, candidate_system
-from emulator.presets import Scenario, check_knobs
+from emulator.scenario.scenario import Scenario, check_knobs
 
 KEEPS_UP = 0.95
 

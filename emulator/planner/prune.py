@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from emulator.model import STAGES, SplitStats, System, ceilings, split_stats
+from emulator.paradigm import Paradigm
 from emulator.planner.space import AUTO_T, Candidate
 
 MODE = "exact"
@@ -34,7 +35,7 @@ class Scored:
 
 def candidate_system(system: System, c: Candidate) -> System:
     """The model's System for one candidate (homogeneous: its pool with the local-type profile)."""
-    if c.paradigm == "homogeneous":
+    if c.paradigm == Paradigm.HOMOGENEOUS:
         prof = system.homogeneous_profile or system.local
         return replace(system, prfaas=prof, local=prof, n_prfaas=0, local_pool=c.n_p + c.n_d,
                        homogeneous_pool=c.n_p + c.n_d, homogeneous_profile=prof)
@@ -58,10 +59,10 @@ def score_all(system: System, cands: list[Candidate]) -> list[Scored]:
     out: list[Scored | None] = [None] * len(cands)
     by_profile: dict[str, list[int]] = {}
     for i, c in enumerate(cands):
-        by_profile.setdefault("homogeneous" if c.paradigm == "homogeneous" else "hetero", []).append(i)
-    for kind, idx in by_profile.items():
+        by_profile.setdefault(c.paradigm == Paradigm.HOMOGENEOUS, []).append(i)
+    for own_pool, idx in by_profile.items():
         sysk = candidate_system(system, cands[idx[0]])
-        ts = np.array([hi if kind == "homogeneous" else cands[i].t for i in idx], dtype=float)
+        ts = np.array([hi if own_pool else cands[i].t for i in idx], dtype=float)
         auto = ts == AUTO_T
         # resolve AUTO_T per deployment on the full grid
         st_grid = split_stats(system.lengths, sysk.prfaas, sysk.local, grid, MODE)

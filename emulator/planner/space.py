@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from emulator.optimizer import PARADIGMS
-from emulator.presets import Scenario
+from emulator.paradigm import Paradigm
+from emulator.scenario.scenario import Scenario
 
 AUTO_T = -1.0  # "the model decides t" (the optimizer's best threshold for that deployment)
 
@@ -38,7 +38,7 @@ class Candidate:
         """Short text for tables; `resolved_t` shows the threshold AUTO_T became."""
         from emulator.units import format_tokens, to_gbps
         t = resolved_t if resolved_t is not None else self.t
-        t = "auto" if t == AUTO_T else "-" if self.paradigm != "prfaas-pd" else format_tokens(t)
+        t = "auto" if t == AUTO_T else "-" if not Paradigm(self.paradigm).threshold_routing else format_tokens(t)
         return (f"{self.paradigm} {self.n_prfaas}/{self.n_p}/{self.n_d} t={t} "
                 f"B={to_gbps(self.bandwidth):g}G")
 
@@ -52,12 +52,12 @@ class Space:
     homogeneous_pools: tuple[int, ...]
     thresholds: tuple[float, ...]  # AUTO_T or explicit token counts
     bandwidths: tuple[float, ...]
-    paradigms: tuple[str, ...] = PARADIGMS
+    paradigms: tuple[Paradigm, ...] = tuple(Paradigm)
 
     def candidates(self) -> list[Candidate]:
         out: list[Candidate] = []
         for paradigm in self.paradigms:
-            if paradigm == "homogeneous":  # its own pool of local-type instances, p = 0
+            if paradigm == Paradigm.HOMOGENEOUS:  # its own pool of local-type instances, p = 0
                 for pool in self.homogeneous_pools:
                     out += [Candidate(paradigm, 0, n_p, pool - n_p, np.inf, self.bandwidths[0])
                             for n_p in range(1, pool)]
@@ -65,7 +65,7 @@ class Space:
             for n_pf, pool, bw in itertools.product(self.n_prfaas, self.pools, self.bandwidths):
                 if n_pf == 0:
                     continue
-                if paradigm == "naive-heterogeneous":
+                if paradigm == Paradigm.NAIVE:
                     out.append(Candidate(paradigm, n_pf, 0, pool, 0.0, bw))
                     continue
                 for n_p, t in itertools.product(range(1, pool), self.thresholds):
@@ -77,7 +77,7 @@ class Space:
                pools: tuple[int, ...] | None = None,
                homogeneous_pools: tuple[int, ...] | None = None, thresholds: tuple[float, ...] = (AUTO_T,),
                bandwidths: tuple[float, ...] | None = None,
-               paradigms: tuple[str, ...] = PARADIGMS) -> Space:
+               paradigms: tuple[Paradigm, ...] = tuple(Paradigm)) -> Space:
         s = sc.system
         homo = homogeneous_pools or ((s.homogeneous_pool,) if s.homogeneous_pool else ())
         return cls(n_prfaas=n_prfaas or (s.n_prfaas,), pools=pools or (s.local_pool,),

@@ -11,7 +11,7 @@ from emulator.planner.executors import run_dask, run_local
 from emulator.planner.goodput import Settings, slo_goodput
 from emulator.planner.prune import Scored, prune
 from emulator.planner.space import Space
-from emulator.presets import Scenario
+from emulator.scenario.scenario import Scenario
 from emulator.units import to_gbps
 
 

@@ -25,7 +25,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from emulator.profiles import Profile
-from emulator.sim.cache_config import CacheConfig
+from emulator.scenario.cache import CacheConfig
 from emulator.sim.cache_routing import ScarcityDetector
 from emulator.sim.link import Flow, Link
 from emulator.sim.prefix_cache import CLUSTERS, GlobalCacheIndex, PrefixCache, kv_layout

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from emulator.model import STAGES
-from emulator.presets import Scenario
+from emulator.scenario.scenario import Scenario
 from emulator.sim.engine import Emulation
 
 

@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable
 from operator import attrgetter
 
-from emulator.sim.config import StepProfile
+from emulator.scenario.sim import StepProfile
 from emulator.sim.request import Request
 from emulator.sim.stage import Stage, Worker
 

@@ -32,9 +32,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from emulator.config import PresetError, Reader, between, non_negative, positive
 from emulator.model import STAGES, _num
-from emulator.presets import Scenario, from_dict, presets_dir, resolve
+from emulator.scenario.presets import from_dict, presets_dir, resolve
+from emulator.scenario.reader import PresetError, Reader, between, non_negative, positive
+from emulator.scenario.scenario import Scenario
 from emulator.sim.engine import Emulation
 from emulator.units import parse_duration
 

@@ -24,7 +24,8 @@ import numpy as np
 from emulator.distributions import LengthDistribution
 from emulator.model import STAGES, Knobs, OperatingPoint, evaluate
 from emulator.optimizer import homogeneous as homogeneous_point
-from emulator.presets import Scenario
+from emulator.paradigm import Paradigm
+from emulator.scenario.scenario import Scenario
 from emulator.sim.accounting import Accounting
 from emulator.sim.cache_runtime import CacheRuntime
 from emulator.sim.costs import Costs
@@ -37,7 +38,7 @@ from emulator.sim.pool import Pool
 from emulator.sim.prefill import PrefillStage
 from emulator.sim.prefill_backend import TorchService, start_hook
 from emulator.sim.request import Request
-from emulator.sim.router import PrefixLookup, Router, check_paradigm
+from emulator.sim.router import PrefixLookup, Router
 from emulator.sim.scheduler import Scheduler
 from emulator.sim.sessions import generate_sessions, to_trace
 from emulator.sim.snapshot import LinkSnap, LiveKnobs, Snapshot, StageSnap
@@ -69,7 +70,7 @@ class Emulation:
                  trace: str | Trace | None = None, mode: str = "exact",
                  n_p: int | None = None, n_d: int | None = None,
                  cached_prefix: PrefixLookup | None = None):
-        check_paradigm(paradigm)
+        paradigm = Paradigm(paradigm)
         if rate is not None and load is not None:
             raise ValueError("give a rate or a load, not both")
         sim = scenario.sim
@@ -416,7 +417,7 @@ class Emulation:
         self.workload.set_lengths(dist)
 
     def set_paradigm(self, paradigm: str) -> None:
-        check_paradigm(paradigm)
+        paradigm = Paradigm(paradigm)
         self._apply_paradigm(paradigm, None, None, immediate=False)
         self.note(f"paradigm -> {paradigm}")
 

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from emulator.config import Reader, non_negative, one_of, positive
 from emulator.distributions import LengthDistribution
-from emulator.lengths_config import parse_lengths
 from emulator.model import STAGES
+from emulator.scenario.lengths import parse_lengths
+from emulator.scenario.reader import Reader, non_negative, one_of, positive
 from emulator.sim.workload import TraceSource
 from emulator.units import format_tokens, parse_duration, parse_tokens
 

@@ -6,65 +6,21 @@ exact (the clock does not move while the model runs) in headless and paced runs 
 numbers now vary from run to run. The measured seconds become the service time, the measured KV
 bytes the flow's size; decode memory (`kv_budget`, admission) keeps using the profile's S_kv.
 
-[prefill]  backend ("profile" | "torch"), model (default "hybrid-tiny"), device ("cpu" / "cuda";
-           default: cuda when present), length_scale (run round(l * scale) tokens and scale the
-           results back, see TorchPrefillBackend), stages (default ["prfaas", "pd-p"])
+The `[prefill]` section is read by emulator.scenario.prefill.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
-from emulator.config import Reader, one_of, positive
+from emulator.scenario.prefill import PrefillBackendConfig
 from emulator.torch_prefill.config import get_config, kv_bytes_from_config
 
 if TYPE_CHECKING:
     from emulator.sim.cache_runtime import CacheRuntime
     from emulator.sim.prefill import PrefillStage, PrefillWorker
     from emulator.sim.request import Request
-
-BACKENDS = ("profile", "torch")
-PREFILL_STAGES = ("prfaas", "pd-p")
-
-
-@dataclass(frozen=True)
-class PrefillBackendConfig:
-    backend: str = "profile"
-    model: str = "hybrid-tiny"
-    device: str | None = None
-    length_scale: float = 1.0
-    stages: tuple[str, ...] = PREFILL_STAGES
-
-
-def parse_prefill(root: Reader) -> PrefillBackendConfig | None:
-    """The `[prefill]` section; None for the profile backend (nothing to change)."""
-    p = root.section("prefill")
-    if p is None:
-        return None
-    backend = p.get("backend", str, "profile", check=one_of(*BACKENDS))
-    model = p.get("model", str, "hybrid-tiny")
-    try:
-        get_config(model)
-    except ValueError as exc:
-        raise p.error("model", str(exc)) from None
-    stages = p.raw("stages", list(PREFILL_STAGES))
-    if (not isinstance(stages, list) or not stages
-            or any(s not in PREFILL_STAGES for s in stages)):
-        raise p.error("stages", f"must be a non-empty list of {', '.join(PREFILL_STAGES)}, "
-                      f"got {stages!r}")
-    cfg = PrefillBackendConfig(backend, model, p.get("device", str, None, check=check_device),
-                               p.get("length_scale", float, 1.0, check=positive),
-                               tuple(dict.fromkeys(stages)))
-    p.finish()
-    return cfg if backend == "torch" else None
-
-
-def check_device(device: str) -> str | None:
-    ok = device in ("cpu", "cuda") or device.startswith("cuda:")
-    return None if ok else f"must be cpu, cuda or cuda:N, got {device!r}"
-
 
 class Measured(NamedTuple):
     seconds: float  # service time

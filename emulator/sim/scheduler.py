@@ -35,66 +35,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from emulator.config import Reader, between, non_negative, one_of, positive
 from emulator.distributions import Empirical
-from emulator.model import MODES, System, ceilings, split_stats
+from emulator.model import System, ceilings, split_stats
 from emulator.optimizer import search
+from emulator.scenario.scheduler import SchedulerConfig
 from emulator.sim.metrics import window
-from emulator.units import format_tokens, parse_duration, to_gbps
+from emulator.units import format_tokens, to_gbps
 
 if TYPE_CHECKING:
     from emulator.sim.engine import Emulation
-
-
-@dataclass(frozen=True)
-class SchedulerConfig:
-    """The `[scheduler]` section. Off unless `enabled`; the paper gives no numbers, these
-    defaults are this project's."""
-
-    enabled: bool = False
-    mode: str = "exact"  # model mode the re-solves use (the emulator follows `exact`)
-    period: float = 10.0  # short loop, seconds
-    egress_high: float = 0.85  # PrfaaS egress / current link capacity that triggers
-    queue_high: int = 8  # queued prefills (PrfaaS or PD-P) that trigger
-    capacity_change: float = 0.1  # relative change of link capacity since the last solve
-    capacity_tau: float = 30.0  # seconds: the short loop's link-capacity estimate (an EWMA)
-    p_drift: float = 0.1  # change of the routed share since the last solve
-    t_margin: float = 0.05  # apply a new t only if the producers' ceiling gains this much
-    history: int = 512  # recent incremental lengths the short loop solves on
-    min_samples: int = 256  # no re-solve on fewer observed lengths (the long loop: long_history / 2)
-    long_period: float = 120.0  # long loop, seconds (0: off)
-    long_history: int = 2048
-    gain_margin: float = 0.05  # convert only if the optimum beats the current split by this
-    stress: float = 0.8  # ... and only if the offered rate is at least this x the current Lambda
-    min_dwell: float = 300.0  # seconds between conversions
-
-
-def parse_scheduler(r: Reader | None) -> SchedulerConfig:
-    if r is None:
-        return SchedulerConfig()
-    fraction = between(0.0, 1.0)
-    kw = {
-        "enabled": r.get("enabled", bool, True),
-        "mode": r.get("mode", str, "exact", check=one_of(*MODES)),
-        "period": r.get("period", parse_duration, 10.0, check=positive),
-        "egress_high": r.get("egress_high", float, 0.85, check=positive),
-        "queue_high": r.get("queue_high", int, 8, check=positive),
-        "capacity_change": r.get("capacity_change", float, 0.1, check=fraction),
-        "capacity_tau": r.get("capacity_tau", parse_duration, 30.0, check=non_negative),
-        "p_drift": r.get("p_drift", float, 0.1, check=fraction),
-        "t_margin": r.get("t_margin", float, 0.05, check=non_negative),
-        "history": r.get("history", int, 512, check=lambda x: None if x >= 16 else "must be >= 16"),
-        "min_samples": r.get("min_samples", int, 256, check=positive),
-        "long_period": r.get("long_period", parse_duration, 120.0, check=non_negative),
-        "long_history": r.get("long_history", int, 2048, check=positive),
-        "gain_margin": r.get("gain_margin", float, 0.05, check=non_negative),
-        "stress": r.get("stress", float, 0.8, check=non_negative),
-        "min_dwell": r.get("min_dwell", parse_duration, 300.0, check=non_negative),
-    }
-    if kw["long_history"] < kw["history"]:
-        raise r.error("long_history", f"must be at least history ({kw['history']})")
-    r.finish()
-    return SchedulerConfig(**kw)
 
 
 @dataclass(frozen=True)
@@ -226,7 +175,7 @@ class Scheduler:
     # -- short timescale: t ------------------------------------------------------------------
     def short_tick(self) -> None:
         reasons = self.triggers()
-        if reasons and self.emu.paradigm == "prfaas-pd":
+        if reasons and self.emu.paradigm.threshold_routing:
             self.resolve_t(", ".join(reasons))
 
     def resolve_t(self, reason: str, n_p: int | None = None) -> None:
@@ -255,7 +204,7 @@ class Scheduler:
         emu, cfg = self.emu, self.config
         prev, now = self._long_prev, emu.totals()
         self._long_prev = now
-        if emu.paradigm != "prfaas-pd" or emu.now - self._last_convert < cfg.min_dwell:
+        if not emu.paradigm.threshold_routing or emu.now - self._last_convert < cfg.min_dwell:
             return
         if any(m.role != m.target for m in emu.local.machines[: emu.local.size]):
             return  # a conversion is still draining or reloading

@@ -15,13 +15,13 @@ workload does not depend on how fast the emulated system serves it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
 from emulator.distributions import Discrete, LengthDistribution
-from emulator.traces import MOONCAKE_BLOCK_TOKENS, Trace
+from emulator.scenario.cache import SessionWorkload
+from emulator.traces import Trace
 
 
 class Request(NamedTuple):
@@ -32,31 +32,6 @@ class Request(NamedTuple):
     output_length: int  # tokens to decode
     hash_ids: tuple[int, ...]  # one id per block of the prompt, the last possibly partial
     session: int = -1  # session id, -1 when unknown (trace replay)
-
-
-@dataclass(frozen=True)
-class SessionWorkload:
-    """Multi-turn chat sessions arriving as a Poisson process."""
-
-    session_rate: float  # sessions per second
-    first_turn: LengthDistribution  # new user tokens of turn 1 (after the system prompt)
-    user_tokens: LengthDistribution  # new user tokens of every later turn
-    output_tokens: LengthDistribution  # decoded tokens per turn
-    mean_turns: float = 4.0  # turns per session: geometric on {1, 2, ...} with this mean
-    think_time: float = 30.0  # mean seconds between a turn's arrival and the next (exponential)
-    system_prompt_blocks: int = 0  # shared by all sessions
-    max_context: int = 128 * 1024  # a session ends before a turn's input would exceed this
-    block_tokens: int = MOONCAKE_BLOCK_TOKENS
-
-    def __post_init__(self) -> None:
-        if not self.session_rate > 0:
-            raise ValueError("session_rate must be > 0")
-        if not self.mean_turns >= 1:
-            raise ValueError("mean_turns must be >= 1")
-        if self.think_time < 0 or self.system_prompt_blocks < 0 or self.block_tokens <= 0:
-            raise ValueError("think_time and system_prompt_blocks must be >= 0, block_tokens > 0")
-        if self.system_prompt_blocks * self.block_tokens >= self.max_context:
-            raise ValueError("the system prompt alone reaches max_context")
 
 
 def generate_sessions(work: SessionWorkload, rng: np.random.Generator, *,

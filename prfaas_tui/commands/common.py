@@ -1,31 +1,41 @@
-"""Flags shared by the headless commands, and turning them into a validated Scenario."""
+"""What the headless commands share: knob flags generated from emulator.scenario.knobs.KNOBS,
+parsed flag values, and turning them into validated Controls (Controls.validate, the check the
+dashboard and the engine use too)."""
 
 from __future__ import annotations
 
 import argparse
-import math
+from collections.abc import Callable, Iterable
+from typing import Any
 
-from emulator import presets
-from emulator.config import PresetError
-from emulator.presets import Scenario
-from emulator.units import UnitError, parse_bandwidth, parse_tokens
+from emulator.optimizer import starting_split
+from emulator.paradigm import Paradigm
+from emulator.scenario.knobs import KNOBS, Controls, KnobError
+from emulator.scenario.presets import load
+from emulator.scenario.scenario import Scenario
+from emulator.units import UnitError
+from prfaas_tui.errors import UsageError
 
-
-class UsageError(ValueError):
-    """A bad command-line value; str() is the one line the user sees."""
-
-
-def add_scenario_flags(p: argparse.ArgumentParser, default_preset: str = "paper-case-study") -> None:
-    p.add_argument("--preset", default=default_preset, help="preset name or TOML path")
-    p.add_argument("--t", dest="t", metavar="TOKENS", help="routing threshold, e.g. 19400 or 32K")
-    p.add_argument("--np", dest="n_p", type=int, metavar="N", help="local prefill instances (PD-P)")
-    p.add_argument("--nd", dest="n_d", type=int, metavar="N", help="local decode instances (PD-D)")
-    p.add_argument("--nprfaas", dest="n_prfaas", type=int, metavar="N", help="PrfaaS instances")
-    p.add_argument("--bandwidth", metavar="GBPS",
-                   help="cross-datacenter egress B_out: a number in Gbps or '1000 MB/s'")
+# the knobs every scenario command takes; `run` adds rate and paradigm
+DEPLOYMENT_KNOBS = ("t", "n_p", "n_d", "n_prfaas", "bandwidth")
 
 
-def parse_flag(flag: str, conv, raw: str | None, check=None):
+def add_scenario_flags(p: argparse.ArgumentParser,
+                       names: Iterable[str] = DEPLOYMENT_KNOBS) -> None:
+    """--preset and one flag per knob, spelled as KNOBS says (old spellings stay as hidden
+    aliases)."""
+    p.add_argument("--preset", default="paper-case-study", metavar="NAME|PATH",
+                   help="shipped preset name or TOML path (default: paper-case-study)")
+    for name in names:
+        k = KNOBS[name]
+        choices = {"choices": list(Paradigm)} if k.parse is Paradigm else {}
+        p.add_argument(k.flag, dest=name, metavar=k.unit, help=k.help, **choices)
+        for alias in k.aliases:
+            p.add_argument(alias, dest=name, help=argparse.SUPPRESS)
+
+
+def parse_flag(flag: str, conv: Callable[[Any], Any], raw: str | None,
+               check: Callable[[Any], str | None] | None = None) -> Any:
     """A flag's value through `conv` (None when not given); every failure a UsageError naming
     the flag. `check` returns an error text or None."""
     if raw is None:
@@ -39,40 +49,32 @@ def parse_flag(flag: str, conv, raw: str | None, check=None):
     return value
 
 
-def whole(raw: str) -> int:
+def knob_error(exc: KnobError) -> UsageError:
+    """A KnobError in flag terms: the split's checks name both split flags."""
+    if exc.knob in ("n_p", "n_d"):
+        return UsageError(f"{KNOBS['n_p'].flag}/{KNOBS['n_d'].flag}: {exc}")
+    return UsageError(f"{KNOBS[exc.knob].flag}: {exc.reason}")
+
+
+def controls_from_args(sc: Scenario, args: argparse.Namespace,
+                       mode: str = "exact") -> tuple[Controls, dict[str, Any]]:
+    """The scenario's controls with the knob flags applied and validated, and the flags that
+    were given ({knob: value}). One meaning everywhere: a flag sets its knob and nothing else
+    (--np alone keeps the preset's N_d); a paradigm starts from its own split."""
+    given = {name: parse_flag(k.flag, k.parse, getattr(args, name))
+             for name, k in KNOBS.items() if getattr(args, name, None) is not None}
+    base = sc.controls
+    paradigm = given.get("paradigm", base.paradigm)
+    n_p, n_d = starting_split(sc.system, paradigm, (base.n_p, base.n_d), mode)
     try:
-        return int(raw)
-    except ValueError:
-        raise ValueError(f"must be a whole number, got {raw!r}") from None
-
-
-def positive(x: float) -> str | None:
-    return None if x > 0 and math.isfinite(x) else "must be > 0"
-
-
-def non_negative(x: float) -> str | None:
-    return None if x >= 0 and math.isfinite(x) else "must be >= 0"
-
-
-# check_knobs names preset keys; a scenario that loaded can only be broken by the flags
-_FLAG_OF_KEY = {"deployment.threshold": "--t", "deployment.n_p": "--np/--nd",
-                "deployment.n_d": "--np/--nd", "deployment.n_prfaas": "--nprfaas",
-                "deployment.bandwidth": "--bandwidth"}
+        c = base.changed(sc.system, **{"paradigm": paradigm, "n_p": n_p, "n_d": n_d, **given})
+    except KnobError as exc:
+        raise knob_error(exc) from None
+    return c, given
 
 
 def scenario_from_args(args: argparse.Namespace) -> Scenario:
-    """Load the preset and apply --t/--np/--nd/--nprfaas/--bandwidth, validated like a preset
-    (presets.check_knobs) with the error naming the flag."""
-    sc = presets.load(args.preset)
-    t = parse_flag("--t", parse_tokens, args.t)
-    bw = parse_flag("--bandwidth", parse_bandwidth, args.bandwidth)
-    n_p, n_d = args.n_p, args.n_d
-    pool = sc.system.local_pool
-    if n_p is not None and n_d is None:
-        n_d = max(pool - n_p, 0)
-    elif n_d is not None and n_p is None:
-        n_p = max(pool - n_d, 0)
-    try:
-        return sc.with_knobs(t=t, n_p=n_p, n_d=n_d, n_prfaas=args.n_prfaas, bandwidth=bw)
-    except PresetError as exc:
-        raise UsageError(f"{_FLAG_OF_KEY.get(exc.key, exc.key)}: {exc.message}") from None
+    """Load the preset and deploy it at the knob flags."""
+    sc = load(args.preset)
+    c, _ = controls_from_args(sc, args)
+    return sc.with_controls(c)

@@ -13,10 +13,12 @@ import math
 import sys
 import time
 
+from emulator.scenario.knobs import whole
+from emulator.scenario.reader import non_negative
 from emulator.sim.accounting import AccountingError
 from emulator.sim.drills import Drill, list_drills, load_drill
 from emulator.units import format_duration
-from prfaas_tui.commands.common import non_negative, parse_flag, whole
+from prfaas_tui.commands.common import parse_flag
 
 HELP = "run an incident drill (presets/drills) and print its scorecard"
 

@@ -13,13 +13,13 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from emulator import presets
-from emulator.optimizer import PARADIGMS
+from emulator.paradigm import Paradigm
 from emulator.planner.goodput import SLO, Settings
 from emulator.planner.space import AUTO_T, Space
 from emulator.planner.sweep import Plan, run_plan
+from emulator.scenario import presets
 from emulator.units import parse_bandwidth, parse_duration, parse_tokens
-from prfaas_tui.commands.common import UsageError
+from prfaas_tui.errors import UsageError
 
 
 def _ints(flag: str, text: str | None) -> tuple[int, ...] | None:
@@ -54,12 +54,13 @@ def _list(flag: str, text: str | None, conv) -> tuple[float, ...] | None:
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("plan", help="SLO-aware capacity planning by model pruning + emulation")
     p.add_argument("--preset", default="paper-case-study", help="base preset name or TOML path")
-    p.add_argument("--nprfaas", help="PrfaaS instances: range 2:6 or list 2,4")
+    p.add_argument("--n-prfaas", dest="n_prfaas", help="PrfaaS instances: range 2:6 or list 2,4")
+    p.add_argument("--nprfaas", dest="n_prfaas", help=argparse.SUPPRESS)
     p.add_argument("--pool", help="local pool sizes to split every way: range or list")
     p.add_argument("--homogeneous-pool", help="homogeneous baseline pool sizes: range or list")
     p.add_argument("--t", default="auto", help="'auto' (model picks t per deployment) or a list like 16K,24K")
     p.add_argument("--bandwidth", help="B_out values in Gbps, e.g. 25,50,100")
-    p.add_argument("--paradigm", default=",".join(PARADIGMS), help="comma list of paradigms")
+    p.add_argument("--paradigm", default=",".join(Paradigm), help="comma list of paradigms")
     p.add_argument("--slo-ttft", default="5 s", help="P90 TTFT target (default 5 s)")
     p.add_argument("--slo-tpot", default=None, help="P90 TPOT target, e.g. '30 ms'")
     p.add_argument("--seeds", type=int, default=3, help="seeds per candidate (default 3)")
@@ -77,10 +78,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def build_plan(args: argparse.Namespace) -> Plan:
     sc = presets.load(args.preset)
-    paradigms = tuple(x.strip() for x in args.paradigm.split(","))
-    bad = [x for x in paradigms if x not in PARADIGMS]
-    if bad:
-        raise UsageError(f"--paradigm: unknown {bad[0]!r} (use {', '.join(PARADIGMS)})")
+    try:
+        paradigms = tuple(Paradigm(x.strip()) for x in args.paradigm.split(","))
+    except ValueError as exc:
+        raise UsageError(f"--paradigm: {exc}") from None
     t = (AUTO_T,) if args.t == "auto" else _list("--t", args.t, parse_tokens)
     try:
         slo = SLO(parse_duration(args.slo_ttft),
@@ -90,7 +91,7 @@ def build_plan(args: argparse.Namespace) -> Plan:
         raise UsageError(f"--slo-ttft/--slo-tpot/--duration: {exc}") from None
     if not (slo.ttft_p90 > 0 and duration > 0 and args.seeds >= 1 and args.steps >= 1):
         raise UsageError("--slo-ttft, --duration, --seeds and --steps must be positive")
-    space = Space.around(sc, n_prfaas=_ints("--nprfaas", args.nprfaas),
+    space = Space.around(sc, n_prfaas=_ints("--n-prfaas", args.n_prfaas),
                          pools=_ints("--pool", args.pool),
                          homogeneous_pools=_ints("--homogeneous-pool", args.homogeneous_pool),
                          thresholds=t, bandwidths=_list("--bandwidth", args.bandwidth, parse_bandwidth),

@@ -7,7 +7,7 @@ import argparse
 from rich.console import Console
 from rich.table import Table
 
-from emulator.presets import list_presets, presets_dir
+from emulator.scenario.presets import list_presets, presets_dir
 
 
 def add_parser(sub) -> argparse.ArgumentParser:

@@ -19,7 +19,7 @@ from pathlib import Path
 from emulator import torch_prefill
 from emulator.torch_prefill.config import MODEL_NAMES, counterpart, get_config
 from emulator.units import parse_tokens
-from prfaas_tui.commands.common import UsageError
+from prfaas_tui.errors import UsageError
 
 BACKENDS = ("torch",)
 PROG = "prfaas-tui"

@@ -8,47 +8,38 @@ import sys
 import time
 from dataclasses import replace
 
-from emulator.config import PresetError
-from emulator.presets import Scenario, load
+from emulator.scenario.knobs import KNOBS, whole
+from emulator.scenario.prefill import PrefillBackendConfig, check_device
+from emulator.scenario.presets import load
+from emulator.scenario.reader import PresetError, non_negative, positive
+from emulator.scenario.scenario import Scenario
 from emulator.sim.accounting import AccountingError
-from emulator.sim.engine import Emulation, check_split
-from emulator.sim.prefill_backend import PrefillBackendConfig, check_device
+from emulator.sim.engine import Emulation
 from emulator.sim.result import RunResult
-from emulator.sim.router import PARADIGMS
 from emulator.torch_prefill import TorchUnavailable
 from emulator.torch_prefill.config import get_config
 from emulator.traces import TraceError
-from emulator.units import parse_bandwidth, parse_duration, parse_tokens
-from prfaas_tui.commands.common import UsageError, non_negative, parse_flag, positive, whole
+from emulator.units import parse_duration
+from prfaas_tui.commands.common import add_scenario_flags, controls_from_args, parse_flag
+from prfaas_tui.errors import UsageError
 
 HELP = "emulate a preset in virtual time and report rates, latencies and the bottleneck"
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("run", help=HELP, description=HELP + ".")
-    p.add_argument("--preset", default="paper-case-study", metavar="NAME|PATH",
-                   help="shipped preset name or TOML path (default: paper-case-study)")
+    add_scenario_flags(p, KNOBS)
     p.add_argument("--duration", metavar="S",
                    help="simulated seconds, or '1 h', '30 min' (default: the preset's; with "
                         "--trace, until the trace's last arrival)")
-    p.add_argument("--rate", metavar="R", help="offered rate, req/s")
     p.add_argument("--load", metavar="F",
-                      help="offered rate as a multiple of the model's Lambda_max, evaluated in "
-                           "exact mode (conditional expectations of the profiles, what FIFO "
-                           "servers sustain) at the run's knobs; default: the preset's load")
+                   help="offered rate as a multiple of the model's Lambda_max, evaluated in "
+                        "exact mode (conditional expectations of the profiles, what FIFO "
+                        "servers sustain) at the run's knobs; default: the preset's load")
     p.add_argument("--seed", metavar="N", help="random seed (default: the preset's)")
-    p.add_argument("--t", metavar="TOKENS", help="routing threshold, e.g. 19400 or 32K")
-    p.add_argument("--np", metavar="N", help="local prefill (PD-P) instances")
-    p.add_argument("--nd", metavar="N", help="local decode (PD-D) instances")
-    p.add_argument("--n-prfaas", metavar="N", help="PrfaaS prefill instances")
-    p.add_argument("--bandwidth", metavar="GBPS",
-                   help="cross-datacenter B_out in Gbps, or with a unit ('1000 MB/s')")
     p.add_argument("--trace", metavar="FILE",
                    help="replay a Mooncake .jsonl or Azure .csv trace (its own rate unless "
                         "--rate/--load rescales its time)")
-    p.add_argument("--paradigm", choices=PARADIGMS, default="prfaas-pd",
-                   help="prfaas-pd (threshold routing), homogeneous (all local, the preset's "
-                        "[homogeneous] pool) or naive-heterogeneous (all remote)")
     p.add_argument("--backend", choices=("profile", "torch"),
                    help="prefill service times from the preset's profiles, or from a real torch "
                         "model run at every prefill (default: the preset's [prefill])")
@@ -68,35 +59,17 @@ def build(args) -> Emulation:
     """The emulation the flags describe; UsageError/PresetError/TraceError on bad input."""
     sc: Scenario = load(args.preset)
     duration = parse_flag("--duration", parse_duration, args.duration, positive)
-    rate = parse_flag("--rate", float, args.rate, non_negative)
     load_ = parse_flag("--load", float, args.load, positive)
     seed = parse_flag("--seed", whole, args.seed, non_negative)
-    t = parse_flag("--t", parse_tokens, args.t, non_negative)
-    n_p = parse_flag("--np", whole, args.np, non_negative)
-    n_d = parse_flag("--nd", whole, args.nd, non_negative)
-    n_prfaas = parse_flag("--n-prfaas", whole, args.n_prfaas, non_negative)
-    bandwidth = parse_flag("--bandwidth", parse_bandwidth, args.bandwidth, positive)
-    try:
-        sc = sc.with_knobs(t=t, n_prfaas=n_prfaas, bandwidth=bandwidth)
-    except PresetError as exc:
-        flag = {"deployment.threshold": "--t", "deployment.n_prfaas": "--n-prfaas",
-                "deployment.bandwidth": "--bandwidth"}.get(exc.key, "")
-        raise UsageError(f"{flag}: {exc.message}" if flag else str(exc)) from None
-    if rate is not None and load_ is not None:
+    controls, given = controls_from_args(sc, args)
+    if controls.rate is not None and load_ is not None:
         raise UsageError("--rate/--load: give one or the other")
-    sc = _prefill_backend(sc, args)
-    homogeneous = args.paradigm == "homogeneous"
-    if (n_p is not None or n_d is not None) and not (homogeneous and (n_p is None or n_d is None)):
-        # (homogeneous with one of the two given: the other comes from the optimizer's split)
-        pool = sc.system.homogeneous_pool if homogeneous else sc.system.local_pool
-        try:
-            check_split(sc.n_p if n_p is None else n_p, sc.n_d if n_d is None else n_d, pool,
-                        args.paradigm)
-        except ValueError as exc:
-            raise UsageError(f"--np/--nd: {exc}") from None
+    # the split flags go to the engine, which starts each paradigm from its own split
+    sc = _prefill_backend(sc.with_controls(replace(controls, n_p=sc.n_p, n_d=sc.n_d)), args)
     try:
-        return Emulation(sc, seed=seed, rate=rate, load=load_, duration=duration,
-                         paradigm=args.paradigm, trace=args.trace, n_p=n_p, n_d=n_d)
+        return Emulation(sc, seed=seed, rate=controls.rate, load=load_, duration=duration,
+                         paradigm=controls.paradigm, trace=args.trace, n_p=given.get("n_p"),
+                         n_d=given.get("n_d"))
     except TraceError:
         raise
     except ValueError as exc:

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from emulator.units import parse_duration
-from prfaas_tui.commands.common import UsageError
+from prfaas_tui.errors import UsageError
 
 CHAR_WIDTH = 12.2  # Rich's SVG export: 0.61 x its 20 px font
 _ID = re.compile(r"terminal-\d+")

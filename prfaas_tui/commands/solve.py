@@ -84,7 +84,7 @@ def render(out: dict, console: Console) -> None:
         t.add_column(col, justify="right" if col != "paradigm" else "left")
     for name, d in out["paradigms"].items():
         t.add_row(name, f"{d['lambda_max']:.3f}", f"{d['n_prfaas']}/{d['n_p']}/{d['n_d']}",
-                  "-" if name != "prfaas-pd" else format_tokens(d["t"]),
+                  format_tokens(d["t"]) if name.threshold_routing else "-",
                   _f(d["vs_homogeneous"], "{:.2f}x"), _f(d["per_cost_vs_homogeneous"], "{:.2f}x"))
     console.print(t)
 

@@ -22,7 +22,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
-from emulator.optimizer import PARADIGMS
+from emulator.paradigm import Paradigm
 from emulator.units import format_duration
 from prfaas_tui.live import Driver, scorecard
 from prfaas_tui.messages import CompareProgress, Tick
@@ -48,7 +48,7 @@ class Variant:
 def paradigm_variants(settings: Settings) -> list[Variant]:
     """PrfaaS-PD at the current knobs against homogeneous and naive on the same hardware."""
     out = []
-    for p in PARADIGMS:
+    for p in Paradigm:
         try:
             s = settings.apply(paradigm=p)
         except Refused:

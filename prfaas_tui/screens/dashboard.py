@@ -19,8 +19,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header
 
 from emulator.model import OperatingPoint
-from emulator.optimizer import PARADIGMS
-from emulator.presets import Scenario
+from emulator.paradigm import Paradigm
+from emulator.scenario.scenario import Scenario
 from prfaas_tui.live import Driver, inject_incident, make_emulation, scorecard
 from prfaas_tui.messages import EmulatorFailed, Tick, TickReady
 from prfaas_tui.screens.prompt import ValuePrompt
@@ -331,9 +331,9 @@ class Dashboard(Screen):
                         f"N_p/N_d = {b.n_p}/{b.n_d}")
 
     def action_cycle_paradigm(self) -> None:
-        i = PARADIGMS.index(self.settings.paradigm)
-        for k in range(1, len(PARADIGMS)):
-            if self.request(paradigm=PARADIGMS[(i + k) % len(PARADIGMS)]):
+        i = tuple(Paradigm).index(self.settings.paradigm)
+        for k in range(1, len(Paradigm)):
+            if self.request(paradigm=tuple(Paradigm)[(i + k) % len(Paradigm)]):
                 return
 
     def action_toggle_view(self) -> None:

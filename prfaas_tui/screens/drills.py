@@ -19,7 +19,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from emulator.config import PresetError
+from emulator.scenario.reader import PresetError
 from emulator.units import format_duration
 from prfaas_tui import live
 from prfaas_tui.widgets.theme import color

@@ -20,13 +20,13 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Label, Static
 
-from emulator.config import PresetError
-from emulator.optimizer import PARADIGMS
+from emulator.paradigm import Paradigm
 from emulator.planner.goodput import scenario_from_record
 from emulator.planner.store import read_results
-from emulator.presets import Scenario
+from emulator.scenario.reader import PresetError
+from emulator.scenario.scenario import Scenario
 from emulator.units import format_duration
-from prfaas_tui.commands.common import UsageError
+from prfaas_tui.errors import UsageError
 from prfaas_tui.screens.presets import load_any
 from prfaas_tui.screens.prompt import steady_input
 from prfaas_tui.widgets.modelview import Refused, Settings
@@ -59,7 +59,7 @@ def _problem(rec: object) -> str | None:
     c = rec.get("candidate")
     if not isinstance(c, dict):
         return "no candidate"
-    if c.get("paradigm") not in PARADIGMS:
+    if c.get("paradigm") not in tuple(Paradigm):
         return f"unknown paradigm {c.get('paradigm')!r}"
     for k in ("n_prfaas", "n_p", "n_d"):
         if not isinstance(c.get(k), int) or isinstance(c.get(k), bool):

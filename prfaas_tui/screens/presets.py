@@ -17,9 +17,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from emulator import presets
-from emulator.config import PresetError
-from emulator.presets import Scenario
+from emulator.scenario import presets
+from emulator.scenario.reader import PresetError
+from emulator.scenario.scenario import Scenario
 from emulator.traces import TraceError
 from emulator.units import UnitError
 from prfaas_tui.screens.prompt import steady_input

@@ -17,7 +17,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from emulator.optimizer import PARADIGMS
+from emulator.paradigm import Paradigm
 from emulator.units import GBPS, K_TOKENS, format_tokens, parse_bandwidth, parse_tokens, to_gbps
 from prfaas_tui.widgets.modelview import (
     PARADIGM_LABELS,
@@ -64,15 +64,15 @@ def _speed(text: str) -> dict:
 
 def _paradigm(text: str) -> dict:
     want = text.strip().lower()
-    for p in PARADIGMS:
+    for p in Paradigm:
         if want in (p, PARADIGM_LABELS[p].lower()) or p.startswith(want):
             return {"paradigm": p}
-    raise Refused(f"paradigm must be one of {', '.join(PARADIGMS)}")
+    raise Refused(f"paradigm must be one of {', '.join(Paradigm)}")
 
 
 def _cycle(s: Settings, d: int) -> dict:
-    i = PARADIGMS.index(s.paradigm)
-    return {"paradigm": PARADIGMS[(i + (1 if d > 0 else -1)) % len(PARADIGMS)]}
+    i = tuple(Paradigm).index(s.paradigm)
+    return {"paradigm": tuple(Paradigm)[(i + (1 if d > 0 else -1)) % len(Paradigm)]}
 
 
 def _t_step(s: Settings, d: int) -> dict:

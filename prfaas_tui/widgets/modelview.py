@@ -11,10 +11,11 @@ from functools import cached_property
 
 import numpy as np
 
-from emulator.config import PresetError
 from emulator.model import OperatingPoint, ceilings, evaluate, split_stats
-from emulator.optimizer import PARADIGMS, SearchResult, homogeneous, naive, search
-from emulator.presets import Scenario
+from emulator.optimizer import SearchResult, homogeneous, naive, search
+from emulator.paradigm import Paradigm
+from emulator.scenario.knobs import KNOBS, KnobError
+from emulator.scenario.scenario import Scenario
 
 SPEEDS: tuple[float, ...] = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, math.inf)
 DEFAULT_SPEED = 20.0
@@ -52,10 +53,10 @@ class Settings:
         if knobs:
             try:
                 sc = sc.with_knobs(**knobs)
-            except PresetError as exc:
+            except KnobError as exc:
                 raise Refused(_reason(exc, sc, knobs)) from None
         paradigm = changes.pop("paradigm", self.paradigm)
-        if paradigm not in PARADIGMS:
+        if paradigm not in tuple(Paradigm):
             raise Refused(f"unknown paradigm {paradigm!r}")
         if paradigm == "homogeneous" and sc.system.homogeneous_pool <= 0:
             raise Refused("this preset defines no homogeneous pool ([homogeneous] section)")
@@ -70,19 +71,15 @@ class Settings:
         return replace(self, scenario=sc, paradigm=paradigm, rate=rate, speed=speed)
 
 
-def _reason(exc: PresetError, sc: Scenario, knobs: dict) -> str:
-    """PresetError names a file and key; the operator needs the rule that was broken."""
+def _reason(exc: KnobError, sc: Scenario, knobs: dict) -> str:
+    """The rule that was broken, in the panel's words."""
     n_p, n_d = knobs.get("n_p", sc.n_p), knobs.get("n_d", sc.n_d)
     pool = sc.system.local_pool
     if n_p + n_d > pool:
         return (f"N_p + N_d = {n_p} + {n_d} = {n_p + n_d} exceeds the local pool of {pool}: "
                 f"lower {'N_d' if 'n_p' in knobs else 'N_p'} first")
-    label = _KEY_LABELS.get(exc.key, "")
-    return f"{label} {exc.message}" if label and not exc.message.startswith(label) else exc.message
-
-
-_KEY_LABELS = {"deployment.n_d": "N_d", "deployment.n_p": "N_p", "deployment.n_prfaas": "N_prfaas",
-               "deployment.bandwidth": "B_out", "deployment.threshold": "t ="}
+    label = "t =" if exc.knob == "t" else KNOBS[exc.knob].label
+    return f"{label} {exc.reason}"
 
 
 def step_speed(speed: float, direction: int) -> float:

@@ -1,6 +1,6 @@
 """The emulator's settings from a scenario file: arrivals, output lengths, run length, seed,
 admission control, link and decode details, SLO targets. Parsed strictly through
-`emulator.config.Reader`, so an unknown or bad key is one line naming the file and the key.
+`emulator.scenario.reader.Reader`, so an unknown or bad key is one line naming the file and the key.
 
 Keys (all optional):
   [workload]  arrival = "poisson" | "gamma" | "onoff", rate (req/s) or load (x Lambda_max),
@@ -16,10 +16,10 @@ Keys (all optional):
               window (seconds behind windowed rates and percentiles), timeseries_rows,
               conversion_delay (seconds a local instance needs to change role)
   [slo]       ttft, tpot (targets; attainment is the share of requests meeting both)
-  [scheduler] the dual-timescale scheduler (emulator.sim.scheduler.parse_scheduler)
+  [scheduler] the dual-timescale scheduler (emulator.scenario.scheduler)
   [[incidents]] a timeline of incidents (emulator.sim.incidents.parse_incidents)
-  [cache], [workload] sessions = { ... }: the prefix cache (emulator.sim.cache_config)
-  [prefill]   backend = "torch" and its model (emulator.sim.prefill_backend)
+  [cache], [workload] sessions = { ... }: the prefix cache (emulator.scenario.cache)
+  [prefill]   backend = "torch" and its model (emulator.scenario.prefill)
 """
 
 from __future__ import annotations
@@ -27,14 +27,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from emulator.config import Reader, between, non_negative, one_of, positive
 from emulator.distributions import LengthDistribution
-from emulator.lengths_config import parse_lengths
-from emulator.sim.cache_config import CacheConfig, parse_cache, parse_sessions
+from emulator.scenario.cache import CacheConfig, SessionWorkload, parse_cache, parse_sessions
+from emulator.scenario.lengths import parse_lengths
+from emulator.scenario.prefill import PrefillBackendConfig, parse_prefill
+from emulator.scenario.reader import (
+    Reader,
+    at_least,
+    between,
+    non_negative,
+    one_of,
+    positive,
+    read_fields,
+    setting,
+)
+from emulator.scenario.scheduler import SchedulerConfig, parse_scheduler
 from emulator.sim.incidents import Incident, parse_incidents
-from emulator.sim.prefill_backend import PrefillBackendConfig, parse_prefill
-from emulator.sim.scheduler import SchedulerConfig, parse_scheduler
-from emulator.sim.sessions import SessionWorkload
 from emulator.traces import MOONCAKE_BLOCK_TOKENS
 from emulator.units import parse_bandwidth, parse_bytes, parse_duration, parse_tokens
 
@@ -45,39 +53,48 @@ ARRIVALS = ("poisson", "gamma", "onoff")
 class StepProfile:
     """Decode step seconds = a + b * batch size + c * context tokens held by the batch."""
 
-    a: float
-    b: float = 0.0
-    c: float = 0.0
+    a: float = setting(parse=parse_duration, check=positive)
+    b: float = setting(0.0, parse=parse_duration, check=non_negative)
+    c: float = setting(0.0, check=non_negative)
+
+
+WORK, DEC, EMU, SLO = "workload", "decode", "emulator", "slo"
 
 
 @dataclass(frozen=True)
 class SimConfig:
-    arrival: str = "poisson"
-    rate: float | None = None  # req/s; None means `load` x the model's Lambda_max
-    load: float = 0.9
-    cv: float = 1.0  # gamma arrivals: coefficient of variation of inter-arrival times
-    on_mean: float = 60.0  # onoff: mean seconds of an on period
-    off_mean: float = 60.0  # onoff: mean seconds of an off period
-    off_level: float = 0.0  # onoff: off rate as a fraction of the on rate
+    arrival: str = setting("poisson", parse=str, check=one_of(*ARRIVALS), section=WORK)
+    rate: float | None = setting(None, check=positive, section=WORK)  # req/s; None: `load`
+    load: float = setting(0.9, check=positive, section=WORK)  # x the model's Lambda_max
+    cv: float = setting(1.0, check=positive, section=WORK)  # gamma: CV of inter-arrival times
+    on_mean: float = setting(60.0, parse=parse_duration, check=positive, section=WORK)  # onoff
+    off_mean: float = setting(60.0, parse=parse_duration, check=positive, section=WORK)
+    off_level: float = setting(0.0, check=between(0.0, 1.0), section=WORK)  # off / on rate
     output_lengths: LengthDistribution | None = None  # None: every request decodes decode.l_out
     replay: str | None = None  # trace path
-    replay_time_scale: float = 1.0
-    duration: float = 600.0  # simulated seconds
-    seed: int = 0
-    max_queue: int | None = None  # admission control: queued requests per stage
-    max_queue_seconds: float | None = None  # admission control: expected queueing time
-    link_burst: float = 0.0  # token-bucket burst, bytes
-    link_peak: float | None = None  # bytes/s while tokens last; None: 2 x bandwidth
-    link_latency: float = 0.0  # propagation delay, seconds
-    rdma_latency: float = 0.0
-    kv_budget: float | None = None  # bytes of KV per decode instance
+    replay_time_scale: float = setting(1.0, check=positive, section=WORK)
+    duration: float = setting(600.0, parse=parse_duration, check=positive, section=EMU)  # s
+    seed: int = setting(0, parse=int, check=non_negative, section=EMU)
+    # admission control: queued requests per stage / expected queueing time
+    max_queue: int | None = setting(None, parse=int, check=positive, section=EMU)
+    max_queue_seconds: float | None = setting(None, parse=parse_duration, check=positive,
+                                              section=EMU)
+    link_burst: float = setting(0.0, parse=parse_bytes, check=non_negative, section=EMU)
+    # bytes/s while burst tokens last; None: 2 x bandwidth
+    link_peak: float | None = setting(None, parse=parse_bandwidth, check=positive, section=EMU)
+    link_latency: float = setting(0.0, parse=parse_duration, check=non_negative, section=EMU)
+    rdma_latency: float = setting(0.0, parse=parse_duration, check=non_negative, section=EMU)
+    kv_budget: float | None = setting(None, parse=parse_bytes, check=positive, section=DEC)
     step: StepProfile | None = None
-    sample_interval: float = 1.0
-    window: float = 30.0
-    timeseries_rows: int = 4096
-    conversion_delay: float = 0.0
-    slo_ttft: float | None = None
-    slo_tpot: float | None = None
+    sample_interval: float = setting(1.0, parse=parse_duration, check=positive, section=EMU)
+    window: float = setting(30.0, parse=parse_duration, check=positive, section=EMU)
+    timeseries_rows: int = setting(4096, parse=int, check=at_least(16), section=EMU)
+    conversion_delay: float = setting(0.0, parse=parse_duration, check=non_negative,
+                                      section=EMU)  # seconds a local instance changes role in
+    slo_ttft: float | None = setting(None, parse=parse_duration, check=positive, key="ttft",
+                                     section=SLO)
+    slo_tpot: float | None = setting(None, parse=parse_duration, check=positive, key="tpot",
+                                     section=SLO)
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     incidents: tuple[Incident, ...] = ()
     cache: CacheConfig | None = None  # None: no prefix cache
@@ -93,14 +110,7 @@ def parse_sim_config(root: Reader, work: Reader, dec: Reader, base_dir: Path,
                      lengths: LengthDistribution | None = None) -> SimConfig:
     """Reads the emulator keys of [workload] and [decode] and the optional [emulator], [slo],
     [cache] and [prefill] sections (`lengths`: the sessions' first turn by default)."""
-    kw: dict = {}
-    kw["arrival"] = work.get("arrival", str, "poisson", check=one_of(*ARRIVALS))
-    kw["rate"] = work.get("rate", float, None, check=positive)
-    kw["load"] = work.get("load", float, 0.9, check=positive)
-    kw["cv"] = work.get("cv", float, 1.0, check=positive)
-    kw["on_mean"] = work.get("on_mean", parse_duration, 60.0, check=positive)
-    kw["off_mean"] = work.get("off_mean", parse_duration, 60.0, check=positive)
-    kw["off_level"] = work.get("off_level", float, 0.0, check=between(0.0, 1.0))
+    kw: dict = read_fields(SimConfig, work, WORK)
     if (out := work.section("output_lengths")) is not None:
         dist = parse_lengths(out, base_dir)
         l_out = dec.get("l_out", parse_tokens)
@@ -111,7 +121,6 @@ def parse_sim_config(root: Reader, work: Reader, dec: Reader, base_dir: Path,
     if work.has("replay"):
         p = Path(work.get("replay", str))
         kw["replay"] = str(p if p.is_absolute() else base_dir / p)
-    kw["replay_time_scale"] = work.get("replay_time_scale", float, 1.0, check=positive)
     kw["cache"] = parse_cache(root)
     kw["prefill"] = parse_prefill(root)
     if (ses := work.section("sessions")) is not None:
@@ -123,34 +132,18 @@ def parse_sim_config(root: Reader, work: Reader, dec: Reader, base_dir: Path,
             l_out=dec.get("l_out", parse_tokens),
             block_tokens=kw["cache"].block_tokens if kw["cache"] else MOONCAKE_BLOCK_TOKENS)
 
-    kw["kv_budget"] = dec.get("kv_budget", parse_bytes, None, check=positive)
+    kw |= read_fields(SimConfig, dec, DEC)
     if (st := dec.section("step")) is not None:
-        kw["step"] = StepProfile(a=st.get("a", parse_duration, check=positive),
-                                 b=st.get("b", parse_duration, 0.0, check=non_negative),
-                                 c=st.get("c", float, 0.0, check=non_negative))
+        kw["step"] = StepProfile(**read_fields(StepProfile, st))
         st.finish()
 
     if (em := root.section("emulator")) is not None:
-        kw["duration"] = em.get("duration", parse_duration, 600.0, check=positive)
-        kw["seed"] = em.get("seed", int, 0, check=non_negative)
-        kw["max_queue"] = em.get("max_queue", int, None, check=positive)
-        kw["max_queue_seconds"] = em.get("max_queue_seconds", parse_duration, None, check=positive)
-        kw["link_burst"] = em.get("link_burst", parse_bytes, 0.0, check=non_negative)
-        kw["link_peak"] = em.get("link_peak", parse_bandwidth, None, check=positive)
-        kw["link_latency"] = em.get("link_latency", parse_duration, 0.0, check=non_negative)
-        kw["rdma_latency"] = em.get("rdma_latency", parse_duration, 0.0, check=non_negative)
-        kw["sample_interval"] = em.get("sample_interval", parse_duration, 1.0, check=positive)
-        kw["window"] = em.get("window", parse_duration, 30.0, check=positive)
-        kw["timeseries_rows"] = em.get("timeseries_rows", int, 4096,
-                                       check=lambda x: None if x >= 16 else "must be >= 16")
-        kw["conversion_delay"] = em.get("conversion_delay", parse_duration, 0.0,
-                                        check=non_negative)
+        kw |= read_fields(SimConfig, em, EMU)
         if kw["window"] < kw["sample_interval"]:
             raise em.error("window", "must be at least sample_interval")
         em.finish()
     if (slo := root.section("slo")) is not None:
-        kw["slo_ttft"] = slo.get("ttft", parse_duration, None, check=positive)
-        kw["slo_tpot"] = slo.get("tpot", parse_duration, None, check=positive)
+        kw |= read_fields(SimConfig, slo, SLO)
         slo.finish()
     kw["scheduler"] = parse_scheduler(root.section("scheduler"))
     kw["incidents"] = parse_incidents(root.sections("incidents"), base_dir)

@@ -7,22 +7,30 @@ Shipped presets live in the top-level `presets/` folder (installed as `emulator/
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
-from emulator.config import PresetError, Reader, at_most, non_negative, one_of, positive
-from emulator.lengths_config import MAX_TOKENS, parse_lengths
-from emulator.model import MODES, DecodeSpec, Knobs, System
+from emulator.model import DecodeSpec, System
 from emulator.profiles import BEYOND_RULES, Curve, Profile
-from emulator.sim.config import SimConfig, parse_sim_config
+from emulator.scenario.lengths import MAX_TOKENS, parse_lengths
+from emulator.scenario.reader import (
+    PresetError,
+    Reader,
+    at_most,
+    default_of,
+    non_negative,
+    one_of,
+    positive,
+    read_fields,
+)
+from emulator.scenario.scenario import Scenario, check_knobs
+from emulator.scenario.sim import parse_sim_config
 from emulator.units import (
     parse_bandwidth,
     parse_bytes,
     parse_duration,
     parse_tokens,
-    to_gbps,
 )
 
 MAX_INSTANCES = 100_000
@@ -31,70 +39,11 @@ MAX_BANDWIDTH = 1e15  # 8 Pbps
 
 def presets_dir() -> Path:
     """The source tree's presets/ in a checkout, else the copy shipped inside the package."""
-    here = Path(__file__).resolve().parent
-    for cand in (here.parent / "presets", here / "_presets"):
+    package = Path(__file__).resolve().parent.parent  # emulator/
+    for cand in (package.parent / "presets", package / "_presets"):
         if cand.is_dir():
             return cand
-    return here.parent / "presets"
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """A loaded preset: the model's system, the initial knobs and the emulator's settings."""
-
-    name: str
-    description: str
-    path: str | None
-    system: System
-    t: float
-    n_p: int
-    n_d: int
-    mode: str
-    profiles: dict[str, Profile]
-    rdma_bandwidth: float
-    sim: SimConfig
-    source: dict = field(default_factory=dict, repr=False)  # the TOML as read, for save-as
-
-    @property
-    def knobs(self) -> Knobs:
-        return Knobs(t=self.t, n_p=self.n_p, n_d=self.n_d, n_prfaas=self.system.n_prfaas,
-                     bandwidth=self.system.bandwidth)
-
-    def with_knobs(self, *, t: float | None = None, n_p: int | None = None,
-                   n_d: int | None = None, n_prfaas: int | None = None,
-                   bandwidth: float | None = None) -> Scenario:
-        """A copy with other knobs, validated like a preset (pool limits, positive values)."""
-        system = self.system
-        if n_prfaas is not None or bandwidth is not None:
-            system = replace(system,
-                             n_prfaas=system.n_prfaas if n_prfaas is None else n_prfaas,
-                             bandwidth=system.bandwidth if bandwidth is None else bandwidth)
-        sc = replace(self, system=system, t=self.t if t is None else t,
-                     n_p=self.n_p if n_p is None else n_p, n_d=self.n_d if n_d is None else n_d)
-        check_knobs(sc)
-        return sc
-
-
-def check_knobs(sc: Scenario) -> None:
-    """Raise PresetError when the knobs are impossible for the deployment."""
-    s = sc.system
-    if sc.n_p < 0 or sc.n_d < 0:
-        raise PresetError(sc.path, "deployment.n_p" if sc.n_p < 0 else "deployment.n_d",
-                          f"must be >= 0 (got {min(sc.n_p, sc.n_d)})")
-    if sc.n_p + sc.n_d > s.local_pool:
-        raise PresetError(sc.path, "deployment.n_p",
-                          f"n_p + n_d = {sc.n_p + sc.n_d} exceeds the local pool of {s.local_pool}")
-    if s.n_prfaas < 0:
-        raise PresetError(sc.path, "deployment.n_prfaas", f"must be >= 0 (got {s.n_prfaas})")
-    if not s.bandwidth > 0:
-        raise PresetError(sc.path, "deployment.bandwidth", f"must be > 0 (got {to_gbps(s.bandwidth):g} Gbps)")
-    if sc.n_d == 0:
-        raise PresetError(sc.path, "deployment.n_d", "must be >= 1: every request needs decode")
-    lo, hi = s.lengths.support
-    if not (0 <= sc.t <= hi):
-        raise PresetError(sc.path, "deployment.threshold",
-                          f"{sc.t:.0f} tokens lies outside the length distribution's support "
-                          f"[{lo:.0f}, {hi:.0f}] (any t from 0 to {hi:.0f} routes)")
+    return package.parent / "presets"
 
 
 def resolve(name_or_path: str) -> Path:
@@ -144,13 +93,12 @@ def load(name_or_path: str | Path) -> Scenario:
 def from_dict(data: dict, path: str | Path | None = None) -> Scenario:
     root = Reader(data, path)
     name = root.get("name", str, Path(path).stem if path else "scenario")
-    description = root.get("description", str, "")
-    mode = root.get("mode", str, "paper", check=one_of(*MODES))
+    top = read_fields(Scenario, root)  # description, mode
     base_dir = Path(path).parent if path else Path.cwd()
 
     profiles = _profiles(root.section("profiles", required=True), base_dir)
     dep = root.section("deployment", required=True)
-    par = dep.get("parallelism", int, 1, check=positive)
+    par = dep.get("parallelism", int, default_of(System, "parallelism"), check=positive)
 
     def instances(r: Reader, key: str, gpus_key: str) -> int:
         if r.has(key) and r.has(gpus_key):
@@ -178,7 +126,7 @@ def from_dict(data: dict, path: str | Path | None = None) -> Scenario:
     pool = instances(dep, "local_pool", "local_gpus")
     bandwidth = dep.get("bandwidth", parse_bandwidth, check=lambda x: positive(x) or
                         at_most(MAX_BANDWIDTH, "8 Pbps")(x))
-    rdma = dep.get("rdma_bandwidth", parse_bandwidth, "800 Gbps", check=positive)
+    top |= read_fields(Scenario, dep, "deployment")  # rdma_bandwidth
     n_p = dep.get("n_p", int, check=non_negative)
     n_d = dep.get("n_d", int, check=non_negative)
     t = dep.get("threshold", parse_tokens, check=non_negative)
@@ -203,17 +151,17 @@ def from_dict(data: dict, path: str | Path | None = None) -> Scenario:
         if prof in (prfaas_prof, local_prof) and (msg := prof.check_positive(grid)):
             raise PresetError(path, f"profiles.{pname}", msg)
 
-    homo_pool, homo_prof = 0, None
+    homo_pool, homo_prof = default_of(System, "homogeneous_pool"), None
     if (h := root.section("homogeneous")) is not None:
         homo_pool = instances(h, "pool", "gpus")
         homo_prof = profile_ref(h, "profile", next(k for k, v in profiles.items() if v is local_prof))
         if msg := homo_prof.check_positive(grid):
             raise h.error("profile", msg)
         h.finish()
-    price_pf = price_local = None
+    price_pf, price_local = default_of(System, "price_prfaas"), default_of(System, "price_local")
     if (pr := root.section("prices")) is not None:
-        price_pf = pr.get("prfaas_instance_hour", float, None, check=positive)
-        price_local = pr.get("local_instance_hour", float, None, check=positive)
+        price_pf = pr.get("prfaas_instance_hour", float, price_pf, check=positive)
+        price_local = pr.get("local_instance_hour", float, price_local, check=positive)
         pr.finish()
 
     system = System(prfaas=prfaas_prof, local=local_prof, lengths=lengths, decode=decode,
@@ -221,9 +169,8 @@ def from_dict(data: dict, path: str | Path | None = None) -> Scenario:
                     homogeneous_pool=homo_pool, homogeneous_profile=homo_prof,
                     price_prfaas=price_pf, price_local=price_local)
     root.finish()
-    sc = Scenario(name=name, description=description, path=str(path) if path else None,
-                  system=system, t=t, n_p=n_p, n_d=n_d, mode=mode, profiles=profiles,
-                  rdma_bandwidth=rdma, sim=sim, source=data)
+    sc = Scenario(name=name, path=str(path) if path else None, system=system, t=t, n_p=n_p,
+                  n_d=n_d, profiles=profiles, sim=sim, source=data, **top)
     check_knobs(sc)
     return sc
 

@@ -1,12 +1,12 @@
 """The one parser of length tables (`[workload.lengths]`, `output_lengths`, the sessions'
-tables), shared by emulator.presets and the emulator's settings without an import cycle."""
+tables), shared by emulator.scenario.presets and the emulator's settings without an import cycle."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from emulator.config import Reader, at_most, one_of, positive
 from emulator.distributions import Discrete, Empirical, LengthDistribution, TruncatedLogNormal
+from emulator.scenario.reader import Reader, at_most, one_of, positive
 from emulator.traces import TraceError, read_trace
 from emulator.units import parse_tokens
 

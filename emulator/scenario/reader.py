@@ -1,12 +1,17 @@
 """Reading TOML scenarios strictly: every bad value becomes one line naming file and key.
 
 `Reader` wraps one TOML table, tracks which keys were read, and `finish()` rejects the rest, so a
-typo in a preset is an error rather than a silently ignored setting. Section parsers for the
-model, the emulator and the scheduler all read through it.
+typo in a preset is an error rather than a silently ignored setting.
+
+Config dataclasses declare their keys with `setting()` (parser, check, TOML key and section in
+the field's metadata, the default in the field itself) and `read_fields()` reads them, so a
+default is written once, in the dataclass.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -90,7 +95,6 @@ class Reader:
 
 
 def _suggest(name: str, known: set[str]) -> str:
-    import difflib
     close = difflib.get_close_matches(name, sorted(known), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
@@ -119,13 +123,53 @@ def _convert(conv: Callable[[Any], T], value: Any) -> T:
     return conv(value)
 
 
-# common checks ---------------------------------------------------------------------------
+# config fields ---------------------------------------------------------------------------
+def setting(default: Any = dataclasses.MISSING, *, parse: Callable[[Any], Any] = float,
+            check: Callable[[Any], str | None] | None = None, key: str | None = None,
+            section: str | None = None, present: Any = dataclasses.MISSING) -> Any:
+    """A dataclass field that a TOML key sets. `parse`: a type or a unit parser; `check`: returns
+    an error text or None; `key`: the TOML name when it differs from the field's; `section`:
+    which table holds it when one dataclass spans several; `present`: the default when the table
+    exists but omits the key (e.g. a [scheduler] section is enabled unless it says otherwise).
+    No default: the key is required."""
+    meta = {"parse": parse, "check": check, "key": key, "section": section, "present": present}
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def read_fields(cls: type, r: Reader, section: str | None = None) -> dict[str, Any]:
+    """The `setting()` fields of dataclass `cls` that live in `section`, read from `r` in
+    declaration order: {field name: value} (absent keys give the field's default)."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        meta = f.metadata
+        if "parse" not in meta or meta["section"] != section:
+            continue
+        default = meta["present"] if meta["present"] is not dataclasses.MISSING else f.default
+        default = _MISSING if default is dataclasses.MISSING else default
+        out[f.name] = r.get(meta["key"] or f.name, meta["parse"], default, check=meta["check"])
+    return out
+
+
+def default_of(cls: type, name: str) -> Any:
+    """The default of dataclass `cls`'s field `name`: what a parser uses for an absent key
+    whose field is not a `setting()` (e.g. the model's System)."""
+    f = next(f for f in dataclasses.fields(cls) if f.name == name)
+    if f.default is dataclasses.MISSING:
+        raise TypeError(f"{cls.__name__}.{name} has no default")
+    return f.default
+
+
+# common checks: one rule for every number, finite first --------------------------------------
 def positive(x: float) -> str | None:
-    return None if x > 0 else "must be > 0"
+    return "must be finite" if not math.isfinite(x) else None if x > 0 else "must be > 0"
 
 
 def non_negative(x: float) -> str | None:
-    return None if x >= 0 else "must be >= 0"
+    return "must be finite" if not math.isfinite(x) else None if x >= 0 else "must be >= 0"
+
+
+def at_least(lo: float) -> Callable[[float], str | None]:
+    return lambda x: None if x >= lo else f"must be >= {lo:g}"
 
 
 def at_most(limit: float, what: str) -> Callable[[float], str | None]:

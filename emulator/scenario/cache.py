@@ -1,5 +1,5 @@
 """Preset keys of the hybrid prefix cache (`[cache]`) and of multi-turn chat sessions
-(`[workload] sessions = { ... }`), read strictly like the rest of `emulator.sim.config`.
+(`[workload] sessions = { ... }`), read strictly like the rest of `emulator.scenario.sim`.
 
 [cache]   enabled (default true), capacity (block pool per cluster, e.g. "2 TiB"; or
           prfaas_capacity / pd_capacity), block_tokens (512, the Mooncake block), routing
@@ -19,10 +19,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from emulator.config import Reader, between, non_negative, one_of, positive
-from emulator.distributions import LengthDistribution
-from emulator.lengths_config import parse_lengths
-from emulator.sim.sessions import SessionWorkload, constant
+from emulator.distributions import Discrete, LengthDistribution
+from emulator.scenario.lengths import parse_lengths
+from emulator.scenario.reader import (
+    Reader,
+    at_least,
+    between,
+    non_negative,
+    one_of,
+    positive,
+    read_fields,
+    setting,
+)
 from emulator.traces import MOONCAKE_BLOCK_TOKENS
 from emulator.units import parse_bytes, parse_duration, parse_tokens
 
@@ -33,11 +41,39 @@ ROUTING = ("auto", "scarce", "abundant")
 class CacheConfig:
     prfaas_capacity: float  # bytes of the PrfaaS cluster's block pool
     pd_capacity: float  # bytes of the PD cluster's block pool
+    block_tokens: int = setting(MOONCAKE_BLOCK_TOKENS, parse=int, check=positive)
+    routing: str = setting("auto", parse=str, check=one_of(*ROUTING))
+    scarce_at: float = setting(0.85, check=between(0.0, 1.0))  # egress utilization: scarce
+    abundant_at: float = setting(0.65, check=between(0.0, 1.0))  # ... back to abundant
+    scarcity_window: float = setting(5.0, parse=parse_duration, check=positive)  # seconds
+
+
+@dataclass(frozen=True)
+class SessionWorkload:
+    """Multi-turn chat sessions arriving as a Poisson process."""
+
+    session_rate: float = setting(key="rate", check=positive)  # sessions per second
+    first_turn: LengthDistribution  # new user tokens of turn 1 (after the system prompt)
+    user_tokens: LengthDistribution  # new user tokens of every later turn
+    output_tokens: LengthDistribution  # decoded tokens per turn
+    # turns per session: geometric on {1, 2, ...} with this mean
+    mean_turns: float = setting(4.0, key="turns", check=at_least(1))
+    # mean seconds between a turn's arrival and the next (exponential)
+    think_time: float = setting(30.0, parse=parse_duration, check=non_negative)
+    system_prompt_blocks: int = 0  # shared by all sessions (the key `system_prompt` is tokens)
+    # a session ends before a turn's input would exceed this
+    max_context: int = setting(128 * 1024, parse=lambda v: int(parse_tokens(v)), check=positive)
     block_tokens: int = MOONCAKE_BLOCK_TOKENS
-    routing: str = "auto"
-    scarce_at: float = 0.85
-    abundant_at: float = 0.65
-    scarcity_window: float = 5.0
+
+    def __post_init__(self) -> None:
+        if not self.session_rate > 0:
+            raise ValueError("session_rate must be > 0")
+        if not self.mean_turns >= 1:
+            raise ValueError("mean_turns must be >= 1")
+        if self.think_time < 0 or self.system_prompt_blocks < 0 or self.block_tokens <= 0:
+            raise ValueError("think_time and system_prompt_blocks must be >= 0, block_tokens > 0")
+        if self.system_prompt_blocks * self.block_tokens >= self.max_context:
+            raise ValueError("the system prompt alone reaches max_context")
 
 
 def parse_cache(root: Reader) -> CacheConfig | None:
@@ -54,13 +90,8 @@ def parse_cache(root: Reader) -> CacheConfig | None:
             raise c.error("capacity", "missing (required: the block pool per cluster, e.g. "
                           "\"2 TiB\"; or prfaas_capacity and pd_capacity)")
         caps[cluster] = c.get(key, parse_bytes, both, check=non_negative)
-    cfg = CacheConfig(
-        prfaas_capacity=caps["prfaas"], pd_capacity=caps["pd"],
-        block_tokens=c.get("block_tokens", int, MOONCAKE_BLOCK_TOKENS, check=positive),
-        routing=c.get("routing", str, "auto", check=one_of(*ROUTING)),
-        scarce_at=c.get("scarce_at", float, 0.85, check=between(0.0, 1.0)),
-        abundant_at=c.get("abundant_at", float, 0.65, check=between(0.0, 1.0)),
-        scarcity_window=c.get("scarcity_window", parse_duration, 5.0, check=positive))
+    cfg = CacheConfig(prfaas_capacity=caps["prfaas"], pd_capacity=caps["pd"],
+                      **read_fields(CacheConfig, c))
     if cfg.abundant_at >= cfg.scarce_at:
         raise c.error("abundant_at", f"must be below scarce_at ({cfg.scarce_at:g}): the gap is "
                       "the hysteresis that keeps the routing mode from flapping")
@@ -79,15 +110,11 @@ def parse_sessions(s: Reader, base_dir: Path, *, lengths: LengthDistribution | N
     system = s.get("system_prompt", parse_tokens, 0.0, check=non_negative)
     try:
         work = SessionWorkload(
-            session_rate=s.get("rate", float, check=positive),
+            **read_fields(SessionWorkload, s),
             first_turn=table("first_turn", lengths),
             user_tokens=table("user_tokens", None),
-            output_tokens=table("output_tokens", output_lengths or constant(l_out)),
-            mean_turns=s.get("turns", float, 4.0,
-                             check=lambda x: None if x >= 1 else "must be >= 1"),
-            think_time=s.get("think_time", parse_duration, 30.0, check=non_negative),
+            output_tokens=table("output_tokens", output_lengths or Discrete.of([l_out], [1.0])),
             system_prompt_blocks=int(system // block_tokens),
-            max_context=int(s.get("max_context", parse_tokens, 128 * 1024, check=positive)),
             block_tokens=block_tokens)
     except ValueError as exc:
         raise s.error("", str(exc)) from None

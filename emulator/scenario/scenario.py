@@ -1,0 +1,65 @@
+"""A loaded scenario: the model's system, the preset's knobs and the emulator's settings.
+
+Kept apart from the preset loader (emulator.scenario.presets) so that the simulator, which
+receives Scenario objects, never imports the loader.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from emulator.model import MODES, Knobs, System
+from emulator.profiles import Profile
+from emulator.scenario.knobs import KNOBS, Controls, KnobError
+from emulator.scenario.reader import PresetError, one_of, positive, setting
+from emulator.scenario.sim import SimConfig
+from emulator.units import GBPS, parse_bandwidth
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A loaded preset: the model's system, the initial knobs and the emulator's settings."""
+
+    name: str
+    path: str | None
+    system: System
+    t: float
+    n_p: int
+    n_d: int
+    profiles: dict[str, Profile]
+    sim: SimConfig
+    description: str = setting("", parse=str)
+    mode: str = setting("paper", parse=str, check=one_of(*MODES))  # the model's evaluation mode
+    # intra-cluster KV transfer (PD-P -> PD-D)
+    rdma_bandwidth: float = setting(800 * GBPS, parse=parse_bandwidth, check=positive,
+                                    section="deployment")
+    source: dict = field(default_factory=dict, repr=False)  # the TOML as read, for save-as
+
+    @property
+    def knobs(self) -> Knobs:
+        return self.controls.model_knobs()
+
+    @property
+    def controls(self) -> Controls:
+        """The preset's knobs as live controls (its own rate, the PrfaaS-PD paradigm)."""
+        return Controls(t=self.t, n_p=self.n_p, n_d=self.n_d, n_prfaas=self.system.n_prfaas,
+                        bandwidth=self.system.bandwidth)
+
+    def with_knobs(self, **knobs: float | int | None) -> Scenario:
+        """A copy with other knobs (t, n_p, n_d, n_prfaas, bandwidth; None keeps the preset's),
+        checked by Controls.validate: a KnobError names the knob."""
+        c = self.controls.changed(self.system, **{k: v for k, v in knobs.items() if v is not None})
+        return self.with_controls(c)
+
+    def with_controls(self, c: Controls) -> Scenario:
+        """A copy deployed at `c` (its rate and paradigm are the caller's to use)."""
+        system = replace(self.system, n_prfaas=c.n_prfaas, bandwidth=c.bandwidth)
+        return replace(self, system=system, t=c.t, n_p=c.n_p, n_d=c.n_d)
+
+
+def check_knobs(sc: Scenario) -> None:
+    """Raise PresetError, naming the preset key, when the knobs are impossible."""
+    try:
+        sc.controls.validate(sc.system)
+    except KnobError as exc:
+        raise PresetError(sc.path, KNOBS[exc.knob].key or "", exc.reason) from None
