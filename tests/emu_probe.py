@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from emulator import presets
 from emulator.effective import LiveState
 from emulator.model import System
+from emulator.scenario import presets
 from emulator.sim.drills import load_drill
 from emulator.sim.engine import Emulation
 from emulator.stability import Row
