@@ -91,9 +91,11 @@ class LiveState:
     @classmethod
     def of(cls, snap: SnapshotLike, lengths: LengthDistribution | None = None) -> LiveState:
         """From an engine Snapshot (duck-typed: knobs, stages[s].instances/failed/draining,
-        link.capacity). The snapshot does not carry the length mix: pass
-        `emu.timeline.lengths_now()` (None: the preset's)."""
+        link.capacity, lengths). `lengths` overrides the snapshot's mix (None: the snapshot's,
+        else the preset's)."""
         k = snap.knobs
+        if lengths is None:
+            lengths = getattr(snap, "lengths", None)
         st = snap.stages
         return cls(t=float(k.t), n_prfaas=int(k.n_prfaas), n_p=int(k.n_p), n_d=int(k.n_d),
                    bandwidth=float(k.bandwidth),

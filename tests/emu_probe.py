@@ -9,8 +9,10 @@ from typing import Any, NamedTuple
 from emulator.effective import LiveState
 from emulator.model import System
 from emulator.scenario import presets
-from emulator.sim.drills import load_drill
+from emulator.scenario.drills import load_drill
+from emulator.sim.drills import drill_emulation
 from emulator.sim.engine import Emulation
+from emulator.sim.score import scorecard
 from emulator.stability import Row
 
 
@@ -35,7 +37,7 @@ def rows_at_load(preset: str, load: float, seed: int, duration: float,
     and the live state at its end."""
     with Emulation(presets.load(preset), load=load, seed=seed, duration=duration) as emu:
         rows = _sample(emu, duration, every)
-        return rows, LiveState.of(emu.snapshot(), emu.timeline.lengths_now())
+        return rows, LiveState.of(emu.snapshot())
 
 
 class DrillProbe(NamedTuple):
@@ -49,10 +51,11 @@ def drill_at(drill: str, at: float, seed: int | None = None, scheduler: bool = F
              every: float = 5.0) -> DrillProbe:
     """A drill run `at` seconds in (scheduler off by default: the incident alone)."""
     d = load_drill(drill)
-    with d.emulation(seed=seed, scheduler=scheduler) as emu:
+    emu, _ = drill_emulation(d, seed, scheduler)
+    with emu:
         rows = _sample(emu, at, every)
         snap = emu.snapshot()
-        return DrillProbe(snap, rows, LiveState.of(snap, emu.timeline.lengths_now()),
+        return DrillProbe(snap, rows, LiveState.of(snap),
                           d.scenario.system)
 
 
@@ -67,18 +70,18 @@ def drill_with_knobs_at(drill: str, at: float, choose, seed: int | None = None) 
     """Run a drill (scheduler off), at `at` set (t, N_p, N_d) = choose(live state, system) as
     an operator pressing `o` would, run to the end; the scorecard as a dict."""
     d = load_drill(drill)
-    with d.emulation(seed=seed, scheduler=False) as emu:
+    emu, rec = drill_emulation(d, seed, False)
+    with emu:
         emu.run_until(at)
-        t, n_p, n_d = choose(LiveState.of(emu.snapshot(), emu.timeline.lengths_now()),
+        t, n_p, n_d = choose(LiveState.of(emu.snapshot()),
                              d.scenario.system)
-        emu.set_threshold(t)
-        emu.set_split(n_p, n_d)
+        emu.change(t=t, n_p=n_p, n_d=n_d)
         emu.run_until(d.duration)
-        return d.scorecard(emu).to_dict()
+        return scorecard(emu, rec, d.scoring).to_dict()
 
 
 def engine_point_and_state(preset: str, paradigm: str, at: float = 60.0, mode: str = "exact"):
     """(the engine's own model_point, the live state) `at` seconds into a healthy run."""
     with Emulation(presets.load(preset), paradigm=paradigm, seed=1, duration=at) as emu:
         emu.run_until(at)
-        return emu.model_point(mode), LiveState.of(emu.snapshot(), emu.timeline.lengths_now())
+        return emu.model_point(mode), LiveState.of(emu.snapshot())

@@ -457,12 +457,17 @@ class Emulation:
         _keyed(self._rate_factors, key, factor)
         self.workload.set_multiplier(math.prod(self._rate_factors.values()))
 
+    @property
+    def lengths_now(self) -> LengthDistribution:
+        """The length mix new requests draw from now: the newest active shift, else the
+        preset's (the effective model evaluates at it)."""
+        shifts = self._length_shifts
+        return next(reversed(shifts.values())) if shifts else self.base_lengths
+
     def set_length_distribution(self, key: Hashable, dist: LengthDistribution | None) -> None:
         """`key`'s length mix for new requests (None: gone); the newest key still set wins."""
         _keyed(self._length_shifts, key, dist)
-        shifts = self._length_shifts
-        self.workload.set_lengths(next(reversed(shifts.values())) if shifts
-                                  else self.base_lengths)
+        self.workload.set_lengths(self.lengths_now)
 
     def flush_cache(self, cluster: str | None = None) -> int:
         """Empty the prefix cache of `cluster` ("prfaas" or "pd"; None: both): every prefix

@@ -9,6 +9,7 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Protocol
 
+from emulator.distributions import LengthDistribution
 from emulator.sim.accounting import Accounting
 from emulator.sim.cache_runtime import CacheRuntime
 from emulator.sim.decode import DecodeStage
@@ -43,6 +44,9 @@ class Observed(Protocol):
     decisions: deque[str]
     workload: Workload
     timeline: Timeline
+
+    @property
+    def lengths_now(self) -> LengthDistribution: ...
 
     @property
     def now(self) -> float: ...
@@ -150,4 +154,4 @@ class Observer:
             incidents=tuple(sorted(emu.timeline.since)), target_rate=emu.workload.rate,
             cache=emu.cache.snapshot() if emu.cache is not None else None,
             scheduler_changes=scheduler.changes if scheduler is not None else 0,
-            incident_windows=tuple(emu.timeline.windows()))
+            incident_windows=tuple(emu.timeline.windows()), lengths=emu.lengths_now)
