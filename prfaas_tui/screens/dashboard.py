@@ -24,6 +24,7 @@ from emulator.paradigm import Paradigm
 from emulator.scenario.reader import PresetError
 from emulator.scenario.scenario import Scenario
 from emulator.scenario.writer import write_preset
+from emulator.stability import served_note
 from prfaas_tui.live import Driver, Tick, incident_kinds, load_drill
 from prfaas_tui.messages import EmulatorFailed, TickReady
 from prfaas_tui.metrics_export import export_metrics
@@ -63,7 +64,9 @@ class Dashboard(Screen):
         Binding("t", "edit('t')", "Set t", id="set-threshold",
                 tooltip="Type an exact routing threshold t"),
         Binding("o", "apply_optimum", "Optimum", id="apply-optimum",
-                tooltip="Apply the model's optimum t* and N_p*/N_d*"),
+                tooltip="Apply the optimum t* and N_p*/N_d* of the live state (alive instances, link now)"),
+        Binding("M", "toggle_mode", "Mode", show=False, id="model-mode",
+                tooltip="exact or paper mode drives the model panel"),
         Binding("m", "cycle_paradigm", "Paradigm", show=False, id="paradigm",
                 tooltip="Switch PrfaaS-PD / homogeneous / naive"),
         Binding("p", "presets", "Presets", id="presets",
@@ -130,7 +133,8 @@ class Dashboard(Screen):
                 yield DecisionLog(id="decisions").data_bind(Dashboard.tick)
             yield LiveCharts(self.session.point_at, live=self.live, id="live")
             with Vertical(id="model"):
-                yield ModelPanel(id="model-panel").data_bind(Dashboard.view)
+                yield ModelPanel(self.session, id="model-panel").data_bind(Dashboard.view,
+                                                                           Dashboard.tick)
                 with Container(id="fig5"):
                     yield LambdaVsNpChart(id="fig5a")
                     yield CeilingsVsTChart(id="fig5b")
@@ -171,9 +175,14 @@ class Dashboard(Screen):
     def watch_tick(self, tick: Tick | None) -> None:
         if tick is None:
             return
-        self.query_one(StatusLine).show(tick)
+        report = self.session.report
+        self.query_one(StatusLine).show(tick, banner=report.banner if report else None)
         self._follow_incidents(tick)
-        self.query_one(LiveCharts).show(tick)
+        charts = self.query_one(LiveCharts)
+        live = self.session.effective
+        charts.note = (served_note(report, live.point.lambda_max)
+                       if report is not None and live is not None else None)
+        charts.show(tick)
 
     def load_scenario(self, scenario: Scenario, drill: Drill | None = None, *,
                       paradigm: Paradigm = Paradigm.PRFAAS_PD, split: tuple[int, int] | None = None,
@@ -284,13 +293,24 @@ class Dashboard(Screen):
         self.request(speed=step_speed(self.settings.speed, d))
 
     def action_apply_optimum(self) -> None:
-        b = self.view.optimum.best.knobs
-        changes: dict[str, Any] = {"t": b.t, "n_p": b.n_p, "n_d": b.n_d}
+        """The optimum of the live state (alive instances, the link now, the live mix) in the
+        driving mode; before the first tick, or for another paradigm, the nominal one."""
+        live = self.session.optimum_targets()
+        if live is None:
+            b = self.view.optimum.best.knobs
+            live = (b.t, b.n_p, b.n_d)
+        t, n_p, n_d = live
+        changes: dict[str, Any] = {"t": t, "n_p": n_p, "n_d": n_d}
         if self.settings.paradigm != Paradigm.PRFAAS_PD:
             changes["paradigm"] = Paradigm.PRFAAS_PD
         if self.request(**changes):
-            self.notify(f"applied the optimum: t* = {KNOBS[0].show(self.settings)}, "
-                        f"N_p/N_d = {b.n_p}/{b.n_d}")
+            self.notify(f"applied the optimum of the live state: t* = "
+                        f"{KNOBS[0].show(self.settings)}, N_p/N_d = {n_p}/{n_d}")
+
+    def action_toggle_mode(self) -> None:
+        mode = self.session.toggle_mode()
+        self.query_one(ModelPanel).watch_view()
+        self.notify(f"{mode} mode drives the model panel (the live Λmax line stays exact)")
 
     def action_cycle_paradigm(self) -> None:
         i = tuple(Paradigm).index(self.settings.paradigm)

@@ -12,6 +12,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from emulator.effective import EffectiveView, targets_for
 from emulator.paradigm import Paradigm, Stage
 from emulator.units import format_duration, format_tokens, to_gbps
 from prfaas_tui.live import Tick
@@ -27,19 +28,106 @@ def num(x: float | None, fmt: str = "{:.2f}") -> str:
 
 
 class ModelPanel(Static):
-    """Theta, the three ceilings (binding marked), Lambda_max, egress, Eq. 7/8 residuals and
-    the optimum with the key that applies it."""
+    """Theta and the three ceilings at the live state (binding marked) in the driving mode,
+    the other mode beside it and the nominal deployment where it differs; Lambda_max, egress,
+    Eq. 7/8 residuals and the optimum of the live state with the key that applies it. Before
+    the first tick: the model at the settings."""
 
-    DEFAULT_CSS = "ModelPanel { height: 13; padding: 0 1; }"  # fixed: updates skip layout
+    DEFAULT_CSS = "ModelPanel { height: 14; padding: 0 1; }"  # fixed: updates skip layout
 
     view: reactive[ModelView | None] = reactive(None, repaint=False)  # bound to the screen's
+    tick: reactive[Tick | None] = reactive(None, repaint=False)  # bound to the screen's
+
+    def __init__(self, session: Any = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.session = session  # prfaas_tui.session.Session: its effective view and mode
 
     def watch_view(self) -> None:
-        if self.view is not None:
-            self.update(self._render_view(self.view), layout=False)
+        if self.view is None:
+            return
+        live = getattr(self.session, "effective", None)
+        body = (self._render_live(self.view, live) if live is not None
+                else self._render_view(self.view))
+        self.update(body, layout=False)
+
+    def watch_tick(self) -> None:
+        self.watch_view()
 
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, lambda _: self.watch_view())
+
+    def _render_live(self, v: ModelView, live: EffectiveView) -> Group:
+        """The effective model: what the deployment sustains now, whoever broke or set it."""
+        mode = live.driving
+        other = next((m for m in live.effective if m != mode), None)
+        op, nom, state = live.effective[mode], live.nominal[mode], live.state
+        s = v.settings
+        hot, dim = f"bold {color(self, 'text-error')}", "dim"
+        warn, good = color(self, "text-warning"), color(self, "text-success")
+        head = Text.assemble((s.paradigm.label, "bold"), (" · live · ", dim), (mode, "bold"),
+                             (f" drives ([M] {other})" if other else " drives", dim))
+        table = Table(box=None, padding=(0, 1), pad_edge=False, expand=False, show_edge=False)
+        cols = [("stage", "left"), ("Θ", "right"), (mode, "right")]
+        if other:
+            cols.append((other, "right"))
+        if live.degraded:
+            cols.append(("nominal", "right"))
+        cols.append(("", "left"))
+        for col, j in cols:
+            table.add_column(col, justify=j, header_style=dim)  # type: ignore[arg-type]
+        theta = {"prfaas": op.theta_prfaas, "pd-p": op.theta_pdp, "pd-d": op.theta_pdd}
+        for st in ("prfaas", "pd-p", "pd-d"):
+            binds = st == op.binding
+            row: list[Any] = [Text(STAGE_LABELS[st], style="bold" if binds else ""),
+                              num(theta[st]),
+                              Text(num(op.ceilings[st]), style=hot if binds else "")]
+            if other:
+                row.append(Text(num(live.effective[other].ceilings[st]), style=dim))
+            if live.degraded:
+                row.append(Text(num(nom.ceilings[st]), style=dim))
+            row.append(Text("◀ binds", style=hot) if binds else Text(""))
+            table.add_row(*row)
+        lines: list[Any] = [head, table]
+        load = s.rate / op.lambda_max if op.lambda_max > 0 else math.inf
+        lam = Text.assemble(("Λmax ", "bold"), (f"{op.lambda_max:.2f}", "bold"))
+        if other:
+            lam.append(f" ({other} {live.effective[other].lambda_max:.2f})", style=dim)
+        if live.degraded:
+            lam.append(f" of {nom.lambda_max:.2f}", style=warn)
+        lam.append(f" · offered {load:.0%}", style=hot if load > 1 else dim)
+        lines.append(lam)
+        diffs = [d.text for d in live.differences if d.what != "lambda"]
+        if len(diffs) > 3:  # the panel's height is fixed: at most three lines of them
+            diffs = [*diffs[:2], " · ".join(diffs[2:])]
+        for line in diffs or ["nothing down: effective = nominal"]:
+            lines.append(Text(line, style=warn if diffs else dim, no_wrap=True,
+                              overflow="ellipsis"))
+        if op.p > 0:
+            lines.append(Text(f"p {op.p:.1%}  l_long {format_tokens(op.l_long)}  "
+                              f"PrfaaS {op.prfaas_term}-bound", style=dim))
+            cap = state.link_capacity
+            util = op.egress() / cap if cap > 0 else math.inf
+            lines.append(Text(f"egress {to_gbps(op.egress()):.1f} of {to_gbps(cap):.4g} Gbps "
+                              f"({num(util, '{:.0%}')})"
+                              + (f" · B_out {to_gbps(state.bandwidth):.4g}"
+                                 if cap != state.bandwidth else "")))
+        else:
+            lines.append(Text("p 0: nothing crosses the link", style=dim))
+        lines.append(Text(f"Eq.7 {num(op.eq7_residual, '{:+.3f}')}   "
+                          f"Eq.8 {num(op.eq8_residual, '{:+.3f}')}"))
+        if not s.paradigm.threshold_routing:
+            lines.append(Text("t, N_p, N_d do not apply to this paradigm", style=dim))
+        best = live.optimum.get(mode)
+        if best is not None:
+            t, n_p, n_d = targets_for(best, state)
+            applied = (n_p, n_d) == (state.n_p, state.n_d) and abs(t - state.t) < 0.5
+            opt = Text.assemble(("optimum now ", "bold"),
+                                f"t* {format_tokens(t)} · N_p/N_d {n_p}/{n_d}"
+                                f" · Λ* {best.lambda_max:.2f}\n")
+            opt.append("✓ applied" if applied else "[o] apply it",
+                       style=good if applied else "bold")
+            lines.append(opt)
+        return Group(*lines)
 
     def _render_view(self, v: ModelView) -> Group:
         op, sc, s = v.point, v.scenario, v.settings

@@ -117,6 +117,7 @@ class LiveSeries:
     ttft_slo: float | None
     queues: dict[str, np.ndarray]
     link_queue: np.ndarray
+    note: str | None = None  # why served exceeds Λmax (emulator.stability.served_note)
 
     @classmethod
     def of(cls, history: Sequence[Any], model: Callable[[Any], OperatingPoint],
@@ -146,9 +147,14 @@ def _nan(x: float | None) -> float:
 
 class ThroughputChart(Chart):
     def draw(self, plt: Any, d: LiveSeries) -> None:
-        self.title(plt, f"throughput req/s · served {d.served[-1]:.2f} of offered "
-                        f"{d.offered[-1]:.2f} · Λmax {d.lam[-1]:.2f}",
-                   f"req/s served {d.served[-1]:.2f} Λ {d.lam[-1]:.2f}")
+        if d.note:  # served above Λmax: say why, or it reads as capacity
+            head = d.note.split(":")[0]
+            self.title(plt, d.note, head + (": unsustainable" if "grows" in d.note else
+                                            ": backlog drains" if "drains" in d.note else ""))
+        else:
+            self.title(plt, f"throughput req/s · served {d.served[-1]:.2f} of offered "
+                            f"{d.offered[-1]:.2f} · Λmax {d.lam[-1]:.2f}",
+                       f"req/s served {d.served[-1]:.2f} Λ {d.lam[-1]:.2f}")
         self.line(plt, d.t, d.offered, "foreground", "offered")
         self.line(plt, d.t, d.served, "primary", "served")
         self.line(plt, d.t, d.lam, "error", "Λmax")
