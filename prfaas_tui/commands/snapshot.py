@@ -164,7 +164,9 @@ def text_diff_summary(expected: str, actual: str, limit: int = 6) -> str:
     shown = differ if len(differ) <= limit else differ[:limit // 2] + differ[-(limit - limit // 2):]
     lines = [f"{len(differ)} of {n} lines differ"]
     for k in shown:
-        old, new = _changed(a[k] if k < len(a) else "", b[k] if k < len(b) else "")
+        old, new = a[k] if k < len(a) else "", b[k] if k < len(b) else ""
+        if max(len(old), len(new)) > 90:  # long: the stretch around the change
+            old, new = _changed(old, new)
         lines.append(f"  line {k + 1}:\n    - {old}\n    + {new}")
     return "\n".join(lines)
 
