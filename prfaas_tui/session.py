@@ -195,10 +195,30 @@ class Session:
     def request(self, **changes: Any) -> None:
         """Validate the changes, recompute the model and take the emulation there; Refused,
         with nothing changed, when impossible."""
-        new = self.settings.apply(**changes)
+        old, new = self.settings.scenario, self.settings.apply(**changes)
         self.settings, self.view = new, ModelView.of(new)
         if self.driver is not None:
             self.take(self.driver.apply(new))
+            sc = new.scenario
+            if "t" in changes and sc.t != old.t:
+                self.pin("t")
+            if {"n_p", "n_d"} & set(changes) and (sc.n_p, sc.n_d) != (old.n_p, old.n_d):
+                self.pin("split")
+
+    # -- the scheduler -------------------------------------------------------------------------
+    def pin(self, knob: str, pinned: bool = True) -> None:
+        """A knob set by hand ("t", "split"): the scheduler leaves it alone until released."""
+        if self.driver is not None:
+            self.take(self.driver.submit(lambda emu: emu.pin(knob, pinned)))
+
+    def release_pins(self) -> None:
+        if self.driver is not None:
+            self.take(self.driver.submit(lambda emu: [emu.pin(k, False) for k in emu.PINNABLE]))
+
+    def set_scheduler(self, on: bool) -> None:
+        """Switch the emulation's scheduler on or off live (no-op without one)."""
+        if self.driver is not None:
+            self.take(self.driver.submit(lambda emu: setattr(emu, "scheduler_enabled", on)))
 
     def pause(self) -> None:
         if self.driver is not None:

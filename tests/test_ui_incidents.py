@@ -120,3 +120,43 @@ async def test_instability_banner_at_1_3x_and_not_at_0_8x():
     text, report = await run_at_load(0.8)
     assert report.judged and report.stable
     assert "unstable" not in text
+
+
+async def drill_t_after(keys: tuple[str, ...] = (), t: float | None = None,
+                        until: float = 900.0) -> tuple[float, float, str, object]:
+    """link-brownout from 1 s: press `keys` (or set t by hand), run to `until`; (t before, t
+    after, the router panel's text, the last snapshot)."""
+    app = PrfaasApp(drill="link-brownout", live=False, at=1.0)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        d = dash(app)
+        for key in keys:
+            await pilot.press(key)
+            await pilot.pause()
+        if t is not None:
+            assert d.request(t=t)
+        before = d.tick.snapshot.knobs.t
+        d.session.step(until - d.tick.snapshot.sim_time)
+        d.sync()
+        await pilot.pause()
+        text = screen_text(app)
+        return before, d.tick.snapshot.knobs.t, text, d.tick.snapshot
+
+
+async def test_the_scheduler_moves_t_in_the_brownout_and_its_badge_says_so():
+    before, after, text, snap = await drill_t_after()
+    assert after != before and snap.scheduler_enabled
+    assert "scheduler on [S]" in text
+    assert snap.scheduler_last and "last " + snap.scheduler_last[:18] in text
+
+
+async def test_scheduler_off_holds_t_through_the_drill():
+    before, after, text, snap = await drill_t_after(("S",))
+    assert after == before and snap.scheduler_enabled is False
+    assert "scheduler off [S]" in text
+
+
+async def test_a_t_set_by_hand_is_pinned_and_left_alone():
+    before, after, text, snap = await drill_t_after(t=12000.0)
+    assert before == after == 12000.0 and snap.scheduler_enabled
+    assert snap.pinned == ("t",) and "scheduler on [S] · pin t" in text

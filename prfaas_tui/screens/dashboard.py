@@ -67,6 +67,10 @@ class Dashboard(Screen):
                 tooltip="Apply the optimum t* and N_p*/N_d* of the live state (alive instances, link now)"),
         Binding("M", "toggle_mode", "Mode", show=False, id="model-mode",
                 tooltip="exact or paper mode drives the model panel"),
+        Binding("S", "toggle_scheduler", "Scheduler", show=False, id="scheduler",
+                tooltip="Switch the scheduler off or on live"),
+        Binding("U", "release_pins", "Unpin", show=False, id="release-pins",
+                tooltip="Let the scheduler move t and the split you set by hand again"),
         Binding("m", "cycle_paradigm", "Paradigm", show=False, id="paradigm",
                 tooltip="Switch PrfaaS-PD / homogeneous / naive"),
         Binding("p", "presets", "Presets", id="presets",
@@ -306,6 +310,20 @@ class Dashboard(Screen):
         if self.request(**changes):
             self.notify(f"applied the optimum of the live state: t* = "
                         f"{KNOBS[0].show(self.settings)}, N_p/N_d = {n_p}/{n_d}")
+
+    def action_toggle_scheduler(self) -> None:
+        snap = self.tick.snapshot if self.tick else None
+        if snap is None or snap.scheduler_enabled is None:
+            self.notify("this scenario runs without a scheduler", severity="warning")
+            return
+        self.session.set_scheduler(not snap.scheduler_enabled)
+        self.sync()
+        self.notify(f"scheduler {'off: t and the split stay as they are' if snap.scheduler_enabled else 'on'}")
+
+    def action_release_pins(self) -> None:
+        self.session.release_pins()
+        self.sync()
+        self.notify("pins released: the scheduler may move t and the split again")
 
     def action_toggle_mode(self) -> None:
         mode = self.session.toggle_mode()

@@ -175,7 +175,9 @@ class RouterPanel(Static):
     """The emulator's router as it runs: its threshold, the share sent to PrfaaS (model and
     live) and the scheduler's last decision."""
 
-    DEFAULT_CSS = "RouterPanel { height: 3; padding: 0 1; }"
+    DEFAULT_CSS = """
+    RouterPanel { height: 4; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
+    """
 
     view: reactive[ModelView | None] = reactive(None, repaint=False)  # bound to the screen's
     tick: reactive[Tick | None] = reactive(None, repaint=False)  # bound to the screen's
@@ -191,7 +193,7 @@ class RouterPanel(Static):
         dim = "dim"
         t = snap.knobs.t if snap is not None else view.scenario.t
         paradigm = Paradigm(snap.knobs.paradigm if snap is not None else view.settings.paradigm)
-        out = Text()
+        out = Text(no_wrap=True, overflow="ellipsis")
         out.append("router ", style="bold")
         if paradigm.threshold_routing:
             out.append(f"L > {format_tokens(t)} → PrfaaS")
@@ -204,8 +206,20 @@ class RouterPanel(Static):
             total = pf + snap.stages["pd-p"].served_rate
             if total > 0:
                 out.append(f" live {pf / total:.0%}", style=dim)
-            if snap.decisions:
-                out.append(f"\nlast {snap.decisions[-1]}", style=dim)
+            on = snap.scheduler_enabled
+            if on is None:
+                out.append("\nno scheduler", style=dim)
+            else:
+                out.append("\nscheduler ", style="bold")
+                out.append("on" if on else "off", style=color(self, "text-success" if on
+                                                             else "text-warning"))
+                out.append(" [S]", style=dim)
+                if snap.pinned:
+                    out.append(f" · pin {'+'.join(snap.pinned)}",
+                               style=color(self, "text-warning"))
+            last = snap.scheduler_last or (snap.decisions[-1] if snap.decisions else None)
+            if last:
+                out.append(f"\nlast {' '.join(last.split())}", style=dim)
         self.update(out, layout=False)
 
 
