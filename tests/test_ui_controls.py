@@ -68,13 +68,50 @@ async def test_type_exact_t_with_validation():
         assert isinstance(app.screen, ValuePrompt)
         await pilot.press("ctrl+a", "ctrl+k", *"lots", "enter")  # refused: the prompt stays with a reason
         assert isinstance(app.screen, ValuePrompt)
-        assert "expected a token count" in screen_text(app)
+        assert "t is a token count like 19400 or 32K (got 'lots')" in screen_text(app)
         await pilot.press("ctrl+a", "ctrl+k", *"2M", "enter")
-        assert "lies outside the length distribution" in screen_text(app)
+        assert "tokens, the longest request (got 2097152)" in screen_text(app)
+        await pilot.press("ctrl+a", "ctrl+k", *"2.5", "enter")  # not silently 2
+        assert "t is a whole number of tokens: 2.5 is 2.5 (try 2 or 3)" in screen_text(app)
         await pilot.press("ctrl+a", "ctrl+k", *"20000", "enter")
         assert not isinstance(app.screen, ValuePrompt)
         assert dash(app).settings.scenario.t == 20000
         assert emulator_knobs(app)["t"] == 20000
+
+
+@pytest.mark.parametrize(("key", "typed", "reason"), [
+    ("speed", "2000x", "speed is 1x to 1000x, or max (got 2000x)"),
+    ("speed", "fast", "speed is 1x to 1000x, or max (got 'fast')"),
+    ("bandwidth", "1e9", "B_out is 1 Mbps to 100 Tbps (got 1e+09 Gbps)"),
+    ("bandwidth", "lots", "B_out is a bandwidth like 100 Gbps or 1000 MB/s (got 'lots')"),
+    ("n_p", "1.5", "N_p is a whole number of instances (got '1.5')"),
+])
+async def test_typed_values_outside_their_range_are_refused_in_words(key, typed, reason):
+    async with app_at().run_test(size=SIZE) as pilot:
+        app, d = pilot.app, dash(pilot.app)
+        before = d.settings
+        await select_knob(pilot, key)
+        await pilot.press("enter")
+        assert isinstance(app.screen, ValuePrompt)
+        await pilot.press("ctrl+a", "ctrl+k", *typed, "enter")
+        assert isinstance(app.screen, ValuePrompt)  # refused: the prompt stays with the reason
+        text = screen_text(app)
+        assert reason in text and "could not convert" not in text
+        await pilot.press("escape")
+        assert d.settings == before
+
+
+async def test_typed_speed_max_and_the_t_prompt_offers_whole_tokens():
+    async with app_at().run_test(size=SIZE) as pilot:
+        app, d = pilot.app, dash(pilot.app)
+        await select_knob(pilot, "speed")
+        await pilot.press("enter", "ctrl+a", "ctrl+k", *"max", "enter")
+        assert not isinstance(app.screen, ValuePrompt) and math.isinf(d.settings.speed)
+        await pilot.press("t")
+        shown = app.screen.query_one("Input").value
+        assert shown == f"{round(d.settings.scenario.t)}"
+        await pilot.press("enter")  # the value offered parses back unchanged
+        assert not isinstance(app.screen, ValuePrompt)
 
 
 async def test_local_pool_is_enforced_with_a_reason():

@@ -64,7 +64,7 @@ class Dashboard(Screen):
         Binding("t", "edit('t')", "Set t", id="set-threshold",
                 tooltip="Type an exact routing threshold t"),
         Binding("o", "apply_optimum", "Optimum", id="apply-optimum",
-                tooltip="Apply the optimum t* and N_p*/N_d* of the live state (alive instances, link now)"),
+                tooltip="Apply the optimum t*, N_p*/N_d* of the live state (what is alive now)"),
         Binding("M", "toggle_mode", "Mode", show=False, id="model-mode",
                 tooltip="exact or paper mode drives the model panel"),
         Binding("S", "toggle_scheduler", "Scheduler", show=False, id="scheduler",
@@ -269,6 +269,8 @@ class Dashboard(Screen):
 
         self.query_one(ControlPanel).select(knob.key)
         shown = knob.show(self.settings).split(" · ")[0]  # the part that parses back
+        if knob.key == "t":  # whole tokens (18.9K is 19353.6)
+            shown = f"{round(self.settings.scenario.t)}"
         self.app.push_screen(ValuePrompt(f"{knob.label} = ?", shown, knob.hint,
                                          validate), done)
 
