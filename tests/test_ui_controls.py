@@ -41,7 +41,7 @@ async def test_change_t_moves_model_router_and_plots():
         d = dash(app)
         before = {"p": d.view.point.p, "ceil": d.query_one(CeilingsChart).data.ceilings[:, -1].copy(),
                   "fig5b": str(d.query_one(CeilingsVsTChart).render()),
-                  "fig5a": d.query_one(LambdaVsNpChart).data.figure5.lambda_vs_np.copy()}
+                  "fig5a": d.query_one(LambdaVsNpChart).data.a.lambda_max.copy()}
         await select_knob(pilot, "t")
         for _ in range(4):
             await pilot.press("right")  # +1K each
@@ -56,7 +56,7 @@ async def test_change_t_moves_model_router_and_plots():
         assert f"p {d.view.point.p:.1%}" in text  # model panel
         assert not (d.query_one(CeilingsChart).data.ceilings[:, -1] == before["ceil"]).all()
         assert str(d.query_one(CeilingsVsTChart).render()) != before["fig5b"]
-        assert not (d.query_one(LambdaVsNpChart).data.figure5.lambda_vs_np == before["fig5a"]).all()
+        assert not (d.query_one(LambdaVsNpChart).data.a.lambda_max == before["fig5a"]).all()
         await pilot.press("left")
         assert d.settings.scenario.t == t - 1024
 

@@ -11,9 +11,11 @@ import pytest
 from test_ui_support import dash, screen_text
 
 from emulator.effective import LiveState, effective_optimum, targets_for
+from emulator.figure5 import figure5a
 from emulator.model import Knobs, evaluate
 from emulator.optimizer import search
 from prfaas_tui.app import PrfaasApp
+from prfaas_tui.widgets.plots import CeilingsVsTChart, LambdaVsNpChart
 
 pytestmark = pytest.mark.asyncio
 
@@ -160,3 +162,18 @@ async def test_a_t_set_by_hand_is_pinned_and_left_alone():
     before, after, text, snap = await drill_t_after(t=12000.0)
     assert before == after == 12000.0 and snap.scheduler_enabled
     assert snap.pinned == ("t",) and "scheduler on [S] · pin t" in text
+
+
+async def test_figure5_is_drawn_at_the_live_state_with_n_p_star_on_its_curve():
+    app = PrfaasApp(drill="prfaas-loss", live=False, at=MID)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        d = dash(app)
+        data = d.query_one(LambdaVsNpChart).data
+        state = d.session.effective.state
+        a = figure5a(d.session.system, Knobs(t=state.t, n_p=0, n_d=0, n_prfaas=4,
+                                             bandwidth=state.bandwidth), "exact")
+        assert state.alive.prfaas == 2  # the curve counts 2 PrfaaS instances, not 4
+        assert data.a.best < a.best and data.t_now == state.t
+        assert data.a.lambda_max[data.a.n_p_star] == data.a.lambda_max.max()
+        assert d.query_one(CeilingsVsTChart).data is data

@@ -19,6 +19,8 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Header
 
+from emulator.effective import LiveState
+from emulator.figure5 import effective_figure5
 from emulator.model import OperatingPoint
 from emulator.paradigm import Paradigm
 from emulator.scenario.reader import PresetError
@@ -38,7 +40,7 @@ from prfaas_tui.session import Session
 from prfaas_tui.widgets.controls import KNOB_BY_KEY, KNOBS, ControlPanel, Knob
 from prfaas_tui.widgets.live_charts import LiveCharts
 from prfaas_tui.widgets.model_panel import DecisionLog, ModelPanel, RouterPanel
-from prfaas_tui.widgets.plots import CeilingsVsTChart, LambdaVsNpChart
+from prfaas_tui.widgets.plots import CeilingsVsTChart, Figure5Data, LambdaVsNpChart
 from prfaas_tui.widgets.status import StatusLine
 from prfaas_tui.widgets.timeline import DrillTimeline
 
@@ -112,6 +114,7 @@ class Dashboard(Screen):
         self.live = live
         self.at = at
         self.step_seconds = 1.0
+        self._figure_key: Any = None  # what Figure 5 was last drawn at
         self.set_reactive(Dashboard.view, self.session.view)
 
     @property
@@ -187,6 +190,7 @@ class Dashboard(Screen):
         charts.note = (served_note(report, live.point.lambda_max)
                        if report is not None and live is not None else None)
         charts.show(tick)
+        self.show_figures()
 
     def load_scenario(self, scenario: Scenario, drill: Drill | None = None, *,
                       paradigm: Paradigm = Paradigm.PRFAAS_PD, split: tuple[int, int] | None = None,
@@ -243,11 +247,20 @@ class Dashboard(Screen):
         return True
 
     def show_figures(self) -> None:
-        """Figure 5 at the current settings (it ignores rate and speed: keyed on the knobs)."""
-        sc = self.settings.scenario
-        key = (sc.knobs, id(sc.system.lengths))
-        self.query_one(LambdaVsNpChart).set_data(self.view, key)
-        self.query_one(CeilingsVsTChart).set_data(self.view, key)
+        """Figure 5 at the live state (alive instances, the link now, the live mix) in the
+        driving mode; before the first tick at the settings. Rebuilt only when that changes."""
+        live, sc, mode = self.session.effective, self.settings.scenario, self.session.mode
+        state = live.state if live is not None else LiveState.healthy(sc.system, sc.knobs)
+        key = (state, mode, id(self.session.system))
+        if key == self._figure_key:
+            return
+        self._figure_key = key
+        a, b = effective_figure5(self.session.system, state, mode)
+        opt = live.optimum.get(mode) if live is not None else None
+        data = Figure5Data(a, b, state.t, state.alive.pd_p,
+                           opt.knobs.t if opt is not None else self.view.optimum.best.knobs.t)
+        self.query_one(LambdaVsNpChart).set_data(data, key)
+        self.query_one(CeilingsVsTChart).set_data(data, key)
 
     def on_control_panel_changed(self, message: ControlPanel.Changed) -> None:
         self.sync()
@@ -330,6 +343,7 @@ class Dashboard(Screen):
     def action_toggle_mode(self) -> None:
         mode = self.session.toggle_mode()
         self.query_one(ModelPanel).watch_view()
+        self.show_figures()
         self.notify(f"{mode} mode drives the model panel (the live Λmax line stays exact)")
 
     def action_cycle_paradigm(self) -> None:
