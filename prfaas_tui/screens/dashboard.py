@@ -135,7 +135,7 @@ class Dashboard(Screen):
         with Horizontal(id="body"):
             with Vertical(id="side"):
                 yield ControlPanel(self.session, id="controls").data_bind(Dashboard.view)
-                yield RouterPanel(id="router").data_bind(Dashboard.view, Dashboard.tick)
+                yield RouterPanel(self.session, id="router").data_bind(Dashboard.view, Dashboard.tick)
                 yield DrillTimeline(id="timeline")
                 yield DecisionLog(id="decisions").data_bind(Dashboard.tick)
             yield LiveCharts(self.session.point_at, live=self.live, id="live")

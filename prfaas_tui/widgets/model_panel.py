@@ -172,8 +172,9 @@ class ModelPanel(Static):
 
 
 class RouterPanel(Static):
-    """The emulator's router as it runs: its threshold, the share sent to PrfaaS (model and
-    live) and the scheduler's last decision."""
+    """The emulator's router as it runs: its threshold, the share sent to PrfaaS (model, and
+    routed: entering rates from the stability report, not served ones, which lag while a
+    queue grows), the scheduler's badge and its last decision."""
 
     DEFAULT_CSS = """
     RouterPanel { height: 4; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
@@ -181,6 +182,10 @@ class RouterPanel(Static):
 
     view: reactive[ModelView | None] = reactive(None, repaint=False)  # bound to the screen's
     tick: reactive[Tick | None] = reactive(None, repaint=False)  # bound to the screen's
+
+    def __init__(self, session: Any = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.session = session  # prfaas_tui.session.Session: its stability report
 
     def watch_view(self) -> None:
         if self.view is not None:
@@ -202,10 +207,10 @@ class RouterPanel(Static):
             out.append(f"{where} ({paradigm.label})")
         out.append(f"\nshare model {view.point.p:.0%}", style=dim)
         if snap is not None:
-            pf = snap.stages["prfaas"].served_rate
-            total = pf + snap.stages["pd-p"].served_rate
-            if total > 0:
-                out.append(f" live {pf / total:.0%}", style=dim)
+            report = getattr(self.session, "report", None)
+            routed = report.routed_share if report is not None else None
+            if routed is not None:  # what the router sent (served lags it when a queue grows)
+                out.append(f" routed {routed:.0%}", style=dim)
             on = snap.scheduler_enabled
             if on is None:
                 out.append("\nno scheduler", style=dim)
