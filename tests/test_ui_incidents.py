@@ -71,7 +71,7 @@ async def test_panel_ceilings_are_the_model_at_the_live_state(drill, stage, text
         assert text in screen
         assert f"Λmax {live.lambda_max:.2f}" in screen
         routed = d.session.report.routed_share  # entering, not served, rates
-        assert routed is not None and f"routed {routed:.0%}" in screen
+        assert routed is not None and f"sent {routed:.0%}" in screen
 
 
 async def test_o_during_an_incident_applies_the_effective_optimum():

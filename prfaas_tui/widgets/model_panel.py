@@ -210,7 +210,7 @@ class RouterPanel(Static):
             report = getattr(self.session, "report", None)
             routed = report.routed_share if report is not None else None
             if routed is not None:  # what the router sent (served lags it when a queue grows)
-                out.append(f" routed {routed:.0%}", style=dim)
+                out.append(f" sent {routed:.0%}", style=dim)
             on = snap.scheduler_enabled
             if on is None:
                 out.append("\nno scheduler", style=dim)
