@@ -11,16 +11,27 @@ no copy of its state.
 
 from __future__ import annotations
 
+import math
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from emulator.model import OperatingPoint
+from emulator.effective import (
+    DRIVING_MODE,
+    EffectiveView,
+    LiveState,
+    effective_point,
+    effective_view,
+    targets_for,
+)
+from emulator.model import MODES, OperatingPoint
 from emulator.paradigm import Paradigm
 from emulator.scenario.scenario import Scenario
+from emulator.stability import Row, StabilityReport, assess
 from prfaas_tui.live import Driver, Tick, attach_recorder, make_emulation
-from prfaas_tui.modelview import DEFAULT_SPEED, ModelView, Settings, paradigm_point
+from prfaas_tui.modelview import DEFAULT_SPEED, ModelView, Settings
 
 if TYPE_CHECKING:
     from emulator.sim.drills import Drill
@@ -35,6 +46,9 @@ class Run:
     drill: Drill | None = None
     split: tuple[int, int] | None = None
     base: Scenario | None = None
+
+
+ROWS = 2000  # stability rows kept: ticks arrive every ~0.1-2 simulated s, assess reads 180 s
 
 
 class Session:
@@ -57,6 +71,10 @@ class Session:
         self.generation = 0
         self.driver: Driver | None = None
         self._points: dict[Any, OperatingPoint] = {}
+        self.mode = DRIVING_MODE  # the mode driving the model panel (`M` toggles)
+        self.effective: EffectiveView | None = None  # the model at the live state
+        self.report: StabilityReport | None = None  # queue trends over the last window
+        self._rows: deque[Row] = deque(maxlen=ROWS)
 
     @property
     def drill(self) -> Drill | None:
@@ -100,6 +118,8 @@ class Session:
         self.settings, self.view = settings, ModelView.of(settings)
         self._points.clear()
         self.tick = None
+        self.effective, self.report = None, None
+        self._rows.clear()
 
     def stop(self) -> None:
         if self.driver is not None:
@@ -114,7 +134,48 @@ class Session:
         self.tick = tick
         if tick.applied == self.driver.sent:
             self._follow(tick.snapshot.knobs)
+        self._observe(tick)
         return True
+
+    def _observe(self, tick: Tick) -> None:
+        """The effective view at the tick's live state (rebuilt only when that state changes:
+        alive instances, link capacity, mix, knobs) and the stability report over its rows."""
+        snap = tick.snapshot
+        last = self._rows[-1].t if self._rows else -math.inf
+        fresh = []  # the history since the last row (a step or a headless run adds many)
+        for s in reversed(tick.history):
+            if s.sim_time <= last:
+                break
+            fresh.append(s)
+        self._rows.extend(Row.of(s) for s in reversed(fresh))
+        state = LiveState.of(snap)
+        if self.effective is None or self.effective.state != state \
+                or self.effective.driving != self.mode:
+            self.effective = effective_view(self.system, state, MODES, self.mode)
+        self.report = assess(self._rows, self.effective.effective[DRIVING_MODE])
+
+    @property
+    def system(self) -> Any:
+        """The running scenario's nominal System (profiles, the preset's mix); the live knobs,
+        instances and link come from each snapshot."""
+        return self.run.scenario.system
+
+    def toggle_mode(self) -> str:
+        """Switch the mode driving the model panel (exact <-> paper); the live Λmax line and
+        the stability judgement stay exact, the mode the emulator sustains."""
+        self.mode = "paper" if self.mode == "exact" else "exact"
+        if self.effective is not None:
+            self.effective = effective_view(self.system, self.effective.state, MODES, self.mode)
+        return self.mode
+
+    def optimum_targets(self) -> tuple[float, int, int] | None:
+        """(t, N_p, N_d) that `o` applies: the optimum of the effective state in the driving
+        mode, with failed instances kept in their stage. None before the first tick or for a
+        paradigm without t."""
+        v = self.effective
+        if v is None or self.mode not in v.optimum:
+            return None
+        return targets_for(v.optimum[self.mode], v.state)
 
     def _follow(self, knobs: Any) -> None:
         """The scheduler moves t and the split of a PrfaaS-PD emulation (other paradigms run
@@ -134,10 +195,30 @@ class Session:
     def request(self, **changes: Any) -> None:
         """Validate the changes, recompute the model and take the emulation there; Refused,
         with nothing changed, when impossible."""
-        new = self.settings.apply(**changes)
+        old, new = self.settings.scenario, self.settings.apply(**changes)
         self.settings, self.view = new, ModelView.of(new)
         if self.driver is not None:
             self.take(self.driver.apply(new))
+            sc = new.scenario
+            if "t" in changes and sc.t != old.t:
+                self.pin("t")
+            if {"n_p", "n_d"} & set(changes) and (sc.n_p, sc.n_d) != (old.n_p, old.n_d):
+                self.pin("split")
+
+    # -- the scheduler -------------------------------------------------------------------------
+    def pin(self, knob: str, pinned: bool = True) -> None:
+        """A knob set by hand ("t", "split"): the scheduler leaves it alone until released."""
+        if self.driver is not None:
+            self.take(self.driver.submit(lambda emu: emu.pin(knob, pinned)))
+
+    def release_pins(self) -> None:
+        if self.driver is not None:
+            self.take(self.driver.submit(lambda emu: [emu.pin(k, False) for k in emu.PINNABLE]))
+
+    def set_scheduler(self, on: bool) -> None:
+        """Switch the emulation's scheduler on or off live (no-op without one)."""
+        if self.driver is not None:
+            self.take(self.driver.submit(lambda emu: setattr(emu, "scheduler_enabled", on)))
 
     def pause(self) -> None:
         if self.driver is not None:
@@ -160,11 +241,12 @@ class Session:
         return self.driver.scorecard(self.run.drill)
 
     def point_at(self, snap: Any) -> OperatingPoint:
-        """The model at the knobs a snapshot ran with (cached: knobs change rarely). They are
-        the engine's, already accepted: no second validation."""
-        k = snap.knobs  # LiveKnobs: frozen, so it keys the cache
-        if k not in self._points:
-            s = self.settings.running(t=k.t, n_p=k.n_p, n_d=k.n_d, n_prfaas=k.n_prfaas,
-                                      bandwidth=k.bandwidth, paradigm=k.paradigm)
-            self._points[k] = paradigm_point(s)
-        return self._points[k]
+        """The live Λmax line at one snapshot: the model at what was alive then (instances,
+        link capacity, mix, knobs), in exact mode, the rate the emulator sustains. Cached on the
+        live state (it changes rarely)."""
+        state = LiveState.of(snap)
+        if state not in self._points:
+            if len(self._points) > 256:
+                self._points.clear()
+            self._points[state] = effective_point(self.system, state, DRIVING_MODE)
+        return self._points[state]

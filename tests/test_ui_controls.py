@@ -3,12 +3,14 @@ clock): each change must reach the model panel, the emulator (its router) and th
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
 import pytest
 from test_ui_support import dash, panel_text, screen_text, select_knob
 
+from emulator.optimizer import search
 from emulator.scenario import presets
 from emulator.units import format_tokens
 from prfaas_tui.app import PrfaasApp
@@ -39,7 +41,7 @@ async def test_change_t_moves_model_router_and_plots():
         d = dash(app)
         before = {"p": d.view.point.p, "ceil": d.query_one(CeilingsChart).data.ceilings[:, -1].copy(),
                   "fig5b": str(d.query_one(CeilingsVsTChart).render()),
-                  "fig5a": d.query_one(LambdaVsNpChart).data.figure5.lambda_vs_np.copy()}
+                  "fig5a": d.query_one(LambdaVsNpChart).data.a.lambda_max.copy()}
         await select_knob(pilot, "t")
         for _ in range(4):
             await pilot.press("right")  # +1K each
@@ -54,7 +56,7 @@ async def test_change_t_moves_model_router_and_plots():
         assert f"p {d.view.point.p:.1%}" in text  # model panel
         assert not (d.query_one(CeilingsChart).data.ceilings[:, -1] == before["ceil"]).all()
         assert str(d.query_one(CeilingsVsTChart).render()) != before["fig5b"]
-        assert not (d.query_one(LambdaVsNpChart).data.figure5.lambda_vs_np == before["fig5a"]).all()
+        assert not (d.query_one(LambdaVsNpChart).data.a.lambda_max == before["fig5a"]).all()
         await pilot.press("left")
         assert d.settings.scenario.t == t - 1024
 
@@ -66,13 +68,50 @@ async def test_type_exact_t_with_validation():
         assert isinstance(app.screen, ValuePrompt)
         await pilot.press("ctrl+a", "ctrl+k", *"lots", "enter")  # refused: the prompt stays with a reason
         assert isinstance(app.screen, ValuePrompt)
-        assert "expected a token count" in screen_text(app)
+        assert "t is a token count like 19400 or 32K (got 'lots')" in screen_text(app)
         await pilot.press("ctrl+a", "ctrl+k", *"2M", "enter")
-        assert "lies outside the length distribution" in screen_text(app)
+        assert "tokens, the longest request (got 2097152)" in screen_text(app)
+        await pilot.press("ctrl+a", "ctrl+k", *"2.5", "enter")  # not silently 2
+        assert "t is a whole number of tokens: 2.5 is 2.5 (try 2 or 3)" in screen_text(app)
         await pilot.press("ctrl+a", "ctrl+k", *"20000", "enter")
         assert not isinstance(app.screen, ValuePrompt)
         assert dash(app).settings.scenario.t == 20000
         assert emulator_knobs(app)["t"] == 20000
+
+
+@pytest.mark.parametrize(("key", "typed", "reason"), [
+    ("speed", "2000x", "speed is 1x to 1000x, or max (got 2000x)"),
+    ("speed", "fast", "speed is 1x to 1000x, or max (got 'fast')"),
+    ("bandwidth", "1e9", "B_out is 1 Mbps to 100 Tbps (got 1e+09 Gbps)"),
+    ("bandwidth", "lots", "B_out is a bandwidth like 100 Gbps or 1000 MB/s (got 'lots')"),
+    ("n_p", "1.5", "N_p is a whole number of instances (got '1.5')"),
+])
+async def test_typed_values_outside_their_range_are_refused_in_words(key, typed, reason):
+    async with app_at().run_test(size=SIZE) as pilot:
+        app, d = pilot.app, dash(pilot.app)
+        before = d.settings
+        await select_knob(pilot, key)
+        await pilot.press("enter")
+        assert isinstance(app.screen, ValuePrompt)
+        await pilot.press("ctrl+a", "ctrl+k", *typed, "enter")
+        assert isinstance(app.screen, ValuePrompt)  # refused: the prompt stays with the reason
+        text = screen_text(app)
+        assert reason in text and "could not convert" not in text
+        await pilot.press("escape")
+        assert d.settings == before
+
+
+async def test_typed_speed_max_and_the_t_prompt_offers_whole_tokens():
+    async with app_at().run_test(size=SIZE) as pilot:
+        app, d = pilot.app, dash(pilot.app)
+        await select_knob(pilot, "speed")
+        await pilot.press("enter", "ctrl+a", "ctrl+k", *"max", "enter")
+        assert not isinstance(app.screen, ValuePrompt) and math.isinf(d.settings.speed)
+        await pilot.press("t")
+        shown = app.screen.query_one("Input").value
+        assert shown == f"{round(d.settings.scenario.t)}"
+        await pilot.press("enter")  # the value offered parses back unchanged
+        assert not isinstance(app.screen, ValuePrompt)
 
 
 async def test_local_pool_is_enforced_with_a_reason():
@@ -124,7 +163,16 @@ async def test_every_model_knob_moves_the_model_point(key, step):
         assert now != before
         assert now == paradigm_point(d.settings).to_dict()  # the model at the new knobs
         assert d.view.settings is d.settings
-        assert f"Λmax {d.view.point.lambda_max:.2f} req/s" in screen_text(app)
+        # the panel shows the model at the live state the emulation took, in exact mode
+        sc = d.settings.scenario
+        exact = paradigm_point(dataclasses.replace(
+            d.settings, scenario=dataclasses.replace(sc, mode="exact")))
+        live = d.session.effective
+        if key == "paradigm":  # its own split, converting: the instances that serve count
+            assert live.state.paradigm == "homogeneous"
+        else:
+            assert live.point.to_dict() == exact.to_dict()
+        assert f"Λmax {live.point.lambda_max:.2f}" in screen_text(app)
 
 
 async def test_the_rate_moves_the_offered_load_not_the_model():
@@ -134,13 +182,14 @@ async def test_the_rate_moves_the_offered_load_not_the_model():
         await select_knob(pilot, "rate")
         await pilot.press("right")
         assert d.view.point.to_dict() == point and d.view.load > load
-        assert f"offered {d.settings.rate:.2f} ({d.view.load:.0%})" in screen_text(app)
+        lam = d.session.effective.point.lambda_max  # exact: what the emulator sustains
+        assert f"offered {d.settings.rate / lam:.0%}" in screen_text(app)
 
 
 async def test_apply_optimum_key():
     async with app_at("paper-case-study").run_test(size=SIZE) as pilot:
         app, d = pilot.app, dash(pilot.app)
-        best = d.view.optimum.best.knobs
+        best = search(d.session.system, "exact").best.knobs  # healthy: the nominal optimum
         assert "[o] apply it" in screen_text(app)
         await pilot.press("o")
         sc = d.settings.scenario
@@ -201,7 +250,7 @@ async def test_help_palette_and_narrow_view():
         await pilot.press("f1")
         assert isinstance(app.screen, HelpScreen)
         text = screen_text(app)
-        assert "keys" in text and "Apply the model's optimum" in text
+        assert "keys" in text and "Apply the optimum" in text
         await pilot.press("escape")
         titles = {c.title for c in app.get_system_commands(app.screen)}
         for b in dash(app).BINDINGS:

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from emulator.model import Knobs, evaluate
 from emulator.scenario import presets
 from emulator.scenario.knobs import Controls, KnobError
 from prfaas_tui.modelview import Refused, paradigm_point
@@ -80,13 +81,20 @@ def test_a_tick_of_an_earlier_emulation_is_dropped(toy):
     assert toy.tick.generation == 1 and toy.settings.scenario.name == "paper-case-study"
 
 
-def test_the_model_of_a_snapshot_is_at_its_own_knobs(toy):
+def test_the_live_line_is_the_model_at_the_snapshots_live_state(toy):
+    """The Λmax line at each snapshot: its own knobs and what was alive, in exact mode."""
     snap = toy.tick.snapshot
-    moved = dataclasses.replace(snap, knobs=dataclasses.replace(snap.knobs, t=2048.0, n_p=0,
-                                                                n_d=3))
-    want = paradigm_point(toy.settings.apply(t=2048.0, n_p=0, n_d=3))
+    st = snap.stages
+    n_d = st["pd-d"].instances - 1  # one decode instance not taking work
+    assert n_d >= 1
+    moved = dataclasses.replace(snap, knobs=dataclasses.replace(snap.knobs, t=2048.0),
+                                stages={**st, "pd-d": dataclasses.replace(st["pd-d"],
+                                                                          instances=n_d)})
+    want = evaluate(toy.system, Knobs(t=2048.0, n_p=st["pd-p"].instances, n_d=n_d,
+                                      n_prfaas=st["prfaas"].instances,
+                                      bandwidth=snap.link.capacity), "exact")
     assert toy.point_at(moved).to_dict() == want.to_dict()
-    assert toy.point_at(snap).to_dict() == toy.view.point.to_dict()
+    assert toy.point_at(snap).to_dict() == toy.effective.point.to_dict()
 
 
 def test_hand_made_incidents_end_together(toy):

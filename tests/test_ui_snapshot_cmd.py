@@ -1,9 +1,16 @@
-"""`prfaas-tui snapshot`: same inputs, same SVG; --check reports what changed."""
+"""`prfaas-tui snapshot`: same inputs, same SVG; --check reports what changed; txt and json
+(the panels' numbers, checked against the model at the live state)."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import re
 
+import pytest
+
+from emulator.model import Knobs, evaluate
+from emulator.scenario.drills import load_drill
 from prfaas_tui.cli import main
 from prfaas_tui.commands.snapshot import diff_summary, screen_rows
 
@@ -59,3 +66,60 @@ def test_diff_summary_names_rows():
     b = row.format(x=0, n=0, t="same") + row.format(x=0, n=1, t="new")
     summary = diff_summary(a, b)
     assert "1 of 2 rows differ" in summary and "- old" in summary and "+ new" in summary
+
+
+def _drill_json(tmp_path, drill: str, at: str = "800") -> dict:
+    out = tmp_path / f"{drill}.json"
+    assert main(["snapshot", "--drill", drill, "--at", at, "--size", "160x48",
+                 "--format", "json", "--out", str(out)]) == 0
+    return json.loads(out.read_text())
+
+
+def _model_at(system, knobs, alive: dict, capacity_gbps: float):
+    """Eqs. 3-5 at the JSON's own knobs, alive counts and link capacity (built here)."""
+    cap = capacity_gbps * 1e9 / 8  # bytes/s
+    live = dataclasses.replace(system, n_prfaas=alive["prfaas"], bandwidth=cap)
+    return evaluate(live, Knobs(t=knobs["t"], n_p=alive["pd-p"], n_d=alive["pd-d"],
+                                n_prfaas=alive["prfaas"], bandwidth=cap), "exact")
+
+
+@pytest.mark.parametrize(("drill", "changed"), [("link-brownout", "link"),
+                                                ("prfaas-loss", "prfaas")])
+def test_json_mid_incident_is_the_model_at_the_live_state(tmp_path, drill, changed):
+    data = _drill_json(tmp_path, drill)
+    system = load_drill(drill).scenario.system
+    eff, nom, k = data["effective"], data["nominal"], data["knobs"]
+    assert data["sim_time"] == 800.0 and isinstance(data["stable"], bool)
+    assert isinstance(data["unstable_stages"], list)
+    for block in (eff, nom):
+        assert set(block) >= {"lambda_max", "binding", "prfaas_term", "ceilings",
+                              "link_capacity_gbps", "alive"}
+        op = _model_at(system, k, block["alive"], block["link_capacity_gbps"])
+        assert block["lambda_max"] == pytest.approx(op.lambda_max)
+        assert block["binding"] == op.binding and block["prfaas_term"] == op.prfaas_term
+        for s in ("prfaas", "pd-p", "pd-d"):
+            assert block["ceilings"][s] == pytest.approx(op.ceilings[s])
+    assert nom["alive"] == {"prfaas": k["n_prfaas"], "pd-p": k["n_p"], "pd-d": k["n_d"]}
+    assert nom["link_capacity_gbps"] == pytest.approx(k["bandwidth_gbps"])
+    if changed == "link":  # 30 Gbps browned out to 20%
+        assert eff["link_capacity_gbps"] == pytest.approx(6.0)
+        assert eff["prfaas_term"] == "bandwidth" and nom["prfaas_term"] == "compute"
+    else:  # half the PrfaaS instances down
+        assert eff["alive"]["prfaas"] == 2 and nom["alive"]["prfaas"] == 4
+    assert eff["ceilings"]["prfaas"] < 0.8 * nom["ceilings"]["prfaas"]
+
+
+def test_txt_is_the_screen_and_check_works_for_txt_and_json(tmp_path, capsys):
+    txt = snap(tmp_path, "a.txt", "--at", "45")  # format from the extension
+    lines = txt.splitlines()
+    assert len(lines) == 30 and "sim 0:00:45.0" in lines[28] and "<" not in txt
+    assert txt == snap(tmp_path, "b.out", "--at", "45", "--format", "txt")
+    args = ["snapshot", "--preset", "toy", "--size", "100x30"]
+    assert main([*args, "--at", "45", "--check", str(tmp_path / "a.txt")]) == 0
+    assert main([*args, "--at", "50", "--check", str(tmp_path / "a.txt")]) == 1
+    err = capsys.readouterr().err
+    assert "lines differ" in err and "sim 0:00:50.0" in err
+    snap(tmp_path, "a.json", "--at", "45")
+    assert main([*args, "--at", "45", "--check", str(tmp_path / "a.json")]) == 0
+    assert main([*args, "--at", "50", "--check", str(tmp_path / "a.json")]) == 1
+    assert "sim_time" in capsys.readouterr().err

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,28 @@ def test_small_terminal_and_preset_flag(tmux):
     t.keys("Escape")  # alone: ESC and a key in one burst read as alt+key
     t.wait(r"f1 Help")
     t.keys("q")
+
+
+def test_the_effective_ceiling_reads_true_during_a_brownout(tmux):
+    """In a real terminal, mid link-brownout: the model panel's PrfaaS ceiling is the model at
+    the link's 6 Gbps (not the 30 Gbps lease), with the nominal one beside it."""
+    from emulator.model import Knobs, evaluate
+    from emulator.scenario.drills import load_drill
+
+    t = tmux(160, 48, "--drill", "link-brownout")
+    t.wait(r"sim 0:00")
+    t.keys(">", ">")  # 100x: the brownout starts at 10 min
+    t.wait(r"link 6\.0 of 30 Gbps", timeout=120)
+    t.keys("space")
+    screen = t.wait(r"⏸ sim", r"link 6\.0 of 30 Gbps")
+    tokens = float(re.search(r"▸? t\s+\S+ · (\d+)", screen).group(1))
+    row = re.search(r"PrfaaS\s+[\d.]+\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+◀?", screen)
+    assert row, screen
+    exact, nominal = float(row.group(1)), float(row.group(3))
+    system = load_drill("link-brownout").scenario.system
+    knobs = Knobs(t=tokens, n_p=4, n_d=4, n_prfaas=system.n_prfaas, bandwidth=6e9 / 8)
+    live = evaluate(replace(system, bandwidth=6e9 / 8), knobs, "exact")
+    healthy = evaluate(system, replace(knobs, bandwidth=system.bandwidth), "exact")
+    assert exact == pytest.approx(live.ceilings["prfaas"], abs=0.02)
+    assert nominal == pytest.approx(healthy.ceilings["prfaas"], abs=0.02)
+    assert exact < 0.8 * nominal

@@ -415,6 +415,36 @@ class Emulation:
         self.remote.resize(max(self.remote.size, n))
         self.remote.set_counts({"prfaas": n}, immediate=immediate)
 
+    # -- the scheduler, in an operator's hands ---------------------------------------------------
+    @property
+    def scheduler_enabled(self) -> bool:
+        """Whether the scheduler may change t and the split (False without one)."""
+        return self.scheduler is not None and self.scheduler.enabled
+
+    @scheduler_enabled.setter
+    def scheduler_enabled(self, on: bool) -> None:
+        if self.scheduler is None:
+            if on:
+                raise ValueError("this scenario has no scheduler ([sim.scheduler] enabled)")
+            return
+        if self.scheduler.enabled != bool(on):
+            self.scheduler.enabled = bool(on)
+            self.note(f"scheduler {'on' if on else 'off'} (by hand)")
+
+    PINNABLE = ("t", "split")
+
+    def pin(self, knob: str, pinned: bool = True) -> None:
+        """Pin (or release) a knob set by hand: the scheduler then leaves it alone. `knob`:
+        "t" or "split"."""
+        if knob not in self.PINNABLE:
+            raise ValueError(f"can pin {' or '.join(self.PINNABLE)}, not {knob!r}")
+        if self.scheduler is None:
+            return
+        was = knob in self.scheduler.pinned
+        (self.scheduler.pinned.add if pinned else self.scheduler.pinned.discard)(knob)
+        if was != pinned:
+            self.note(f"{knob} {'pinned: the scheduler leaves it alone' if pinned else 'released'}")
+
     # -- faults: the public API incidents use (emulator.scenario.incidents.Faults) -----------
     def inject(self, incident: Incident) -> Active | None:
         """Start an incident now (or at its `at`); None when it starts later."""
@@ -457,12 +487,17 @@ class Emulation:
         _keyed(self._rate_factors, key, factor)
         self.workload.set_multiplier(math.prod(self._rate_factors.values()))
 
+    @property
+    def lengths_now(self) -> LengthDistribution:
+        """The length mix new requests draw from now: the newest active shift, else the
+        preset's (the effective model evaluates at it)."""
+        shifts = self._length_shifts
+        return next(reversed(shifts.values())) if shifts else self.base_lengths
+
     def set_length_distribution(self, key: Hashable, dist: LengthDistribution | None) -> None:
         """`key`'s length mix for new requests (None: gone); the newest key still set wins."""
         _keyed(self._length_shifts, key, dist)
-        shifts = self._length_shifts
-        self.workload.set_lengths(next(reversed(shifts.values())) if shifts
-                                  else self.base_lengths)
+        self.workload.set_lengths(self.lengths_now)
 
     def flush_cache(self, cluster: str | None = None) -> int:
         """Empty the prefix cache of `cluster` ("prfaas" or "pd"; None: both): every prefix

@@ -7,8 +7,9 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
+from emulator.distributions import LengthDistribution
 from emulator.sim.accounting import Accounting
 from emulator.sim.cache_runtime import CacheRuntime
 from emulator.sim.decode import DecodeStage
@@ -24,6 +25,9 @@ from emulator.sim.workload import Workload
 
 class Changes(Protocol):
     changes: int  # knob changes a controller applied
+    enabled: bool
+    pinned: set[str]
+    last: Any  # its newest decision (None: none yet)
 
 
 class Observed(Protocol):
@@ -43,6 +47,9 @@ class Observed(Protocol):
     decisions: deque[str]
     workload: Workload
     timeline: Timeline
+
+    @property
+    def lengths_now(self) -> LengthDistribution: ...
 
     @property
     def now(self) -> float: ...
@@ -150,4 +157,8 @@ class Observer:
             incidents=tuple(sorted(emu.timeline.since)), target_rate=emu.workload.rate,
             cache=emu.cache.snapshot() if emu.cache is not None else None,
             scheduler_changes=scheduler.changes if scheduler is not None else 0,
-            incident_windows=tuple(emu.timeline.windows()))
+            incident_windows=tuple(emu.timeline.windows()), lengths=emu.lengths_now,
+            scheduler_enabled=scheduler.enabled if scheduler is not None else None,
+            scheduler_last=(" ".join(str(scheduler.last).split())
+                            if scheduler is not None and scheduler.last else None),
+            pinned=tuple(sorted(scheduler.pinned)) if scheduler is not None else ())

@@ -137,10 +137,13 @@ class Scheduler:
         self.config = config
         self.system = emu.scenario.system
         self.log: list[Decision] = []
+        self.last: Decision | None = None  # the newest decision (the log stops at MAX_LOG)
         self.decisions = 0  # made so far (the log keeps the first MAX_LOG)
         self.conversions = 0
         self.changes = 0  # knob changes applied (t or split): Snapshot.scheduler_changes
         self._last_convert = -math.inf
+        self.enabled = True  # off: it keeps watching but changes nothing (an operator's switch)
+        self.pinned: set[str] = set()  # "t", "split": set by hand, left alone
         self._short_prev = self._long_prev = emu.totals()
         # The short loop's estimate of what the link delivers: an EWMA (time constant
         # capacity_tau) of its mean capacity per period. A blip shorter than tau (a 60 s
@@ -206,8 +209,8 @@ class Scheduler:
 
     # -- short timescale: t ------------------------------------------------------------------
     def short_tick(self) -> None:
-        reasons = self.triggers()
-        if reasons and self.emu.paradigm.threshold_routing:
+        reasons = self.triggers()  # observations stay current while off
+        if reasons and self.enabled and self.emu.paradigm.threshold_routing:
             self.resolve_t(", ".join(reasons))
 
     def resolve_t(self, reason: str, n_p: int | None = None) -> None:
@@ -217,6 +220,11 @@ class Scheduler:
         emu, cfg = self.emu, self.config
         cond = self.conditions(cfg.history, self.capacity)
         if cond is None:
+            return
+        if "t" in self.pinned:
+            self._decide("short", reason, f"kept t {format_tokens(emu.t)} (pinned by hand)",
+                         quiet=True)
+            self._solved = (cond.bandwidth, cond.n_prfaas, self._solved[2])
             return
         t_new, gain, cur, lam = best_threshold(self.system, cond, cfg.mode, n_p, emu.t)
         if t_new == emu.t or not gain > cur * (1 + cfg.t_margin):
@@ -236,7 +244,8 @@ class Scheduler:
         emu, cfg = self.emu, self.config
         prev, now = self._long_prev, emu.totals()
         self._long_prev = now
-        if not emu.paradigm.threshold_routing or emu.now - self._last_convert < cfg.min_dwell:
+        if (not self.enabled or "split" in self.pinned or not emu.paradigm.threshold_routing
+                or emu.now - self._last_convert < cfg.min_dwell):
             return
         if any(m.role != m.target for m in emu.local.machines[: emu.local.size]):
             return  # a conversion is still draining or reloading
@@ -275,6 +284,7 @@ class Scheduler:
         if quiet and self.log and self.log[-1].change.startswith("kept"):
             return
         d = Decision(self.emu.now, timescale, reason, change)
+        self.last = d
         self.decisions += 1
         if len(self.log) < self.MAX_LOG:
             self.log.append(d)

@@ -3,8 +3,9 @@ another thread: the UI renders them, the CLI prints the last one."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from emulator.distributions import LengthDistribution
 from emulator.paradigm import Paradigm
 
 
@@ -92,3 +93,10 @@ class Snapshot:
     scheduler_changes: int = 0  # knob changes the scheduler applied so far (t or split)
     # (start, end or None while open, label) of every incident planned or played so far
     incident_windows: tuple[tuple[float, float | None, str], ...] = ()
+    # the scheduler: None without one, else on/off; its last decision; the knobs pinned by hand
+    scheduler_enabled: bool | None = None
+    scheduler_last: str | None = None  # "140.0s short: link 30.0 -> 6.0 Gbps -> t 18.9K -> ..."
+    pinned: tuple[str, ...] = ()
+    # the length mix new requests draw from now (a shift or surge of long requests changes
+    # it): the effective model evaluates there. None: the preset's. Not compared (large).
+    lengths: LengthDistribution | None = field(default=None, compare=False, repr=False)

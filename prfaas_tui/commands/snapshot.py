@@ -1,11 +1,14 @@
-"""`prfaas-tui snapshot`: render the dashboard headless at a simulated time, to SVG.
+"""`prfaas-tui snapshot`: render the dashboard headless at a simulated time, as SVG, plain
+text or the panels' numbers in JSON.
 
     prfaas-tui snapshot --preset NAME|PATH [--drill NAME] --at SIM_SECONDS [--size 160x48]
-                        [--press KEYS] (--out FILE.svg | --check FILE.svg)
+                        [--press KEYS] [--format svg|txt|json] (--out FILE | --check FILE)
 
 The emulator runs synchronously to --at before the first render (no wall clock), so the same
-inputs give the same SVG. --check renders and compares with a stored SVG: exit 1 with a short
-summary of the screen rows that differ.
+inputs give the same output. `txt` is the screen as plain text rows (diffable in an operator's
+CI); `json` what the panels show (prfaas_tui.snapshot_json: the effective and nominal model
+points, stability). --check renders and compares with a stored file: exit 1 with a short
+summary of the rows (or keys) that differ.
 """
 
 from __future__ import annotations
@@ -13,10 +16,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import html
+import json
 import os
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from emulator.units import parse_duration
 from prfaas_tui.errors import UsageError
@@ -28,7 +34,8 @@ _ROW = re.compile(r'<text class="[^"]*" x="([\d.]+)" y="[\d.]+" textLength="[\d.
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("snapshot", help="render the dashboard headless at a simulated time (SVG)",
+    p = sub.add_parser("snapshot", help="render the dashboard headless at a simulated time "
+                                        "(SVG, text or JSON)",
                        description=__doc__.split("\n\n")[0])
     p.add_argument("--preset", default="paper-case-study", help="preset name or TOML path")
     p.add_argument("--drill", default=None,
@@ -41,10 +48,16 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=None, help="workload seed (default: the preset's)")
     p.add_argument("--press", default="", metavar="KEYS",
                    help="comma-separated keys to press before the capture, e.g. 'c' or 'f1'")
+    p.add_argument("--format", choices=FORMATS, default=None,
+                   help="svg (the default, or the file's extension), txt: the screen as plain "
+                        "text, json: the panels' numbers")
     out = p.add_mutually_exclusive_group(required=True)
-    out.add_argument("--out", metavar="FILE.svg", help="write the SVG here")
-    out.add_argument("--check", metavar="FILE.svg", help="compare with this SVG; exit 1 if it differs")
+    out.add_argument("--out", metavar="FILE", help="write it here")
+    out.add_argument("--check", metavar="FILE", help="compare with this file; exit 1 if it differs")
     return p
+
+
+FORMATS = ("svg", "txt", "json")
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -92,11 +105,33 @@ def diff_summary(expected: str, actual: str, limit: int = 6) -> str:
     return "\n".join(lines)
 
 
-async def render(preset: str, at: float, size: tuple[int, int], *, drill: str | None = None,
-                 theme: str = "textual-dark", seed: int | None = None,
-                 press: tuple[str, ...] = ()) -> str:
-    """The dashboard as SVG after running the emulator synchronously to `at` seconds."""
+@dataclass(frozen=True)
+class Capture:
+    svg: str
+    data: dict[str, Any] | None  # snapshot_json of the dashboard's session (None: no tick)
+
+    def as_format(self, fmt: str) -> str:
+        if fmt == "txt":
+            return screen_text(self.svg)
+        if fmt == "json":
+            return json.dumps(self.data, indent=2, sort_keys=True) + "\n"
+        return self.svg
+
+
+def screen_text(svg: str) -> str:
+    """The screen as plain text, one line per terminal row (blank rows kept)."""
+    rows = screen_rows(svg)
+    return "\n".join(rows.get(i, "") for i in range(max(rows, default=-1) + 1)) + "\n"
+
+
+async def capture(preset: str, at: float, size: tuple[int, int], *, drill: str | None = None,
+                  theme: str = "textual-dark", seed: int | None = None,
+                  press: tuple[str, ...] = ()) -> Capture:
+    """The dashboard after running the emulator synchronously to `at` seconds: its SVG and
+    the numbers its panels show (from the same session, so they agree)."""
     from prfaas_tui.app import PrfaasApp
+    from prfaas_tui.screens.dashboard import Dashboard
+    from prfaas_tui.snapshot_json import snapshot_json
 
     app = PrfaasApp(preset, live=False, at=at, drill=drill, theme=theme, seed=seed)
     async with app.run_test(size=size) as pilot:
@@ -106,7 +141,41 @@ async def render(preset: str, at: float, size: tuple[int, int], *, drill: str | 
             await pilot.pause()
         await pilot.wait_for_scheduled_animations()
         await pilot.pause()
-        return normalize(app.export_screenshot())
+        svg = normalize(app.export_screenshot())
+        session = next(s for s in app.screen_stack if isinstance(s, Dashboard)).session
+        data = None
+        if session.tick is not None and session.effective is not None:
+            data = snapshot_json(session.tick.snapshot, session.effective, session.report)
+        return Capture(svg, data)
+
+
+async def render(preset: str, at: float, size: tuple[int, int], **kwargs: Any) -> str:
+    """The dashboard as SVG after running the emulator synchronously to `at` seconds."""
+    return (await capture(preset, at, size, **kwargs)).svg
+
+
+def text_diff_summary(expected: str, actual: str, limit: int = 6) -> str:
+    """How many lines of two texts differ (txt screens, JSON), the first and last few."""
+    a, b = expected.splitlines(), actual.splitlines()
+    n = max(len(a), len(b))
+    differ = [k for k in range(n) if (a[k] if k < len(a) else None) != (b[k] if k < len(b) else None)]
+    if not differ:
+        return "the same lines; line endings differ"
+    shown = differ if len(differ) <= limit else differ[:limit // 2] + differ[-(limit - limit // 2):]
+    lines = [f"{len(differ)} of {n} lines differ"]
+    for k in shown:
+        old, new = a[k] if k < len(a) else "", b[k] if k < len(b) else ""
+        if max(len(old), len(new)) > 90:  # long: the stretch around the change
+            old, new = _changed(old, new)
+        lines.append(f"  line {k + 1}:\n    - {old}\n    + {new}")
+    return "\n".join(lines)
+
+
+def _format_of(args: argparse.Namespace) -> str:
+    if args.format:
+        return args.format
+    ext = Path(args.out or args.check).suffix.lower().lstrip(".")
+    return ext if ext in FORMATS else "svg"
 
 
 def main(args: argparse.Namespace) -> int:
@@ -119,18 +188,25 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--at: must be >= 0 seconds (got {args.at})")
     os.environ.pop("NO_COLOR", None)  # it changes the colors, so the SVG
     press = tuple(k.strip() for k in args.press.split(",") if k.strip())
-    svg = asyncio.run(render(args.preset, at, size, drill=args.drill, theme=args.theme,
-                             seed=args.seed, press=press))
+    fmt = _format_of(args)
+    cap = asyncio.run(capture(args.preset, at, size, drill=args.drill, theme=args.theme,
+                              seed=args.seed, press=press))
+    if fmt == "json" and cap.data is None:
+        raise UsageError("--format json: the emulator produced no snapshot")
+    text = cap.as_format(fmt)
     if args.out:
-        Path(args.out).write_text(svg, encoding="utf-8")
-        print(f"wrote {args.out} ({size[0]}x{size[1]}, simulated {at:g} s)")
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(f"wrote {args.out} ({fmt}, {size[0]}x{size[1]}, simulated {at:g} s)")
         return 0
     try:
         expected = Path(args.check).read_text(encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"--check: cannot read {args.check}: {exc.strerror}") from None
-    if normalize(expected) == svg:
+    same = normalize(expected) == text if fmt == "svg" else expected == text
+    if same:
         print(f"{args.check}: same")
         return 0
-    print(f"{args.check}: differs\n{diff_summary(expected, svg)}", file=sys.stderr)
+    summary = (diff_summary(expected, text) if fmt == "svg"
+               else text_diff_summary(expected, text))
+    print(f"{args.check}: differs\n{summary}", file=sys.stderr)
     return 1

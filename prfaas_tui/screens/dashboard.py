@@ -19,11 +19,14 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Header
 
+from emulator.effective import LiveState
+from emulator.figure5 import effective_figure5
 from emulator.model import OperatingPoint
 from emulator.paradigm import Paradigm
 from emulator.scenario.reader import PresetError
 from emulator.scenario.scenario import Scenario
 from emulator.scenario.writer import write_preset
+from emulator.stability import served_note
 from prfaas_tui.live import Driver, Tick, incident_kinds, load_drill
 from prfaas_tui.messages import EmulatorFailed, TickReady
 from prfaas_tui.metrics_export import export_metrics
@@ -37,7 +40,7 @@ from prfaas_tui.session import Session
 from prfaas_tui.widgets.controls import KNOB_BY_KEY, KNOBS, ControlPanel, Knob
 from prfaas_tui.widgets.live_charts import LiveCharts
 from prfaas_tui.widgets.model_panel import DecisionLog, ModelPanel, RouterPanel
-from prfaas_tui.widgets.plots import CeilingsVsTChart, LambdaVsNpChart
+from prfaas_tui.widgets.plots import CeilingsVsTChart, Figure5Data, LambdaVsNpChart
 from prfaas_tui.widgets.status import StatusLine
 from prfaas_tui.widgets.timeline import DrillTimeline
 
@@ -63,7 +66,13 @@ class Dashboard(Screen):
         Binding("t", "edit('t')", "Set t", id="set-threshold",
                 tooltip="Type an exact routing threshold t"),
         Binding("o", "apply_optimum", "Optimum", id="apply-optimum",
-                tooltip="Apply the model's optimum t* and N_p*/N_d*"),
+                tooltip="Apply the optimum t*, N_p*/N_d* of the live state (what is alive now)"),
+        Binding("M", "toggle_mode", "Mode", show=False, id="model-mode",
+                tooltip="exact or paper mode drives the model panel"),
+        Binding("S", "toggle_scheduler", "Scheduler", show=False, id="scheduler",
+                tooltip="Switch the scheduler off or on live"),
+        Binding("U", "release_pins", "Unpin", show=False, id="release-pins",
+                tooltip="Let the scheduler move t and the split you set by hand again"),
         Binding("O", "apply_slo_optimum", "SLO optimum", show=False, id="apply-slo-optimum",
                 tooltip="Apply the (t, N_p/N_d) with the highest SLO-bound rate (P90 TTFT)"),
         Binding("m", "cycle_paradigm", "Paradigm", show=False, id="paradigm",
@@ -107,6 +116,7 @@ class Dashboard(Screen):
         self.live = live
         self.at = at
         self.step_seconds = 1.0
+        self._figure_key: Any = None  # what Figure 5 was last drawn at
         self.set_reactive(Dashboard.view, self.session.view)
 
     @property
@@ -127,12 +137,13 @@ class Dashboard(Screen):
         with Horizontal(id="body"):
             with Vertical(id="side"):
                 yield ControlPanel(self.session, id="controls").data_bind(Dashboard.view)
-                yield RouterPanel(id="router").data_bind(Dashboard.view, Dashboard.tick)
+                yield RouterPanel(self.session, id="router").data_bind(Dashboard.view, Dashboard.tick)
                 yield DrillTimeline(id="timeline")
                 yield DecisionLog(id="decisions").data_bind(Dashboard.tick)
             yield LiveCharts(self.session.point_at, live=self.live, id="live")
             with Vertical(id="model"):
-                yield ModelPanel(id="model-panel").data_bind(Dashboard.view)
+                yield ModelPanel(self.session, id="model-panel").data_bind(Dashboard.view,
+                                                                           Dashboard.tick)
                 with Container(id="fig5"):
                     yield LambdaVsNpChart(id="fig5a")
                     yield CeilingsVsTChart(id="fig5b")
@@ -173,9 +184,15 @@ class Dashboard(Screen):
     def watch_tick(self, tick: Tick | None) -> None:
         if tick is None:
             return
-        self.query_one(StatusLine).show(tick)
+        report = self.session.report
+        self.query_one(StatusLine).show(tick, banner=report.banner if report else None)
         self._follow_incidents(tick)
-        self.query_one(LiveCharts).show(tick)
+        charts = self.query_one(LiveCharts)
+        live = self.session.effective
+        charts.note = (served_note(report, live.point.lambda_max)
+                       if report is not None and live is not None else None)
+        charts.show(tick)
+        self.show_figures()
 
     def load_scenario(self, scenario: Scenario, drill: Drill | None = None, *,
                       paradigm: Paradigm = Paradigm.PRFAAS_PD, split: tuple[int, int] | None = None,
@@ -232,11 +249,20 @@ class Dashboard(Screen):
         return True
 
     def show_figures(self) -> None:
-        """Figure 5 at the current settings (it ignores rate and speed: keyed on the knobs)."""
-        sc = self.settings.scenario
-        key = (sc.knobs, id(sc.system.lengths))
-        self.query_one(LambdaVsNpChart).set_data(self.view, key)
-        self.query_one(CeilingsVsTChart).set_data(self.view, key)
+        """Figure 5 at the live state (alive instances, the link now, the live mix) in the
+        driving mode; before the first tick at the settings. Rebuilt only when that changes."""
+        live, sc, mode = self.session.effective, self.settings.scenario, self.session.mode
+        state = live.state if live is not None else LiveState.healthy(sc.system, sc.knobs)
+        key = (state, mode, id(self.session.system))
+        if key == self._figure_key:
+            return
+        self._figure_key = key
+        a, b = effective_figure5(self.session.system, state, mode)
+        opt = live.optimum.get(mode) if live is not None else None
+        data = Figure5Data(a, b, state.t, state.alive.pd_p,
+                           opt.knobs.t if opt is not None else self.view.optimum.best.knobs.t)
+        self.query_one(LambdaVsNpChart).set_data(data, key)
+        self.query_one(CeilingsVsTChart).set_data(data, key)
 
     def on_control_panel_changed(self, message: ControlPanel.Changed) -> None:
         self.sync()
@@ -258,6 +284,8 @@ class Dashboard(Screen):
 
         self.query_one(ControlPanel).select(knob.key)
         shown = knob.show(self.settings).split(" · ")[0]  # the part that parses back
+        if knob.key == "t":  # whole tokens (18.9K is 19353.6)
+            shown = f"{round(self.settings.scenario.t)}"
         self.app.push_screen(ValuePrompt(f"{knob.label} = ?", shown, knob.hint,
                                          validate), done)
 
@@ -286,19 +314,45 @@ class Dashboard(Screen):
         self.request(speed=step_speed(self.settings.speed, d))
 
     def action_apply_optimum(self) -> None:
-        b = self.view.optimum.best.knobs
-        changes: dict[str, Any] = {"t": b.t, "n_p": b.n_p, "n_d": b.n_d}
+        """The optimum of the live state (alive instances, the link now, the live mix) in the
+        driving mode; before the first tick, or for another paradigm, the nominal one."""
+        live = self.session.optimum_targets()
+        if live is None:
+            b = self.view.optimum.best.knobs
+            live = (b.t, b.n_p, b.n_d)
+        t, n_p, n_d = live
+        changes: dict[str, Any] = {"t": t, "n_p": n_p, "n_d": n_d}
         if self.settings.paradigm != Paradigm.PRFAAS_PD:
             changes["paradigm"] = Paradigm.PRFAAS_PD
         if self.request(**changes):
-            self.notify(f"applied the optimum: t* = {KNOBS[0].show(self.settings)}, "
-                        f"N_p/N_d = {b.n_p}/{b.n_d}")
+            self.notify(f"applied the optimum of the live state: t* = "
+                        f"{KNOBS[0].show(self.settings)}, N_p/N_d = {n_p}/{n_d}")
+
+    def action_toggle_scheduler(self) -> None:
+        snap = self.tick.snapshot if self.tick else None
+        if snap is None or snap.scheduler_enabled is None:
+            self.notify("this scenario runs without a scheduler", severity="warning")
+            return
+        self.session.set_scheduler(not snap.scheduler_enabled)
+        self.sync()
+        self.notify(f"scheduler {'off: t and the split stay as they are' if snap.scheduler_enabled else 'on'}")
+
+    def action_release_pins(self) -> None:
+        self.session.release_pins()
+        self.sync()
+        self.notify("pins released: the scheduler may move t and the split again")
+
+    def action_toggle_mode(self) -> None:
+        mode = self.session.toggle_mode()
+        self.query_one(ModelPanel).watch_view()
+        self.show_figures()
+        self.notify(f"{mode} mode drives the model panel (the live Λmax line stays exact)")
 
     def action_apply_slo_optimum(self) -> None:
         b = self.view.latency.slo_optimum
         changes: dict[str, Any] = {"t": b.t, "n_p": b.n_p, "n_d": b.n_d}
-        if self.settings.paradigm != "prfaas-pd":
-            changes["paradigm"] = "prfaas-pd"
+        if self.settings.paradigm != Paradigm.PRFAAS_PD:
+            changes["paradigm"] = Paradigm.PRFAAS_PD
         if self.request(**changes):
             self.notify(f"applied the SLO optimum: t = {KNOBS[0].show(self.settings)}, "
                         f"N_p/N_d = {b.n_p}/{b.n_d}, {b.rate:.2f} req/s within the SLO")

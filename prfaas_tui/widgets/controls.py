@@ -19,7 +19,8 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from emulator.paradigm import Paradigm
-from emulator.units import GBPS, K_TOKENS, format_tokens, parse_bandwidth, parse_tokens, to_gbps
+from emulator.units import GBPS, K_TOKENS, format_tokens, to_gbps
+from prfaas_tui.knob_input import RANGES, KnobInputError, Limits, parse_knob
 from prfaas_tui.modelview import (
     ModelView,
     Refused,
@@ -36,32 +37,18 @@ def speed_text(speed: float) -> str:
     return "max" if math.isinf(speed) else f"{speed:g}x"
 
 
-def _int(text: str) -> int:
-    try:
-        return int(text.strip())
-    except ValueError:
-        raise Refused(f"expected a whole number, got {text.strip()!r}") from None
-
-
-def _units(parse: Callable[[str], float], text: str) -> float:
-    try:
-        return parse(text)
-    except ValueError as exc:
-        raise Refused(str(exc)) from None
-
-
-def _rate(s: Settings, text: str) -> dict:
-    """'2.5' req/s, or '90%' of the model's Lambda_max."""
-    text = text.strip()
-    if text.endswith("%"):
-        lam = paradigm_point(s).lambda_max
-        return {"rate": _units(float, text[:-1]) / 100 * lam}
-    return {"rate": _units(float, text.removesuffix("req/s").strip())}
-
-
-def _speed(text: str) -> dict:
-    text = text.strip().lower().removesuffix("x")
-    return {"speed": math.inf if text in ("max", "inf") else _units(float, text)}
+def _typed(key: str) -> Callable[[Settings, str], dict]:
+    """A typed value through knob_input.parse_knob: the range stated and enforced in one
+    table, one line in the project's words when refused (never a Python message)."""
+    def parse(s: Settings, text: str) -> dict:
+        system = s.scenario.system
+        lam = paradigm_point(s).lambda_max if key == "rate" else None
+        try:
+            return parse_knob(key, text, Limits(t_max=system.lengths.support[1],
+                                                pool=system.local_pool, lambda_max=lam))
+        except KnobInputError as exc:
+            raise Refused(str(exc)) from None
+    return parse
 
 
 def _paradigm(text: str) -> dict:
@@ -106,32 +93,32 @@ class Knob:
 
 
 KNOBS: tuple[Knob, ...] = (
-    Knob("t", "t", "threshold in tokens: 19400 or 32K (K = 1024)",
+    Knob("t", "t", f"threshold: {RANGES['t'].words} (K = 1024)",
          lambda s: f"{format_tokens(s.scenario.t)} · {s.scenario.t:.0f}",
-         _t_step, lambda s, x: {"t": _units(parse_tokens, x)}),
-    Knob("n_prfaas", "N_prfaas", "PrfaaS instances",
+         _t_step, _typed("t")),
+    Knob("n_prfaas", "N_prfaas", RANGES["n_prfaas"].words,
          lambda s: str(s.scenario.system.n_prfaas),
          lambda s, d: {"n_prfaas": s.scenario.system.n_prfaas + int(math.copysign(1, d))},
-         lambda s, x: {"n_prfaas": _int(x)}),
-    Knob("n_p", "N_p", "local prefill instances (N_p + N_d <= pool)",
+         _typed("n_prfaas")),
+    Knob("n_p", "N_p", RANGES["n_p"].words,
          lambda s: str(s.scenario.n_p),
          lambda s, d: {"n_p": s.scenario.n_p + int(math.copysign(1, d))},
-         lambda s, x: {"n_p": _int(x)}),
-    Knob("n_d", "N_d", "local decode instances (N_p + N_d <= pool, N_d >= 1)",
+         _typed("n_p")),
+    Knob("n_d", "N_d", RANGES["n_d"].words,
          lambda s: str(s.scenario.n_d),
          lambda s, d: {"n_d": s.scenario.n_d + int(math.copysign(1, d))},
-         lambda s, x: {"n_d": _int(x)}),
-    Knob("bandwidth", "B_out", "cross-datacenter link: Gbps, or '1000 MB/s'",
+         _typed("n_d")),
+    Knob("bandwidth", "B_out", f"cross-datacenter link: {RANGES['bandwidth'].words}",
          lambda s: f"{to_gbps(s.scenario.system.bandwidth):.4g} Gbps",
-         _gbps_step, lambda s, x: {"bandwidth": _units(parse_bandwidth, x)}),
-    Knob("rate", "rate", "offered req/s, or '90%' of Lambda_max",
-         lambda s: f"{s.rate:.3g} req/s", _rate_step, _rate),
+         _gbps_step, _typed("bandwidth")),
+    Knob("rate", "rate", f"offered rate: {RANGES['rate'].words}",
+         lambda s: f"{s.rate:.3g} req/s", _rate_step, _typed("rate")),
     Knob("paradigm", "paradigm", "prfaas-pd, homogeneous or naive",
          lambda s: s.paradigm.label, _cycle, lambda s, x: _paradigm(x)),
-    Knob("speed", "speed", "simulated seconds per wall second, or 'max'",
+    Knob("speed", "speed", f"simulated seconds per wall second: {RANGES['speed'].words}",
          lambda s: speed_text(s.speed),
          lambda s, d: {"speed": step_speed(s.speed, int(math.copysign(1, d)))},
-         lambda s, x: _speed(x)),
+         _typed("speed")),
 )
 KNOB_BY_KEY = {k.key: k for k in KNOBS}
 

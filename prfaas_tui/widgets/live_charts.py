@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from textual.app import ComposeResult
@@ -44,6 +45,7 @@ class LiveCharts(Vertical):
         self.ttft_slo: float | None = None
         self.last_input = 0.0  # perf_counter of the last keypress (set by the app)
         self._tick: Tick | None = None
+        self.note: str | None = None  # the throughput chart's caption (served above Λmax)
         self._seq = 0  # ticks received
         self._series: LiveSeries | None = None
         self._series_seq = -1
@@ -71,7 +73,8 @@ class LiveCharts(Vertical):
             return
         if self._series_seq != self._seq:
             width = max((self.query_one(c).size.width for c in CHARTS), default=80) or 80
-            self._series = LiveSeries.of(self._tick.history, self.model, 2 * width, self.ttft_slo)
+            self._series = replace(LiveSeries.of(self._tick.history, self.model, 2 * width,
+                                                 self.ttft_slo), note=self.note)
             self._series_seq = self._seq
             self.query_one(QueueStrip).show(self._series)
         for cls in charts:

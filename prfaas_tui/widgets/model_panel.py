@@ -12,6 +12,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from emulator.effective import EffectiveView, targets_for
 from emulator.paradigm import Paradigm, Stage
 from emulator.units import format_duration, format_tokens, to_gbps
 from prfaas_tui.live import Tick
@@ -27,20 +28,115 @@ def num(x: float | None, fmt: str = "{:.2f}") -> str:
 
 
 class ModelPanel(Static):
-    """Theta, the three ceilings (binding marked), Lambda_max, egress, Eq. 7/8 residuals, the
-    predicted TTFT and SLO-bound rate (emulator/latency.py), and the two optima (Lambda_max and
-    SLO) with the keys that apply them."""
+    """Theta and the three ceilings at the live state (binding marked) in the driving mode,
+    the other mode beside it and the nominal deployment where it differs; Lambda_max, egress,
+    Eq. 7/8 residuals, the predicted TTFT and SLO-bound rate (emulator/latency.py, at the
+    operator's settings), and the two optima (Lambda_max of the live state, SLO) with the keys
+    that apply them. Before the first tick: the model at the settings."""
 
-    DEFAULT_CSS = "ModelPanel { height: 13; padding: 0 1; }"  # fixed: updates skip layout
+    DEFAULT_CSS = "ModelPanel { height: 14; padding: 0 1; }"  # fixed: updates skip layout
 
     view: reactive[ModelView | None] = reactive(None, repaint=False)  # bound to the screen's
+    tick: reactive[Tick | None] = reactive(None, repaint=False)  # bound to the screen's
+
+    def __init__(self, session: Any = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.session = session  # prfaas_tui.session.Session: its effective view and mode
 
     def watch_view(self) -> None:
-        if self.view is not None:
-            self.update(self._render_view(self.view), layout=False)
+        if self.view is None:
+            return
+        live = getattr(self.session, "effective", None)
+        body = (self._render_live(self.view, live) if live is not None
+                else self._render_view(self.view))
+        self.update(body, layout=False)
+
+    def watch_tick(self) -> None:
+        self.watch_view()
 
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, lambda _: self.watch_view())
+
+    def _render_live(self, v: ModelView, live: EffectiveView) -> Group:
+        """The effective model: what the deployment sustains now, whoever broke or set it."""
+        mode = live.driving
+        other = next((m for m in live.effective if m != mode), None)
+        op, nom, state = live.effective[mode], live.nominal[mode], live.state
+        s = v.settings
+        hot, dim = f"bold {color(self, 'text-error')}", "dim"
+        warn, good = color(self, "text-warning"), color(self, "text-success")
+        head = Text.assemble((s.paradigm.label, "bold"), (" · live · ", dim), (mode, "bold"),
+                             (f" drives ([M] {other})" if other else " drives", dim))
+        table = Table(box=None, padding=(0, 1), pad_edge=False, expand=False, show_edge=False)
+        cols = [("stage", "left"), ("Θ", "right"), (mode, "right")]
+        if other:
+            cols.append((other, "right"))
+        if live.degraded:
+            cols.append(("nominal", "right"))
+        cols.append(("", "left"))
+        for col, j in cols:
+            table.add_column(col, justify=j, header_style=dim)  # type: ignore[arg-type]
+        theta = {"prfaas": op.theta_prfaas, "pd-p": op.theta_pdp, "pd-d": op.theta_pdd}
+        for st in ("prfaas", "pd-p", "pd-d"):
+            binds = st == op.binding
+            row: list[Any] = [Text(STAGE_LABELS[st], style="bold" if binds else ""),
+                              num(theta[st]),
+                              Text(num(op.ceilings[st]), style=hot if binds else "")]
+            if other:
+                row.append(Text(num(live.effective[other].ceilings[st]), style=dim))
+            if live.degraded:
+                row.append(Text(num(nom.ceilings[st]), style=dim))
+            row.append(Text("◀ binds", style=hot) if binds else Text(""))
+            table.add_row(*row)
+        lines: list[Any] = [head, table]
+        load = s.rate / op.lambda_max if op.lambda_max > 0 else math.inf
+        lam = Text.assemble(("Λmax ", "bold"), (f"{op.lambda_max:.2f}", "bold"))
+        if other:
+            lam.append(f" ({other} {live.effective[other].lambda_max:.2f})", style=dim)
+        if live.degraded:
+            lam.append(f" of {nom.lambda_max:.2f}", style=warn)
+        lam.append(f" · offered {load:.0%}", style=hot if load > 1 else dim)
+        lines.append(lam)
+        diffs = [d.text for d in live.differences if d.what != "lambda"]
+        if len(diffs) > 2:  # the panel's height is fixed: at most two lines of them
+            diffs = [diffs[0], " · ".join(diffs[1:])]
+        for line in diffs or ["nothing down: effective = nominal"]:
+            lines.append(Text(line, style=warn if diffs else dim, no_wrap=True,
+                              overflow="ellipsis"))
+        if op.p > 0:
+            lines.append(Text(f"p {op.p:.1%}  l_long {format_tokens(op.l_long)}  "
+                              f"PrfaaS {op.prfaas_term}-bound", style=dim))
+            cap = state.link_capacity
+            util = op.egress() / cap if cap > 0 else math.inf
+            lines.append(Text(f"egress {to_gbps(op.egress()):.1f} of {to_gbps(cap):.4g} Gbps "
+                              f"({num(util, '{:.0%}')})"
+                              + (f" · B_out {to_gbps(state.bandwidth):.4g}"
+                                 if cap != state.bandwidth else "")))
+        else:
+            lines.append(Text("p 0: nothing crosses the link", style=dim))
+        lines.append(Text(f"Eq.7 {num(op.eq7_residual, '{:+.3f}')}   "
+                          f"Eq.8 {num(op.eq8_residual, '{:+.3f}')}"))
+        if not s.paradigm.threshold_routing:
+            lines.append(Text("t, N_p, N_d do not apply to this paradigm", style=dim))
+        lt = v.latency
+        lines.append(Text.assemble(("TTFT ", "bold"), f"P50 {num(lt.p50)} · P90 {num(lt.p90)} s  ",
+                                   (f"P90≤{lt.target:g}s to {lt.slo_rate:.2f}/s",
+                                    hot if settings_over(s.rate, lt.slo_rate) else dim)))
+        best = live.optimum.get(mode)
+        if best is not None:
+            t, n_p, n_d = targets_for(best, state)
+            applied = (n_p, n_d) == (state.n_p, state.n_d) and abs(t - state.t) < 0.5
+            opt = Text.assemble(("optimum now ", "bold"),
+                                f"t* {format_tokens(t)} · N_p/N_d {n_p}/{n_d}"
+                                f" · Λ* {best.lambda_max:.2f}\n")
+            opt.append("✓ applied" if applied else "[o] apply it",
+                       style=good if applied else "bold")
+            so = lt.slo_optimum
+            opt.append(f"  SLO {format_tokens(so.t)} · {so.n_p}/{so.n_d} · {so.rate:.2f}/s ",
+                       style=dim)
+            opt.append("[O]", style="bold")
+            lines.append(opt)
+        return Group(*lines)
 
     def _render_view(self, v: ModelView) -> Group:
         op, sc, s = v.point, v.scenario, v.settings
@@ -97,13 +193,20 @@ def settings_over(rate: float, slo_rate: float) -> bool:
 
 
 class RouterPanel(Static):
-    """The emulator's router as it runs: its threshold, the share sent to PrfaaS (model and
-    live) and the scheduler's last decision."""
+    """The emulator's router as it runs: its threshold, the share sent to PrfaaS (model, and
+    routed: entering rates from the stability report, not served ones, which lag while a
+    queue grows), the scheduler's badge and its last decision."""
 
-    DEFAULT_CSS = "RouterPanel { height: 3; padding: 0 1; }"
+    DEFAULT_CSS = """
+    RouterPanel { height: 4; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
+    """
 
     view: reactive[ModelView | None] = reactive(None, repaint=False)  # bound to the screen's
     tick: reactive[Tick | None] = reactive(None, repaint=False)  # bound to the screen's
+
+    def __init__(self, session: Any = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.session = session  # prfaas_tui.session.Session: its stability report
 
     def watch_view(self) -> None:
         if self.view is not None:
@@ -116,7 +219,7 @@ class RouterPanel(Static):
         dim = "dim"
         t = snap.knobs.t if snap is not None else view.scenario.t
         paradigm = Paradigm(snap.knobs.paradigm if snap is not None else view.settings.paradigm)
-        out = Text()
+        out = Text(no_wrap=True, overflow="ellipsis")
         out.append("router ", style="bold")
         if paradigm.threshold_routing:
             out.append(f"L > {format_tokens(t)} → PrfaaS")
@@ -125,12 +228,24 @@ class RouterPanel(Static):
             out.append(f"{where} ({paradigm.label})")
         out.append(f"\nshare model {view.point.p:.0%}", style=dim)
         if snap is not None:
-            pf = snap.stages["prfaas"].served_rate
-            total = pf + snap.stages["pd-p"].served_rate
-            if total > 0:
-                out.append(f" live {pf / total:.0%}", style=dim)
-            if snap.decisions:
-                out.append(f"\nlast {snap.decisions[-1]}", style=dim)
+            report = getattr(self.session, "report", None)
+            routed = report.routed_share if report is not None else None
+            if routed is not None:  # what the router sent (served lags it when a queue grows)
+                out.append(f" sent {routed:.0%}", style=dim)
+            on = snap.scheduler_enabled
+            if on is None:
+                out.append("\nno scheduler", style=dim)
+            else:
+                out.append("\nscheduler ", style="bold")
+                out.append("on" if on else "off", style=color(self, "text-success" if on
+                                                             else "text-warning"))
+                out.append(" [S]", style=dim)
+                if snap.pinned:
+                    out.append(f" · pin {'+'.join(snap.pinned)}",
+                               style=color(self, "text-warning"))
+            last = snap.scheduler_last or (snap.decisions[-1] if snap.decisions else None)
+            if last:
+                out.append(f"\nlast {' '.join(last.split())}", style=dim)
         self.update(out, layout=False)
 
 

@@ -17,9 +17,9 @@ from rich.text import Text
 from textual.widgets import Sparkline, Static
 from textual_plotext import PlotextPlot
 
+from emulator.figure5 import Figure5a, Figure5b
 from emulator.model import STAGES, OperatingPoint
 from emulator.units import K_TOKENS, format_bytes, format_duration, format_tokens, to_gbps
-from prfaas_tui.modelview import Figure5, ModelView
 from prfaas_tui.widgets.model_panel import STAGE_LABELS
 from prfaas_tui.widgets.theme import rgb
 
@@ -117,6 +117,7 @@ class LiveSeries:
     ttft_slo: float | None
     queues: dict[str, np.ndarray]
     link_queue: np.ndarray
+    note: str | None = None  # why served exceeds Λmax (emulator.stability.served_note)
 
     @classmethod
     def of(cls, history: Sequence[Any], model: Callable[[Any], OperatingPoint],
@@ -146,9 +147,14 @@ def _nan(x: float | None) -> float:
 
 class ThroughputChart(Chart):
     def draw(self, plt: Any, d: LiveSeries) -> None:
-        self.title(plt, f"throughput req/s · served {d.served[-1]:.2f} of offered "
-                        f"{d.offered[-1]:.2f} · Λmax {d.lam[-1]:.2f}",
-                   f"req/s served {d.served[-1]:.2f} Λ {d.lam[-1]:.2f}")
+        if d.note:  # served above Λmax: say why, or it reads as capacity
+            head = d.note.split(":")[0]
+            self.title(plt, d.note, head + (": unsustainable" if "grows" in d.note else
+                                            ": backlog drains" if "drains" in d.note else ""))
+        else:
+            self.title(plt, f"throughput req/s · served {d.served[-1]:.2f} of offered "
+                            f"{d.offered[-1]:.2f} · Λmax {d.lam[-1]:.2f}",
+                       f"req/s served {d.served[-1]:.2f} Λ {d.lam[-1]:.2f}")
         self.line(plt, d.t, d.offered, "foreground", "offered")
         self.line(plt, d.t, d.served, "primary", "served")
         self.line(plt, d.t, d.lam, "error", "Λmax")
@@ -226,38 +232,51 @@ class QueueStrip(Static):
         self.query_one("#qs-link", Sparkline).data = list(d.link_queue[-60:])
 
 
-class LambdaVsNpChart(Chart):
-    """Figure 5a: Lambda_max against N_p (N_d = pool - N_p) at the current t."""
+@dataclass(frozen=True)
+class Figure5Data:
+    """Figure 5 at the live state (emulator.figure5.effective_figure5): both panels, the
+    current t and split, and the t of the live optimum."""
 
-    def draw(self, plt: Any, v: ModelView) -> None:
-        f: Figure5 = v.figure5
-        sc = v.scenario
-        self.title(plt, f"Fig. 5a: Λmax vs N_p at t={format_tokens(sc.t)}", "Λmax vs N_p")
-        self.line(plt, f.n_p, f.lambda_vs_np, "primary", "Λmax")
-        best = v.optimum.best.knobs.n_p
+    a: Figure5a
+    b: Figure5b
+    t_now: float
+    n_p_now: int
+    t_star: float | None
+
+
+class LambdaVsNpChart(Chart):
+    """Figure 5a: Lambda_max against N_p (N_d = the alive pool - N_p) at the current t, with
+    N_p* at the maximum of this curve."""
+
+    def draw(self, plt: Any, d: Figure5Data) -> None:
+        f = d.a
+        self.title(plt, f"Fig. 5a: Λmax vs N_p at t={format_tokens(d.t_now)}", "Λmax vs N_p")
+        self.line(plt, f.n_p, f.lambda_max, "primary", "Λmax")
         big = self.roomy
-        plt.scatter([best], [f.lambda_vs_np[best]], color=self.c("success"), marker="●",
+        plt.scatter([f.n_p_star], [f.best], color=self.c("success"), marker="●",
                     label="N_p*" if big else None)
-        if sc.n_p + sc.n_d == sc.system.local_pool:
-            plt.scatter([sc.n_p], [f.lambda_vs_np[sc.n_p]], color=self.c("error"), marker="◆",
+        if f.now is not None:
+            plt.scatter([f.now], [f.lambda_max[f.now]], color=self.c("error"), marker="◆",
                         label="now" if big else None)
         plt.xticks(list(f.n_p))
-        plt.ylim(0, max(1e-3, float(np.nanmax(f.lambda_vs_np))) * 1.2)
+        plt.ylim(0, max(1e-3, float(np.nanmax(f.lambda_max))) * 1.2)
 
 
 class CeilingsVsTChart(Chart):
-    """Figure 5b: the PrfaaS and PD-P ceilings against t at the current split."""
+    """Figure 5b: the PrfaaS and PD-P ceilings against t at the current split, drawn as steps
+    where the length distribution has no mass between its support points."""
 
-    def draw(self, plt: Any, v: ModelView) -> None:
-        f: Figure5 = v.figure5
+    def draw(self, plt: Any, d: Figure5Data) -> None:
+        f = d.b
         sel = decimate(len(f.t), self.width_points())
         t = f.t[sel] / K_TOKENS
-        lam = f.lambda_vs_t[sel]
+        lam = f.lambda_max[sel]
         top = max(1e-3, float(np.nanmax(np.where(np.isfinite(lam), lam, np.nan), initial=1.0))) * 2.0
-        self.title(plt, f"Fig. 5b: producer ceilings vs t (K) at N_p={v.scenario.n_p}",
+        self.title(plt, f"Fig. 5b: producer ceilings vs t (K) at N_p={d.n_p_now}",
                    "ceilings vs t (K)")
-        self.line(plt, t, finite(f.prfaas_vs_t[sel], top), "warning", "PrfaaS")
-        self.line(plt, t, finite(f.pdp_vs_t[sel], top), "success", "PD-P")
-        plt.vline(v.scenario.t / K_TOKENS, color=self.c("error"))
-        plt.vline(v.optimum.best.knobs.t / K_TOKENS, color=self.c("primary"))
+        self.line(plt, t, finite(f.prfaas[sel], top), "warning", "PrfaaS")
+        self.line(plt, t, finite(f.pdp[sel], top), "success", "PD-P")
+        plt.vline(d.t_now / K_TOKENS, color=self.c("error"))
+        if d.t_star is not None:
+            plt.vline(d.t_star / K_TOKENS, color=self.c("primary"))
         plt.ylim(0, top)

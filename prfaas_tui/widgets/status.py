@@ -32,8 +32,10 @@ def instances_down(snap) -> list[str]:
 class StatusLine(SizedStatic):
     DEFAULT_CSS = "StatusLine { height: 1; padding: 0 1; background: $panel; }"
 
-    def show(self, tick: Tick | None, note: str = "") -> None:
-        self.remember(tick, note)
+    def show(self, tick: Tick | None, note: str = "", banner: str | None = None) -> None:
+        """`banner`: the stability report's ("unstable: PrfaaS backlog +0.09 req/s"), kept on
+        screen at any width: a growing queue is what the operator must see first."""
+        self.remember(tick, note, banner)
         if tick is None:
             self.update(Text(note or "starting the emulator…"), layout=False)
             return
@@ -57,6 +59,8 @@ class StatusLine(SizedStatic):
             parts.append((1, f"⚠ {', '.join(s.incidents)}", bad))
         for text in instances_down(s):
             parts.append((1, text, bad))
+        if banner:
+            parts.append((0, f"⚠ {banner}", f"bold {bad}"))
         if note:
             parts.append((0, note, bad))
         if s.decisions:

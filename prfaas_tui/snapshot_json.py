@@ -1,0 +1,60 @@
+"""The `snapshot --format json` object: what the panels show, for an operator's CI to diff.
+
+A pure builder from an engine snapshot (duck-typed), the effective view (emulator.effective)
+and the stability report (emulator.stability); the CLI only runs the emulation and prints this.
+Keys (issue 12): sim_time, knobs, stable, unstable_stages, and `effective` / `nominal` model
+points, each with lambda_max, binding, prfaas_term, ceilings {prfaas, pd-p, pd-d},
+link_capacity_gbps and alive {prfaas, pd-p, pd-d}. No inf or nan: an unbounded ceiling is null.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from emulator.effective import EffectiveView, point_summary
+from emulator.stability import StabilityReport, served_note
+from emulator.units import to_gbps
+
+SCHEMA_VERSION = 1
+
+
+def _num(x: float | None) -> float | None:
+    return float(x) if x is not None and math.isfinite(x) else None
+
+
+def model_block(view: EffectiveView, *, effective: bool) -> dict[str, Any]:
+    """One model point in the driving mode, with Lambda_max in every mode beside it."""
+    points = view.effective if effective else view.nominal
+    out = point_summary(points[view.driving], view.state, effective=effective)
+    out["lambda_max_by_mode"] = {m: op.lambda_max for m, op in points.items()}
+    return out
+
+
+def snapshot_json(snap: Any, view: EffectiveView, report: StabilityReport | None) -> dict:
+    """The headless JSON object. `report` None: no history yet (stable is then null)."""
+    k = snap.knobs
+    opt = view.optimum.get(view.driving)
+    lam = view.point.lambda_max
+    return {
+        "schema": SCHEMA_VERSION,
+        "sim_time": float(snap.sim_time),
+        "knobs": {"t": float(k.t), "n_prfaas": int(k.n_prfaas), "n_p": int(k.n_p),
+                  "n_d": int(k.n_d), "bandwidth_gbps": to_gbps(k.bandwidth),
+                  "paradigm": getattr(k, "paradigm", "prfaas-pd"),
+                  "rate": _num(getattr(snap, "target_rate", None))},
+        "stable": None if report is None or not report.judged else report.stable,
+        "unstable_stages": list(report.unstable_stages) if report is not None else [],
+        "banner": report.banner if report is not None else None,
+        "served_note": served_note(report, lam) if report is not None else None,
+        "offered_rate": _num(snap.offered_rate),
+        "served_rate": _num(snap.served_rate),
+        "mode": view.driving,
+        "effective": model_block(view, effective=True),
+        "nominal": model_block(view, effective=False),
+        "optimum": None if opt is None else {
+            "t": float(opt.knobs.t), "n_p": opt.knobs.n_p, "n_d": opt.knobs.n_d,
+            "lambda_max": opt.lambda_max, "binding": opt.binding},
+        "differences": [d.text for d in view.differences],
+        "incidents": list(getattr(snap, "incidents", ())),
+    }
