@@ -17,6 +17,7 @@ from emulator import presets
 from emulator.optimizer import PARADIGMS
 from emulator.planner.goodput import SLO, Settings
 from emulator.planner.space import AUTO_T, Space
+from emulator.planner.store import check_writable
 from emulator.planner.sweep import Plan, run_plan
 from emulator.units import parse_bandwidth, parse_duration, parse_tokens
 from prfaas_tui.commands.common import UsageError
@@ -114,6 +115,9 @@ def main(args: argparse.Namespace) -> int:
         task = progress.add_task("plan", total=total, completed=done)
 
     try:
+        check_writable(out, "--out")  # before the sweep, not after it (issue 11)
+        if args.csv:
+            check_writable(args.csv, "--csv")
         with progress:
             summary = run_plan(plan, out=out, workers=args.workers, dask=args.dask,
                                on_start=on_start,
