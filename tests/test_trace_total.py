@@ -142,3 +142,9 @@ def test_check_record_is_the_shared_rule_for_new_formats():
         check_record("x.csv", 7, "2.5", "0", "1", keys=("Timestamp", "Req", "Resp"))
     with pytest.raises(TraceError, match=r"^x.csv:8: Timestamp: expected a number of s in "):
         check_record("x.csv", 8, float("inf"), 1, 1, keys=("Timestamp", "Req", "Resp"))
+
+
+def test_the_token_range_is_the_one_the_length_configs_state():
+    from emulator import lengths_config, traces
+
+    assert traces.MAX_TOKENS == lengths_config.MAX_TOKENS
