@@ -16,6 +16,7 @@ from rich.table import Table
 from emulator.paradigm import Paradigm
 from emulator.planner.goodput import SLO, Settings
 from emulator.planner.space import AUTO_T, Space
+from emulator.planner.store import check_writable
 from emulator.planner.sweep import Plan, run_plan
 from emulator.scenario import presets
 from emulator.units import parse_bandwidth, parse_duration, parse_tokens
@@ -115,6 +116,9 @@ def main(args: argparse.Namespace) -> int:
         task = progress.add_task("plan", total=total, completed=done)
 
     try:
+        check_writable(out, "--out")  # before the sweep, not after it (issue 11)
+        if args.csv:
+            check_writable(args.csv, "--csv")
         with progress:
             summary = run_plan(plan, out=out, workers=args.workers, dask=args.dask,
                                on_start=on_start,
