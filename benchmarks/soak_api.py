@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from emulator import presets
+from emulator.scenario import presets
 from emulator.sim import incidents
 from emulator.sim.accounting import Accounting
 from emulator.sim.engine import Emulation

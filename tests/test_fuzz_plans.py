@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from emulator.optimizer import PARADIGMS
+from emulator.paradigm import Paradigm
 from emulator.planner.store import PlanFileError, ResultsFile, read_results, record_problem
 from tests.fuzzing import (
     HOSTILE_VALUES,
@@ -27,7 +27,7 @@ from tests.fuzzing import (
 HEADER = {"scenario": "toy", "seeds": [1, 2], "duration": 600.0, "space": "Space(...)"}
 NUM = st.floats(0, 1e6)
 CANDIDATE = st.fixed_dictionaries({
-    "paradigm": st.sampled_from(PARADIGMS), "n_prfaas": st.integers(0, 64),
+    "paradigm": st.sampled_from([str(p) for p in Paradigm]), "n_prfaas": st.integers(0, 64),
     "n_p": st.integers(0, 64), "n_d": st.integers(0, 64),
     "t": st.one_of(st.floats(0, 1e6), st.just(math.inf)), "bandwidth": st.floats(0, 1e12)})
 RECORD = st.fixed_dictionaries({

@@ -145,6 +145,7 @@ def test_check_record_is_the_shared_rule_for_new_formats():
 
 
 def test_the_token_range_is_the_one_the_length_configs_state():
-    from emulator import lengths_config, traces
+    from emulator import traces
+    from emulator.scenario import lengths
 
-    assert traces.MAX_TOKENS == lengths_config.MAX_TOKENS
+    assert lengths.MAX_TOKENS is traces.MAX_TOKENS

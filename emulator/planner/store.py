@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from emulator.optimizer import PARADIGMS
+from emulator.paradigm import Paradigm
 
 
 class PlanFileError(ValueError):
@@ -56,8 +56,8 @@ def record_problem(rec: object) -> str | None:
     c = rec.get("candidate")
     if not isinstance(c, dict):
         return f"candidate: expected an object, found {_shown(c if 'candidate' in rec else 'no such key')}"
-    if c.get("paradigm") not in PARADIGMS:
-        return f"candidate.paradigm: expected one of {', '.join(PARADIGMS)}, found {_shown(c.get('paradigm'))}"
+    if c.get("paradigm") not in tuple(Paradigm):
+        return f"candidate.paradigm: expected one of {', '.join(tuple(Paradigm))}, found {_shown(c.get('paradigm'))}"
     for k in ("n_prfaas", "n_p", "n_d"):
         v = c.get(k)
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:

@@ -7,10 +7,8 @@ from pathlib import Path
 
 from emulator.distributions import Discrete, Empirical, LengthDistribution, TruncatedLogNormal
 from emulator.scenario.reader import Reader, at_most, one_of, positive
-from emulator.traces import TraceError, read_trace
+from emulator.traces import MAX_TOKENS, TraceError, read_trace
 from emulator.units import parse_tokens
-
-MAX_TOKENS = 16 * 1024 * 1024  # 16M tokens: anything longer is a typo
 
 
 def parse_lengths(r: Reader, base_dir: Path) -> LengthDistribution:
