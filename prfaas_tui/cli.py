@@ -10,6 +10,7 @@ import argparse
 import importlib
 import sys
 
+from emulator.budget import BudgetError
 from emulator.scenario.reader import PresetError
 from emulator.torch_prefill import TorchUnavailable
 from emulator.traces import TraceError
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
             from prfaas_tui.app import run_app
             return run_app(args.preset, plan=args.plan, drill=args.drill)
         return int(args.func(args) or 0)
-    except (PresetError, TraceError, UnitError, UsageError, TorchUnavailable) as exc:
+    except (PresetError, TraceError, UnitError, UsageError, TorchUnavailable, BudgetError) as exc:
         print(f"prfaas-tui: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

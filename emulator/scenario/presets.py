@@ -103,15 +103,15 @@ def from_dict(data: dict, path: str | Path | None = None) -> Scenario:
     def instances(r: Reader, key: str, gpus_key: str) -> int:
         if r.has(key) and r.has(gpus_key):
             raise r.error(gpus_key, f"give either {key} or {gpus_key}, not both")
-        if r.has(gpus_key):
-            gpus = r.get(gpus_key, int, check=non_negative)
+        cap = at_most(MAX_INSTANCES, f"{MAX_INSTANCES} instances")
+        if r.has(gpus_key):  # the same instance cap, in GPUs (a huge count must not slip by)
+            gpus = r.get(gpus_key, int, check=lambda x: non_negative(x) or cap(x / par))
             if gpus % par:
                 raise r.error(gpus_key, f"{gpus} GPUs is not a whole number of {par}-GPU instances")
             return gpus // par
         if not r.has(key):
             raise r.error(key, f"missing (required; or give {gpus_key})")
-        return r.get(key, int, check=lambda x: non_negative(x) or
-                     at_most(MAX_INSTANCES, f"{MAX_INSTANCES} instances")(x))
+        return r.get(key, int, check=lambda x: non_negative(x) or cap(x))
 
     def profile_ref(r: Reader, key: str, default: str | None = None) -> Profile:
         ref = r.get(key, str, default)

@@ -182,3 +182,11 @@ def between(lo: float, hi: float) -> Callable[[float], str | None]:
 
 def one_of(*options: str) -> Callable[[str], str | None]:
     return lambda x: None if x in options else f"must be one of {', '.join(options)}"
+
+
+MAX_SEED = 2**63 - 1  # numpy's SeedSequence and torch.manual_seed both take it
+
+
+def a_seed(x: int) -> str | None:
+    """The one range of a random seed (preset emulator.seed, every --seed flag)."""
+    return None if 0 <= x <= MAX_SEED else f"must be between 0 and 2^63 - 1 ({MAX_SEED})"

@@ -33,6 +33,7 @@ from emulator.scenario.lengths import parse_lengths
 from emulator.scenario.prefill import PrefillBackendConfig, parse_prefill
 from emulator.scenario.reader import (
     Reader,
+    a_seed,
     at_least,
     between,
     non_negative,
@@ -74,7 +75,7 @@ class SimConfig:
     replay: str | None = None  # trace path
     replay_time_scale: float = setting(1.0, check=positive, section=WORK)
     duration: float = setting(600.0, parse=parse_duration, check=positive, section=EMU)  # s
-    seed: int = setting(0, parse=int, check=non_negative, section=EMU)
+    seed: int = setting(0, parse=int, check=a_seed, section=EMU)
     # admission control: queued requests per stage / expected queueing time
     max_queue: int | None = setting(None, parse=int, check=positive, section=EMU)
     max_queue_seconds: float | None = setting(None, parse=parse_duration, check=positive,

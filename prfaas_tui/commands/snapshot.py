@@ -18,7 +18,19 @@ import re
 import sys
 from pathlib import Path
 
+from emulator.budget import BudgetError
+from emulator.planner.store import check_writable
+from emulator.scenario import presets
+from emulator.scenario.knobs import whole
+from emulator.scenario.reader import a_seed
 from emulator.units import parse_duration
+from prfaas_tui.commands.common import (
+    add_budget_flags,
+    caps_from_args,
+    check_emulation,
+    check_scenario_instances,
+    parse_flag,
+)
 from prfaas_tui.errors import UsageError
 
 CHAR_WIDTH = 12.2  # Rich's SVG export: 0.61 x its 20 px font
@@ -38,12 +50,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="simulated time to render at: seconds, or '5 min'")
     p.add_argument("--size", default="160x48", metavar="COLSxROWS", help="terminal size (160x48)")
     p.add_argument("--theme", default="textual-dark", help="Textual theme (textual-dark)")
-    p.add_argument("--seed", type=int, default=None, help="workload seed (default: the preset's)")
+    p.add_argument("--seed", default=None, help="workload seed (default: the preset's)")
     p.add_argument("--press", default="", metavar="KEYS",
                    help="comma-separated keys to press before the capture, e.g. 'c' or 'f1'")
     out = p.add_mutually_exclusive_group(required=True)
     out.add_argument("--out", metavar="FILE.svg", help="write the SVG here")
     out.add_argument("--check", metavar="FILE.svg", help="compare with this SVG; exit 1 if it differs")
+    add_budget_flags(p, ("requests", "events", "instances"))
     return p
 
 
@@ -109,6 +122,33 @@ async def render(preset: str, at: float, size: tuple[int, int], *, drill: str | 
         return normalize(app.export_screenshot())
 
 
+def _check_theme(name: str) -> str | None:
+    from textual.theme import BUILTIN_THEMES
+
+    return None if name in BUILTIN_THEMES else f"no such theme (choose from " \
+        f"{', '.join(sorted(BUILTIN_THEMES))})"
+
+
+def _check_work(args: argparse.Namespace, at: float, seed: int | None) -> None:
+    """Refuse an --at (or a preset) whose run up to `at` is over a cap, before the app starts:
+    the dashboard runs the emulator synchronously to `at`."""
+    from emulator.sim.drills import load_drill
+    from emulator.sim.engine import Emulation
+
+    caps = caps_from_args(args)
+    sc = load_drill(args.drill).scenario if args.drill else presets.load(args.preset)
+    check_scenario_instances(sc, caps)
+    try:
+        emu = Emulation(sc, seed=seed)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    with emu:
+        try:
+            check_emulation(emu, caps, until=at, duration_flag="--at")
+        except BudgetError as exc:
+            raise UsageError(str(exc)) from None
+
+
 def main(args: argparse.Namespace) -> int:
     size = parse_size(args.size)
     try:
@@ -117,18 +157,34 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--at: {exc}") from None
     if not at >= 0:
         raise UsageError(f"--at: must be >= 0 seconds (got {args.at})")
+    seed = parse_flag("--seed", whole, args.seed, a_seed)
+    parse_flag("--theme", str, args.theme, _check_theme)
+    if args.out:
+        try:
+            check_writable(args.out, "--out")
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    expected = None
+    if args.check:
+        try:
+            expected = Path(args.check).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"--check: cannot read {args.check}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise UsageError(f"--check: {args.check}: expected UTF-8 text (an SVG)") from None
+    _check_work(args, at, seed)
     os.environ.pop("NO_COLOR", None)  # it changes the colors, so the SVG
     press = tuple(k.strip() for k in args.press.split(",") if k.strip())
     svg = asyncio.run(render(args.preset, at, size, drill=args.drill, theme=args.theme,
-                             seed=args.seed, press=press))
+                             seed=seed, press=press))
     if args.out:
-        Path(args.out).write_text(svg, encoding="utf-8")
+        try:
+            Path(args.out).write_text(svg, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"--out: cannot write {args.out}: {exc.strerror}") from None
         print(f"wrote {args.out} ({size[0]}x{size[1]}, simulated {at:g} s)")
         return 0
-    try:
-        expected = Path(args.check).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"--check: cannot read {args.check}: {exc.strerror}") from None
+    assert expected is not None
     if normalize(expected) == svg:
         print(f"{args.check}: same")
         return 0

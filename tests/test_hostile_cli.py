@@ -1,0 +1,138 @@
+"""Issue 11's hostile inputs, in-process: each ends in exit 2 and exactly one stderr line
+naming the flag or key (and, for a cap, how to raise it), or finishes quickly when valid.
+
+Nothing here runs a long emulation: every refusal happens before the run starts, so a
+regression (the old hang) shows as a test that does not return, not as a slow pass."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from emulator.scenario.presets import presets_dir
+from prfaas_tui.cli import main
+
+BASE = (presets_dir() / "paper-case-study.toml").read_text(encoding="utf-8")
+
+
+def refused(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    """Run the CLI; assert exit 2 and one stderr line; return that line."""
+    rc = main(list(argv))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2, err
+    assert len(err) == 1, err
+    return err[0]
+
+
+def preset(tmp_path: Path, old: str, new: str, name: str = "p.toml") -> str:
+    """The paper preset with one line replaced, written to tmp_path."""
+    assert old in BASE
+    path = tmp_path / name
+    path.write_text(BASE.replace(old, new, 1), encoding="utf-8")
+    return str(path)
+
+
+# -- bounded work: run ------------------------------------------------------------------------
+@pytest.mark.parametrize("argv, names", [
+    (["--rate", "1e30"], "--max-requests"),
+    (["--load", "1e30"], "--max-requests"),
+    (["--duration", "1e30"], "--max-requests"),
+    (["--duration", "1e12 h"], "--max-requests"),
+    (["--n-prfaas", "100000"], "--max-instances"),
+    (["--duration", "60", "--max-requests", "10"], "--max-requests"),
+])
+def test_run_over_a_cap_is_refused(capsys, argv, names):
+    line = refused(capsys, "run", *argv)
+    assert names in line and "over the cap" in line
+
+
+def test_run_cap_flag_takes_a_positive_number(capsys):
+    assert "--max-requests" in refused(capsys, "run", "--max-requests", "-3")
+
+
+def test_raised_cap_lets_the_run_finish(capsys):
+    # 60 s at ~2.8 req/s is ~170 requests: refused under a cap of 100, runs under 1000
+    refused(capsys, "run", "--duration", "60", "--max-requests", "100")
+    assert main(["run", "--duration", "60", "--max-requests", "1000", "--json"]) == 0
+
+
+@pytest.mark.parametrize("old, new, key", [
+    ("load = 0.9", "rate = 1e300", "--max-requests"),
+    ("load = 0.9", "load = 1e300", "--max-requests"),
+    ('duration = "10 min"', 'duration = "1e12 h"', "--max-requests"),
+    ('duration = "10 min"', 'duration = "10 min"\nsample_interval = "1e-9 s"\nwindow = "1 s"',
+     "--max-events"),
+    ("prfaas_gpus = 32 ", "prfaas_gpus = 8000000000000000000 ", "prfaas_gpus"),
+    ("local_gpus = 64 ", "local_gpus = 800000 ", "--max-instances"),
+])
+def test_preset_over_a_cap_is_refused(capsys, tmp_path, old, new, key):
+    assert key in refused(capsys, "run", "--preset", preset(tmp_path, old, new))
+
+
+INCIDENT = '\n[[incidents]]\nkind = "{kind}"\nat = "10 s"\nduration = "1 min"\n{extra}\n'
+
+
+@pytest.mark.parametrize("kind, extra", [
+    ("flap", 'down = "1e-9 s"\nup = "1e-9 s"'),
+    ("diurnal", 'step = "1e-9 s"\nperiod = "1 min"'),
+    ("surge", "factor = 1e6"),
+])
+def test_incident_timers_and_surges_count(capsys, tmp_path, kind, extra):
+    path = tmp_path / "p.toml"
+    path.write_text(BASE + INCIDENT.format(kind=kind, extra=extra), encoding="utf-8")
+    line = refused(capsys, "run", "--preset", str(path))
+    assert ("incidents[0]" in line or "surge" in line) and "--max-" in line
+
+
+def test_replay_stretched_by_a_tiny_load_is_refused(capsys, tmp_path):
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("".join(f'{{"timestamp": {i * 1000}, "input_length": 1000, '
+                             f'"output_length": 10}}\n' for i in range(20)), encoding="utf-8")
+    assert "the replay spans" in refused(capsys, "run", "--trace", str(trace), "--load", "1e-9")
+
+
+# -- bounded work: drill, snapshot --------------------------------------------------------------
+DRILL = 'description = "x"\npreset = "paper-case-study"\n[emulator]\nduration = "{d}"\n'
+
+
+def test_drill_duration_over_the_cap(capsys, tmp_path):
+    path = tmp_path / "d.toml"
+    path.write_text(DRILL.format(d="1e9 s") + INCIDENT.format(kind="outage", extra=""),
+                    encoding="utf-8")
+    line = refused(capsys, "drill", str(path))
+    assert str(path) in line and "--max-requests" in line
+
+
+@pytest.mark.parametrize("at", ["1e30", "1e6"])
+def test_snapshot_at_over_the_cap(capsys, tmp_path, at):
+    out = str(tmp_path / "x.svg")
+    line = refused(capsys, "snapshot", "--at", at, "--out", out, "--max-requests", "1000000")
+    assert "--at" in line and "--max-requests" in line
+
+
+# -- bounded work: plan, profile ------------------------------------------------------------------
+@pytest.mark.parametrize("argv, flag", [
+    (["--nprfaas", "0:100000000"], "--max-instances"),
+    (["--pool", "100000"], "--max-instances"),
+    (["--pool", "9000", "--nprfaas", "1:20"], "--max-candidates"),
+    (["--seeds", "1000000"], "--max-runs"),
+    (["--duration", "1e9 s"], "--max-requests"),
+])
+def test_plan_over_a_cap_is_refused(capsys, tmp_path, argv, flag):
+    line = refused(capsys, "plan", *argv, "--out", str(tmp_path / "p.jsonl"))
+    assert flag in line
+    assert not (tmp_path / "p.jsonl").exists()
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["--lengths", "16K", "--repeats", "10000"], "--max-profile-tokens"),
+    (["--lengths", "1000000000"], "--lengths"),
+    (["--lengths", "1e30"], "--lengths"),
+    (["--seed", "99999999999999999999"], "--seed"),
+    (["--threads", "99999999999999999999"], "--threads"),
+    (["--repeats", "1e20"], "--repeats"),
+])
+def test_profile_bounds(capsys, argv, flag):
+    pytest.importorskip("torch")
+    assert flag in refused(capsys, "profile", *argv)
