@@ -136,3 +136,61 @@ def test_plan_over_a_cap_is_refused(capsys, tmp_path, argv, flag):
 def test_profile_bounds(capsys, argv, flag):
     pytest.importorskip("torch")
     assert flag in refused(capsys, "profile", *argv)
+
+
+# -- total TOML readers ------------------------------------------------------------------------
+@pytest.mark.parametrize("data", [bytes(range(256)) * 2, b'name = "\xff\xfe"\n'])
+@pytest.mark.parametrize("command", ["run", "drill", "solve"])
+def test_binary_or_non_utf8_toml(capsys, tmp_path, data, command):
+    path = tmp_path / "bad.toml"
+    path.write_bytes(data)
+    argv = [command, str(path)] if command == "drill" else [command, "--preset", str(path)]
+    line = refused(capsys, *argv)
+    assert f"{path}: expected UTF-8 text" in line
+
+
+def test_binary_profile_file(capsys, tmp_path):
+    (tmp_path / "prof.toml").write_bytes(b"\x00\xff" * 64)
+    text = BASE.replace('[profiles.h20]\ndescription = "derived from Table 6: T_H20 = -0.69 s + '
+                        '3.09 T_H200 (stated assumption)"\nderive = "h200"\ntime_offset = -0.69\n'
+                        'time_scale = 3.09', '[profiles.h20]\nfile = "prof.toml"')
+    assert text != BASE
+    (tmp_path / "p.toml").write_text(text, encoding="utf-8")
+    line = refused(capsys, "solve", "--preset", str(tmp_path / "p.toml"))
+    assert "prof.toml: expected UTF-8 text" in line
+
+
+LOGNORMAL = 'mu = 9.90, sigma = 1.00'
+
+
+@pytest.mark.parametrize("new, key", [
+    ("mu = 9.90, sigma = 1e300", "workload.lengths.sigma"),
+    ("mu = 9.90, sigma = 100", "workload.lengths.sigma"),
+    ("mu = 1e300, sigma = 1.00", "workload.lengths.mu"),
+])
+def test_lognormal_overflow_names_the_key(capsys, tmp_path, new, key):
+    line = refused(capsys, "solve", "--preset", preset(tmp_path, LOGNORMAL, new))
+    assert key in line and "p.toml" in line
+
+
+def test_probabilities_outside_0_1(capsys, tmp_path):
+    path = preset(tmp_path, '{ kind = "lognormal", mu = 9.90, sigma = 1.00, lo = 128, hi = "128K" }',
+                  '{ kind = "discrete", values = [1000, 2000], probs = [-0.5, 1.5] }')
+    line = refused(capsys, "solve", "--preset", path)
+    assert "workload.lengths.probs" in line and "[0, 1]" in line and "-0.5" in line
+
+
+SURGE_CUT = ('\n[[incidents]]\nkind = "surge"\nat = "1 min"\nduration = "1 min"\n'
+             'long_factor = 3\ncut = {cut}\n')
+
+
+@pytest.mark.parametrize("cut", ['"1M"', "1e30", "64"])
+def test_surge_cut_beyond_the_lengths(capsys, tmp_path, cut):
+    path = tmp_path / "p.toml"
+    path.write_text(BASE + SURGE_CUT.format(cut=cut), encoding="utf-8")
+    assert "incidents[0].cut" in refused(capsys, "run", "--preset", str(path))
+    drill = tmp_path / "d.toml"
+    drill.write_text('description = "x"\npreset = "paper-case-study"\n' + SURGE_CUT.format(cut=cut),
+                     encoding="utf-8")
+    line = refused(capsys, "drill", str(drill))
+    assert "d.toml: incidents[0].cut" in line

@@ -23,6 +23,7 @@ from emulator.scenario.reader import (
     one_of,
     positive,
     read_fields,
+    read_toml,
 )
 from emulator.scenario.scenario import Scenario, check_knobs
 from emulator.scenario.sim import parse_sim_config
@@ -71,7 +72,7 @@ def list_presets() -> list[tuple[str, str, Path]]:
         try:
             data = tomllib.loads(p.read_text(encoding="utf-8"))
             desc = str(data.get("description", ""))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             desc = f"(unreadable: {exc})"
         out.append((p.stem, desc, p))
     return out
@@ -79,15 +80,7 @@ def list_presets() -> list[tuple[str, str, Path]]:
 
 def load(name_or_path: str | Path) -> Scenario:
     path = resolve(str(name_or_path))
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise PresetError(path, "", f"cannot read: {exc.strerror}") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise PresetError(path, "", f"malformed TOML: {exc}") from None
-    return from_dict(data, path)
+    return from_dict(read_toml(path), path)
 
 
 def from_dict(data: dict, path: str | Path | None = None) -> Scenario:
@@ -215,13 +208,9 @@ def _inline_profile(r: Reader, pname: str) -> Profile:
 def _profile_file(r: Reader, base_dir: Path) -> Profile:
     p = Path(r.get("file", str))
     p = p if p.is_absolute() else base_dir / p
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except OSError:
-        raise r.error("file", f"cannot read profile file {p}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise PresetError(p, "", f"malformed TOML: {exc}") from None
-    root = Reader(data, p)
+    if not p.is_file():
+        raise r.error("file", f"cannot read profile file {p}")
+    root = Reader(read_toml(p), p)
     sec = root.section("profile", required=True)
     prof = _inline_profile(sec, sec.get("name", str, p.stem))
     sec.get("source", str, "")

@@ -148,6 +148,14 @@ def parse_sim_config(root: Reader, work: Reader, dec: Reader, base_dir: Path,
         slo.finish()
     kw["scheduler"] = parse_scheduler(root.section("scheduler"))
     kw["incidents"] = parse_incidents(root.sections("incidents"), base_dir)
+    if lengths is not None:  # a cut with nothing on one side has nothing to re-weight
+        for i, inc in enumerate(kw["incidents"]):
+            cut = getattr(inc, "cut", None)
+            if cut is not None and not 0 < lengths.p_above(cut) < 1:
+                lo, hi = lengths.support
+                raise root.error(f"incidents[{i}].cut", f"{cut:.6g} tokens leaves no lengths on "
+                                 f"one side: give a cut inside the lengths' support "
+                                 f"[{lo:.0f}, {hi:.0f}]")
     if kw.get("replay") is not None or kw.get("sessions") is not None:
         for i, inc in enumerate(kw["incidents"]):
             if (getattr(inc, "long_factor", None) is not None
