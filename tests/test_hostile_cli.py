@@ -194,3 +194,94 @@ def test_surge_cut_beyond_the_lengths(capsys, tmp_path, cut):
                      encoding="utf-8")
     line = refused(capsys, "drill", str(drill))
     assert "d.toml: incidents[0].cut" in line
+
+
+# -- nothing to emulate ----------------------------------------------------------------------
+@pytest.mark.parametrize("argv, source", [
+    (["--np", "0"], "--np"),
+    (["--np", "0", "--rate", "2"], "--np"),
+    (["--paradigm", "naive-heterogeneous", "--n-prfaas", "0"], "--n-prfaas"),
+])
+def test_run_with_a_stage_that_cannot_serve(capsys, argv, source):
+    line = refused(capsys, "run", "--duration", "30", *argv)
+    assert line.startswith(f"prfaas-tui run: error: {source}") and "nothing to emulate" in line
+
+
+@pytest.mark.parametrize("old, new, source", [
+    ("prfaas_gpus = 32 ", "prfaas_gpus = 0 ", "--n-prfaas"),
+    ('bandwidth = "100 Gbps"', 'bandwidth = "1e-300 Gbps"', "--bandwidth"),
+])
+def test_preset_with_a_stage_that_cannot_serve(capsys, tmp_path, old, new, source):
+    line = refused(capsys, "run", "--preset", preset(tmp_path, old, new), "--duration", "30")
+    assert source in line and "nothing to emulate" in line
+
+
+def test_naive_heterogeneous_without_pd_p_still_runs():
+    assert main(["run", "--np", "0", "--paradigm", "naive-heterogeneous", "--duration", "30",
+                 "--json"]) == 0
+
+
+@pytest.mark.parametrize("stage, have", [("prfaas", 4), ("pd-d", 8)])
+def test_drill_losing_more_instances_than_exist(capsys, tmp_path, stage, have):
+    path = tmp_path / "d.toml"
+    path.write_text('description = "x"\npreset = "paper-case-study"\n'
+                    + INCIDENT.format(kind="instance-loss", extra=f'count = 100\nstage = "{stage}"'),
+                    encoding="utf-8")
+    line = refused(capsys, "drill", str(path))
+    assert "incidents[0].count" in line and f"has {have}" in line
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["--slo-tpot", "0"], "--slo-tpot"),
+    (["--slo-tpot=-5ms"], "--slo-tpot"),
+    (["--slo-ttft", "0"], "--slo-ttft"),
+    (["--t", "1e30"], "--t"),
+    (["--workers", "-5"], "--workers"),
+    (["--per-config", "0"], "--per-config"),
+    (["--top", "-1"], "--top"),
+    (["--seeds", "0"], "--seeds"),
+    (["--max-candidates", "0"], "--max-candidates"),
+])
+def test_plan_flag_ranges(capsys, tmp_path, argv, flag):
+    line = refused(capsys, "plan", *argv, "--out", str(tmp_path / "p.jsonl"))
+    assert line.startswith(f"prfaas-tui: {flag}")
+
+
+def test_plan_too_short_to_keep_up_warns(capsys, tmp_path, monkeypatch):
+    import prfaas_tui.commands.plan as plan_cmd
+
+    monkeypatch.setattr(plan_cmd, "run_plan", lambda *a, **k: {"ranked": []})
+    monkeypatch.setattr(plan_cmd, "render", lambda *a, **k: None)
+    assert main(["plan", "--duration", "2 min", "--out", str(tmp_path / "p.jsonl")]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--duration" in err[0] and "512 s" in err[0]
+    assert main(["plan", "--duration", "10 min", "--out", str(tmp_path / "p.jsonl")]) == 0
+    assert capsys.readouterr().err.strip() == ""
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["--n-prfaas", "99999999999999999999"], "--n-prfaas"),
+    (["--bandwidth", "1e30"], "--bandwidth"),
+])
+def test_solve_knob_ranges(capsys, argv, flag):
+    assert refused(capsys, "solve", *argv).startswith(f"prfaas-tui: {flag}")
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["--seed", "-1"], "--seed"),
+    (["--seed", "99999999999999999999"], "--seed"),
+    (["--theme", "bogus"], "--theme"),
+])
+def test_snapshot_flag_ranges(capsys, tmp_path, argv, flag):
+    line = refused(capsys, "snapshot", "--at", "1", "--out", str(tmp_path / "x.svg"), *argv)
+    assert line.startswith(f"prfaas-tui: {flag}")
+
+
+def test_snapshot_out_is_a_directory(capsys, tmp_path):
+    assert "--out" in refused(capsys, "snapshot", "--at", "1", "--out", str(tmp_path))
+
+
+def test_snapshot_check_on_a_binary_file(capsys, tmp_path):
+    path = tmp_path / "x.svg"
+    path.write_bytes(b"\xff\x00" * 100)
+    assert "expected UTF-8" in refused(capsys, "snapshot", "--at", "1", "--check", str(path))

@@ -13,6 +13,7 @@ import numpy as np
 
 from emulator.model import DecodeSpec, System
 from emulator.profiles import BEYOND_RULES, Curve, Profile
+from emulator.scenario.knobs import MAX_BANDWIDTH, MAX_INSTANCES
 from emulator.scenario.lengths import MAX_TOKENS, parse_lengths
 from emulator.scenario.reader import (
     PresetError,
@@ -33,9 +34,6 @@ from emulator.units import (
     parse_duration,
     parse_tokens,
 )
-
-MAX_INSTANCES = 100_000
-MAX_BANDWIDTH = 1e15  # 8 Pbps
 
 
 def presets_dir() -> Path:
@@ -135,6 +133,12 @@ def from_dict(data: dict, path: str | Path | None = None) -> Scenario:
     work = root.section("workload", required=True)
     lengths = parse_lengths(work.section("lengths", required=True), base_dir)
     sim = parse_sim_config(root, work, dec, base_dir, lengths)
+    for i, inc in enumerate(sim.incidents):  # a drill must not claim more than there are
+        have = n_prfaas if getattr(inc, "stage", "prfaas") == "prfaas" else pool
+        if inc.kind == "instance-loss" and inc.count > have:
+            where = "PrfaaS instances" if inc.stage == "prfaas" else "local instances in the pool"
+            raise root.error(f"incidents[{i}].count", f"loses {inc.count} {inc.stage} instances "
+                             f"but the deployment has {have} {where}")
     work.finish()
     dec.finish()
 

@@ -149,3 +149,23 @@ def check_emulation(emu: Emulation, caps: Caps, *, trace: Trace | None = None,
         [(f"incidents[{i}] ({inc.kind})", inc.kind,
           math.inf if inc.duration is None else inc.duration, _incident_params(inc))
          for i, inc in enumerate(sim.incidents)], end, caps)
+
+
+def check_capacity(emu: Emulation) -> None:
+    """Refuse a run with nothing to emulate: a stage that gets traffic but (by the model, at the
+    run's knobs and paradigm) cannot serve one request in the whole run -- no PD-P instance
+    under threshold routing, no PrfaaS instance or a 1e-300 Gbps link for remote traffic.
+    Such a run reports 0 req/s (or a queue that only grows) with exit 0 otherwise."""
+    op = emu.model_point("exact")
+    if op.lambda_max * emu.duration >= 1:
+        return
+    stage = str(op.binding)
+    if stage == "prfaas":
+        source = ("--bandwidth (deployment.bandwidth)" if op.prfaas_term == "bandwidth"
+                  else "--n-prfaas (deployment.n_prfaas / prfaas_gpus)")
+    else:
+        source = {"pd-p": "--np (deployment.n_p)", "pd-d": "--nd (deployment.n_d)"}[stage]
+    raise UsageError(f"{source}: nothing to emulate: the {stage} stage gets traffic but serves "
+                     f"{op.lambda_max:.3g} req/s of it (Lambda_max, exact mode), not one "
+                     f"request in {emu.duration:g} s; give it capacity or route traffic away "
+                     "(--t, --paradigm)")

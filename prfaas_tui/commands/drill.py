@@ -22,6 +22,7 @@ from emulator.units import format_duration
 from prfaas_tui.commands.common import (
     add_budget_flags,
     caps_from_args,
+    check_capacity,
     check_emulation,
     check_scenario_instances,
     parse_flag,
@@ -85,7 +86,8 @@ def _check_work(drill: Drill, seed: int | None, caps: Caps) -> None:
         try:
             check_emulation(emu, caps, rate_flag="workload.rate/load",
                             duration_flag="emulator.duration")
-        except BudgetError as exc:
+            check_capacity(emu)
+        except (BudgetError, UsageError) as exc:
             raise UsageError(f"{drill.path}: {exc}") from None
 
 

@@ -25,6 +25,7 @@ from prfaas_tui.commands.common import (
     add_budget_flags,
     add_scenario_flags,
     caps_from_args,
+    check_capacity,
     check_emulation,
     check_scenario_instances,
     controls_from_args,
@@ -90,6 +91,7 @@ def build(args) -> Emulation:
         raise UsageError(str(exc)) from None
     try:  # built, not run: the arrival and timer chains have only their first events
         check_emulation(emu, caps, trace=trace)
+        check_capacity(emu)
     except BaseException:
         emu.close()
         raise
