@@ -285,3 +285,49 @@ def test_snapshot_check_on_a_binary_file(capsys, tmp_path):
     path = tmp_path / "x.svg"
     path.write_bytes(b"\xff\x00" * 100)
     assert "expected UTF-8" in refused(capsys, "snapshot", "--at", "1", "--check", str(path))
+
+
+# -- one-line errors -------------------------------------------------------------------------
+@pytest.mark.parametrize("argv, prog", [
+    (["bogus"], "prfaas-tui"),
+    (["--nope"], "prfaas-tui"),
+    (["run", "--rate"], "prfaas-tui run"),
+    (["run", "--nope"], "prfaas-tui run"),
+    (["run", "--backend", "x"], "prfaas-tui run"),
+    (["plan", "--slo-tpot", "-5ms"], "prfaas-tui plan"),
+    (["snapshot", "--at", "1"], "prfaas-tui snapshot"),
+    (["solve", "--mode", "x"], "prfaas-tui solve"),
+    (["drill", "--compare", "x"], "prfaas-tui drill"),
+    (["profile", "--nope"], "prfaas-tui profile"),
+])
+def test_argparse_errors_are_one_line(capsys, argv, prog):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"{prog}: error: "), err
+
+
+def test_profile_module_parser_is_one_line(capsys):
+    from prfaas_tui.commands import profile
+
+    with pytest.raises(SystemExit):
+        profile.main(["--nope"])
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_dask_without_a_scheduler(capsys, tmp_path, monkeypatch):
+    distributed = pytest.importorskip("distributed")
+
+    class NoScheduler(distributed.Client):  # what Client does after its connect timeout
+        def __init__(self, address, timeout=None):
+            raise OSError(f"Timed out trying to connect to {address} after {timeout}")
+
+    monkeypatch.setattr(distributed, "Client", NoScheduler)
+    line = refused(capsys, "plan", "--dask", "tcp://127.0.0.1:1", "--nprfaas", "4", "--pool", "8",
+                   "--paradigm", "prfaas-pd", "--out", str(tmp_path / "p.jsonl"))
+    assert line.startswith("prfaas-tui: --dask: cannot reach") and "127.0.0.1:1" in line
+
+
+def test_run_seed_range(capsys):
+    assert "--seed" in refused(capsys, "run", "--seed", "99999999999999999999")

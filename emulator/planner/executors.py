@@ -38,6 +38,9 @@ def run_local(tasks: list[Task], workers: int) -> Iterator[tuple[str, Any]]:
             raise
 
 
+CONNECT_TIMEOUT = "5s"  # no scheduler at the address: one line after this, not a long hang
+
+
 def run_dask(tasks: list[Task], address: str | Any) -> Iterator[tuple[str, Any]]:
     """On an existing Dask cluster (`tcp://host:8786`) or a Client/LocalCluster object."""
     try:
@@ -45,7 +48,7 @@ def run_dask(tasks: list[Task], address: str | Any) -> Iterator[tuple[str, Any]]
     except ImportError:
         raise RuntimeError("the Dask executor needs the optional extra: "
                            "pip install 'prfaas-tui[dask]'") from None
-    client = address if isinstance(address, Client) else Client(address, timeout="10s")
+    client = address if isinstance(address, Client) else Client(address, timeout=CONNECT_TIMEOUT)
     own = client is not address
     try:
         futs = {client.submit(fn, *args, key=f"plan-{key}", pure=False): key

@@ -193,7 +193,9 @@ def _run(args: argparse.Namespace) -> int:
 def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
     """Run `profile`; returns the exit status (2: bad input or torch missing, 1: failed run)."""
     if not isinstance(args, argparse.Namespace):
-        parser = argparse.ArgumentParser(prog=f"{PROG} profile")
+        from prfaas_tui.cli import OneLineParser
+
+        parser = OneLineParser(prog=f"{PROG} profile")
         _add_arguments(parser)
         args = parser.parse_args(args)
     try:
