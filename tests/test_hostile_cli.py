@@ -331,3 +331,24 @@ def test_dask_without_a_scheduler(capsys, tmp_path, monkeypatch):
 
 def test_run_seed_range(capsys):
     assert "--seed" in refused(capsys, "run", "--seed", "99999999999999999999")
+
+
+@pytest.mark.parametrize("old, new, key", [
+    ("local_gpus = 64 ", "local_pool = 100000 ", "--max-instances"),
+    ("local_gpus = 64 ", "local_gpus = 9223372036854775800 ", "local_gpus"),
+    ("prfaas_gpus = 32 ", "n_prfaas = 100000 ", "--max-instances"),
+])
+def test_solve_instances_are_bounded(capsys, tmp_path, old, new, key):
+    assert key in refused(capsys, "solve", "--preset", preset(tmp_path, old, new))
+
+
+def test_preset_n_prfaas_100000_run_is_refused_fast(capsys, tmp_path):
+    path = preset(tmp_path, "prfaas_gpus = 32 ", "n_prfaas = 100000 ")
+    assert "--max-instances" in refused(capsys, "run", "--preset", path)
+
+
+@pytest.mark.parametrize("argv", [["--warmup", "1e20"], ["--warmup", "100000000000000000000"],
+                                  ["--warmup", "100000"]])
+def test_profile_warmup_bounds(capsys, argv):
+    pytest.importorskip("torch")
+    assert "--warmup" in refused(capsys, "profile", *argv)

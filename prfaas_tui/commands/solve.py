@@ -13,7 +13,13 @@ from rich.table import Table
 from emulator.model import MODES, STAGES, evaluate
 from emulator.optimizer import paradigms, search
 from emulator.units import format_tokens
-from prfaas_tui.commands.common import add_scenario_flags, scenario_from_args
+from prfaas_tui.commands.common import (
+    add_budget_flags,
+    add_scenario_flags,
+    caps_from_args,
+    check_scenario_instances,
+    scenario_from_args,
+)
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -23,11 +29,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="paper: profiles at conditional mean lengths (default, the paper's "
                         "linearization); exact: conditional expectations of the profiles")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_budget_flags(p, ("instances",))
     return p
 
 
 def solve(args: argparse.Namespace) -> dict:
     sc = scenario_from_args(args)
+    check_scenario_instances(sc, caps_from_args(args))  # the search walks every split of the pool
     mode = args.mode or sc.mode
     op = evaluate(sc.system, sc.knobs, mode)
     found = search(sc.system, mode, n_prfaas=sc.system.n_prfaas, bandwidth=sc.system.bandwidth)
