@@ -378,3 +378,14 @@ def test_startup_recounts_once_per_stage(monkeypatch):
     emu = Emulation(sc, duration=10, rate=1.0)
     assert (emu.prfaas.n_accepting, emu.pdp.n_accepting, emu.pdd.n_accepting) == (n, n // 2, n // 2)
     assert len(calls) < 20
+
+
+@pytest.mark.parametrize("change", [{"rate": 1e30}, {"n_prfaas": 100000}])
+def test_dashboard_live_changes_obey_the_caps(change):
+    from emulator.scenario.presets import load
+    from prfaas_tui.widgets.modelview import Refused, Settings
+
+    settings = Settings.initial(load("paper-case-study"))
+    with pytest.raises(Refused, match="over the cap"):
+        settings.apply(**change)
+    assert settings.apply(rate=2.0).rate == 2.0

@@ -11,6 +11,7 @@ from functools import cached_property
 
 import numpy as np
 
+from emulator import budget
 from emulator.model import OperatingPoint, ceilings, evaluate, split_stats
 from emulator.optimizer import SearchResult, homogeneous, naive, search
 from emulator.paradigm import Paradigm
@@ -68,6 +69,14 @@ class Settings:
             raise Refused("the speed must be > 0")
         if changes:
             raise Refused(f"unknown setting {next(iter(changes))!r}")
+        try:  # the CLI's work caps (emulator.budget) on what this change adds
+            if "n_prfaas" in knobs:
+                budget.check_instances({"N_prfaas": sc.system.n_prfaas})
+            if rate != self.rate:
+                budget.check("requests", budget.run_requests(rate, sc.sim.duration),
+                             f"rate x the run's {sc.sim.duration:g} s")
+        except budget.BudgetError as exc:
+            raise Refused(str(exc)) from None
         return replace(self, scenario=sc, paradigm=paradigm, rate=rate, speed=speed)
 
 
