@@ -90,6 +90,9 @@ def test_replay_stretched_by_a_tiny_load_is_refused(capsys, tmp_path):
     trace.write_text("".join(f'{{"timestamp": {i * 1000}, "input_length": 1000, '
                              f'"output_length": 10}}\n' for i in range(20)), encoding="utf-8")
     assert "the replay spans" in refused(capsys, "run", "--trace", str(trace), "--load", "1e-9")
+    line = refused(capsys, "run", "--trace", str(trace), "--duration", "1e30")
+    assert line.startswith("prfaas-tui run: error: --duration (the replay spans")
+    assert main(["run", "--trace", str(trace), "--json"]) == 0
 
 
 # -- bounded work: drill, snapshot --------------------------------------------------------------
