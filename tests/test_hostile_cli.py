@@ -263,6 +263,20 @@ def test_plan_too_short_to_keep_up_warns(capsys, tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("argv, flag", [
+    (["--slo-ttft", "1 ms"], "--slo-ttft"),
+    (["--slo-tpot", "1 ms"], "--slo-tpot"),
+])
+def test_plan_unmeetable_slo_warns(capsys, tmp_path, monkeypatch, argv, flag):
+    import prfaas_tui.commands.plan as plan_cmd
+
+    monkeypatch.setattr(plan_cmd, "run_plan", lambda *a, **k: {"ranked": []})
+    monkeypatch.setattr(plan_cmd, "render", lambda *a, **k: None)
+    assert main(["plan", *argv, "--out", str(tmp_path / "p.jsonl")]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"prfaas-tui plan: warning: {flag}")
+
+
+@pytest.mark.parametrize("argv, flag", [
     (["--n-prfaas", "99999999999999999999"], "--n-prfaas"),
     (["--bandwidth", "1e30"], "--bandwidth"),
 ])

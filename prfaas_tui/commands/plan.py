@@ -18,7 +18,7 @@ from emulator import budget
 from emulator.budget import Caps
 from emulator.model import evaluate
 from emulator.paradigm import Paradigm
-from emulator.planner.goodput import SLO, Settings, too_short
+from emulator.planner.goodput import SLO, Settings, too_short, unmeetable
 from emulator.planner.space import AUTO_T, Space
 from emulator.planner.store import check_writable
 from emulator.planner.sweep import Plan, run_plan
@@ -162,6 +162,8 @@ def main(args: argparse.Namespace) -> int:
     plan = build_plan(args)
     if (why := too_short(plan.scenario, plan.settings.duration)) is not None:
         print(f"prfaas-tui plan: warning: --duration: {why}", file=sys.stderr)
+    if (why := unmeetable(plan.scenario, plan.settings.slo)) is not None:
+        print(f"prfaas-tui plan: warning: {why}", file=sys.stderr)
     workers = _count("--workers", args.workers, 1) or os.cpu_count() or 1
     top = _count("--top", args.top, 0)
     out = args.out or f"plan-{plan.scenario.name}.jsonl"
