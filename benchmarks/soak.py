@@ -158,7 +158,7 @@ def run_spec(spec: Spec) -> Outcome:
         out.max_timers = max(out.max_timers, api.pending_timers(emu))
         if not acc.balanced:
             out.problems.append(f"{where}: accounting broken {acc.to_dict()}")
-        if acc.lost_total:
+        if acc.lost:
             out.problems.append(f"{where}: lost {acc.lost}")
         # max_queue bounds admission; work handed back by lost instances (a prefill restarts,
         # a decode batch is prefilled again) may queue above it, never more than that
@@ -214,7 +214,7 @@ def run_spec(spec: Spec) -> Outcome:
         if idle > IDLE_TIMERS:
             out.problems.append(f"{idle} timers pending on an idle emulation (a leak)")
         out.arrived, out.completed = acc.arrived, acc.completed
-        out.rejected, out.lost = acc.rejected_total, acc.lost_total
+        out.rejected, out.lost = acc.rejected_total, acc.lost
     except Exception as exc:  # noqa: BLE001 (a crash is a finding, reported with the spec)
         out.problems.append(f"crashed: {type(exc).__name__}: {exc}")
     finally:
@@ -255,7 +255,7 @@ def week(days: int = 7, load: float = 3.0, preset: str = "toy",
         emu.close()
     return {"days": days, "preset": preset, "load": load, "max_queue": max_queue,
             "arrived": acc.arrived, "completed": acc.completed, "rejected": acc.rejected_total,
-            "lost": acc.lost_total, "in_flight": acc.in_flight, "balanced": acc.balanced,
+            "lost": acc.lost, "in_flight": acc.in_flight, "balanced": acc.balanced,
             "rss_mb_per_day": rss, "peak_rss_mb_per_day": peaks,
             "wall_s": round(time.perf_counter() - t0, 1)}
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from emulator.scenario import presets
-from emulator.sim import incidents
+from emulator.scenario import incidents, presets
 from emulator.sim.accounting import Accounting
 from emulator.sim.engine import Emulation
 
@@ -52,7 +51,7 @@ def inject(emu: Emulation, inc: incidents.Incident) -> None:
 
 
 def active_labels(emu: Emulation) -> list[str]:
-    return list(emu.incidents)
+    return [act.label for act in emu.timeline.active]
 
 
 def end_incident(emu: Emulation, label: str) -> None:
@@ -61,18 +60,10 @@ def end_incident(emu: Emulation, label: str) -> None:
 
 def set_knob(emu: Emulation, name: str, value) -> None:
     """A live change as the dashboard makes it; ValueError when the engine refuses it."""
-    if name == "t":
-        emu.set_threshold(value)
-    elif name == "split":
-        emu.set_split(*value)
-    elif name == "n_prfaas":
-        emu.set_n_prfaas(value)
-    elif name == "bandwidth":
-        emu.set_bandwidth(value)
-    elif name == "rate":
-        emu.set_rate(value)
-    elif name == "paradigm":
-        emu.set_paradigm(value)
+    if name == "split":
+        emu.change(n_p=value[0], n_d=value[1])
+    elif name in ("t", "n_prfaas", "bandwidth", "rate", "paradigm"):
+        emu.change(**{name: value})
     else:
         raise KeyError(name)
 

@@ -11,9 +11,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 from scipy.special import ndtr, ndtri
+
+from emulator.units import format_tokens
 
 Moments = tuple[np.ndarray, np.ndarray, np.ndarray]
 
@@ -247,3 +250,69 @@ class Empirical(LengthDistribution):
     def describe(self):
         src = f" from {self.source}" if self.source else ""
         return f"empirical: {len(self.sorted_values)} samples{src}, mean {self.mean:.0f}"
+
+
+@dataclass(frozen=True, eq=False)
+class Reweighted(LengthDistribution):
+    """`base` with the probability mass above `cut` multiplied by `factor`, renormalized: the
+    odds of a long request x factor, the shape on each side unchanged."""
+
+    base: LengthDistribution
+    cut: float
+    factor: float
+    kind: str = field(default="reweighted", init=False)
+
+    @classmethod
+    def of(cls, base: LengthDistribution, cut: float, factor: float) -> Reweighted:
+        out = cls(base, float(cut), float(factor))
+        if not 0 < out.p < 1:
+            raise ValueError(f"nothing to re-weight: P(L > {cut:.0f}) = {out.p:.3g}")
+        return out
+
+    @cached_property
+    def p(self) -> float:
+        """P(L > cut) of the base."""
+        return float(self.base.p_above(self.cut))
+
+    @property
+    def mass(self) -> float:
+        """(1 - p) + factor x p: the base's mass after re-weighting, before renormalizing (the
+        rate multiplier that keeps requests below `cut` at their rate)."""
+        return (1 - self.p) + self.factor * self.p
+
+    @property
+    def _weights(self) -> tuple[float, float]:
+        """(weight below, weight above)."""
+        z = self.mass
+        return 1 / z, self.factor / z
+
+    def partial_moments(self, a, b):
+        a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+        c = self.cut
+        w_lo, w_hi = self._weights
+        lo = self.base.partial_moments(np.minimum(a, c), np.minimum(b, c))
+        hi = self.base.partial_moments(np.maximum(a, c), np.maximum(b, c))
+        return tuple(w_lo * x + w_hi * y for x, y in zip(lo, hi, strict=True))
+
+    def sample(self, rng, n):
+        above = rng.random(n) < self._weights[1] * self.p
+        out = np.empty(n)
+        for side in (True, False):
+            want = int(np.count_nonzero(above == side))
+            got, have = [np.empty(0)], 0
+            while have < want:  # rejection from the base, one side at a time
+                x = np.asarray(self.base.sample(rng, max(64, 2 * (want - have))), dtype=float)
+                got.append(x[(x > self.cut) == side])
+                have += len(got[-1])
+            out[above == side] = np.concatenate(got)[:want]
+        return out
+
+    def threshold_grid(self):
+        return self.base.threshold_grid()
+
+    @property
+    def support(self):
+        return self.base.support
+
+    def describe(self):
+        return f"{self.base.describe()}, odds above {format_tokens(self.cut)} x{self.factor:g}"

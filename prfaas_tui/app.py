@@ -23,8 +23,8 @@ from textual.screen import Screen
 from emulator.scenario import presets
 from emulator.scenario.scenario import Scenario
 from prfaas_tui.live import load_drill
+from prfaas_tui.modelview import DEFAULT_SPEED
 from prfaas_tui.widgets.live_charts import LiveCharts
-from prfaas_tui.widgets.modelview import DEFAULT_SPEED
 
 DEFAULT_PRESET = "paper-case-study"
 DEFAULT_THEME = "textual-dark"

@@ -12,6 +12,7 @@ import sys
 from typing import NoReturn
 
 from emulator.budget import BudgetError
+from emulator.cards import CardError
 from emulator.scenario.reader import PresetError
 from emulator.torch_prefill import TorchUnavailable
 from emulator.traces import TraceError
@@ -19,7 +20,7 @@ from emulator.units import UnitError
 from prfaas_tui.errors import UsageError
 
 # subcommand -> module under prfaas_tui.commands (imported lazily: `solve` must not pay for Textual)
-COMMANDS = ("presets", "solve", "run", "drill", "profile", "plan", "snapshot")
+COMMANDS = ("presets", "solve", "run", "drill", "profile", "plan", "snapshot", "new", "models")
 DEFAULT_PRESET = "paper-case-study"
 
 
@@ -75,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
             from prfaas_tui.app import run_app
             return run_app(args.preset, plan=args.plan, drill=args.drill)
         return int(args.func(args) or 0)
-    except (PresetError, TraceError, UnitError, UsageError, TorchUnavailable, BudgetError) as exc:
+    except (PresetError, TraceError, UnitError, UsageError, TorchUnavailable, BudgetError,
+            CardError) as exc:
         print(f"prfaas-tui: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

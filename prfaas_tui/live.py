@@ -19,14 +19,13 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from prfaas_tui.messages import Tick
-from prfaas_tui.widgets.modelview import Settings
+from prfaas_tui.modelview import Settings
 
 if TYPE_CHECKING:
-    from emulator.sim.drills import Drill
+    from emulator.scenario.drills import Drill
 
 TICK_S = 0.05  # wall seconds per paced slice
 POST_S = 0.1  # wall seconds between ticks posted to the UI
@@ -36,6 +35,19 @@ YIELD_SHARE = 0.5  # after a slice, sleep this share of its cost (the emulator g
 FLAT_OUT_SLICE_S = 0.02  # wall seconds one flat-out slice aims to cost
 STEP_SAMPLES = 30  # snapshots recorded along one single step, for the plots
 BUSY_SLICE_S = 0.005  # a slice costlier than this makes the emulator yield to keypresses
+
+
+@dataclass(frozen=True)
+class Tick:
+    """What the emulator looked like at one moment: immutable, safe to share across threads."""
+
+    snapshot: Any  # emulator.sim.snapshot.Snapshot
+    history: tuple[Any, ...]  # earlier snapshots, oldest first (ends with `snapshot`)
+    paused: bool
+    speed: float
+    rtf: float | None  # simulated seconds per wall second; None when not paced by the wall clock
+    generation: int = 0  # which emulation produced it (a preset load starts a new one)
+    applied: int = 0  # how many of the UI's setting changes the emulation has taken so far
 
 
 def make_emulation(settings: Settings, *, seed: int | None = None,
@@ -56,23 +68,15 @@ def make_pacer(emu: Any, speed: float) -> Any:
     return Pacer(emu, speed=speed if math.isfinite(speed) else 1.0)
 
 
-def setting_changes(old: Settings, new: Settings) -> list[Callable[[Any], Any]]:
-    """The emulator calls that take a running emulation from `old` to `new` settings."""
-    a, b = old.scenario, new.scenario
-    calls: list[Callable[[Any], Any]] = []
-    if b.t != a.t:
-        calls.append(lambda emu: emu.set_threshold(b.t))
-    if (b.n_p, b.n_d) != (a.n_p, a.n_d):
-        calls.append(lambda emu: emu.set_split(b.n_p, b.n_d))
-    if b.system.n_prfaas != a.system.n_prfaas:
-        calls.append(lambda emu: emu.set_n_prfaas(b.system.n_prfaas))
-    if b.system.bandwidth != a.system.bandwidth:
-        calls.append(lambda emu: emu.set_bandwidth(b.system.bandwidth))
-    if new.rate != old.rate:
-        calls.append(lambda emu: emu.set_rate(new.rate))
-    if new.paradigm != old.paradigm:
-        calls.append(lambda emu: emu.set_paradigm(new.paradigm))
-    return calls
+def apply_controls(emu: Any, new: Settings) -> None:
+    """Take a running emulation to the `new` settings: the one place the UI changes an
+    emulation's knobs; the engine computes the diff (`Emulation.apply`). The settings hold the
+    operator's PrfaaS-PD split whatever the paradigm; a paradigm that runs its own split
+    (homogeneous, naive) keeps the one the engine deployed while it stays in force."""
+    target, now = new.controls, emu.controls
+    if target.paradigm == now.paradigm and not target.paradigm.threshold_routing:
+        target = replace(target, n_p=now.n_p, n_d=now.n_d)
+    emu.apply(target)
 
 
 @dataclass
@@ -112,6 +116,7 @@ class Driver:
         self._on_tick, self._on_error = on_tick, on_error
         self._factory = lambda: factory(settings, seed=seed)
         self._attach = attach  # e.g. a drill's scorecard recorder, on the new emulation
+        self.attached: Any = None  # what `attach` returned
         self.stop_at = stop_at  # a drill's end: a live run or a step pauses exactly there
         self._calls: queue.SimpleQueue[_Call] = queue.SimpleQueue()
         self._stop = threading.Event()
@@ -122,6 +127,7 @@ class Driver:
         self._rtf: float | None = None
         self._hold_until = 0.0
         self._sent = self._applied = 0  # setting changes submitted / taken by the emulation
+        self._injected: list[Any] = []  # incidents started by hand (handles from emu.inject)
         self._busy = False  # the last slice cost more than BUSY_SLICE_S of wall time
         self._emu: Any = None
         self._pacer: Any = None
@@ -173,19 +179,29 @@ class Driver:
         return self._sent
 
     def apply(self, new: Settings) -> Tick | None:
-        """Take the running emulation to the new settings."""
-        calls = setting_changes(self.settings, new)
-        speed = new.speed
+        """Take the running emulation to the new settings (validated by the caller)."""
         self.settings = new
 
         def run(emu: Any) -> None:
-            self._speed = speed
+            self._speed = new.speed
             try:
-                for c in calls:
-                    c(emu)
+                apply_controls(emu, new)
             finally:
                 self._applied += 1
         self._sent += 1
+        return self.submit(run)
+
+    def inject(self, label: str) -> Tick | None:
+        """Start a catalog incident now (open-ended), or END_ALL: end the ones started here."""
+        def run(emu: Any) -> None:
+            if label == END_ALL:
+                for act in self._injected:
+                    act.end()  # a no-op for one already over
+                self._injected.clear()
+                return
+            started = emu.inject(next(inc for lbl, _, inc in incident_catalog() if lbl == label))
+            if started is not None:
+                self._injected.append(started)
         return self.submit(run)
 
     def pause(self, paused: bool | None = None) -> Tick | None:
@@ -203,6 +219,13 @@ class Driver:
             self._pacer.pause()
             self._run_sampled(emu, self._limit(emu, emu.now + seconds), STEP_SAMPLES)
         return self.submit(step)
+
+    def scorecard(self, drill: Drill) -> dict:
+        """The drill's scorecard of the emulation now, as a dict (`attach_recorder` attached
+        its recorder)."""
+        from emulator.sim.score import scorecard
+
+        return self.call(lambda emu: scorecard(emu, self.attached, drill.scoring).to_dict())
 
     def current(self) -> Tick:
         """The emulation as it is now (waits for the emulator thread)."""
@@ -235,7 +258,7 @@ class Driver:
         try:
             self._emu = emu = self._factory()
             if self._attach is not None:
-                self._attach(emu)
+                self.attached = self._attach(emu)
             self._pacer = make_pacer(emu, self._speed)
             if self.live:
                 self._on_tick(self._tick(emu))
@@ -313,44 +336,39 @@ class Driver:
         return target
 
 
-# -- drills and incidents: the engine's (emulator.sim.drills, emulator.sim.incidents) ----------
+# -- drills and incidents (emulator.scenario.drills/incidents, emulator.sim.record/score) ---
 END_ALL = "end all"
 
 
 def list_drills() -> list[tuple[str, str]]:
     """(name, description) of the shipped drills, presets/drills/*.toml."""
-    from emulator.sim.drills import list_drills as shipped
+    from emulator.scenario.drills import list_drills as shipped
 
     return shipped()
 
 
 def load_drill(name_or_path: str) -> Drill:
     """A shipped drill by name or a drill file by path (PresetError, one line, if broken)."""
-    from emulator.sim.drills import load_drill as load
+    from emulator.scenario.drills import load_drill as load
 
     return load(name_or_path)
 
 
-def scorecard(drill: Drill, emu: Any) -> dict:
-    """The drill's scorecard of an emulation, as a dict (run on the emulator thread)."""
-    return drill.scorecard(emu).to_dict()
+def attach_recorder(emu: Any) -> Any:
+    """Record an emulation for its drill scorecard (Driver's `attach`; see Driver.scorecard)."""
+    from emulator.sim.record import attach
+
+    return attach(emu)
+
+
+def incident_catalog() -> list[tuple[str, str, Any]]:
+    """(label, description, incident) of the incidents an operator can inject by hand."""
+    from emulator.scenario.incidents import catalog
+
+    return catalog()
 
 
 def incident_kinds() -> list[tuple[str, str]]:
-    """(label, description) of the incidents an operator can inject by hand."""
-    from emulator.sim.incidents import catalog
-
-    return [(label, desc) for label, desc, _ in catalog()] + [
+    """(label, description) of the incidents an operator can inject by hand, and END_ALL."""
+    return [(label, desc) for label, desc, _ in incident_catalog()] + [
         (END_ALL, "end every incident started by hand")]
-
-
-def inject_incident(emu: Any, label: str) -> None:
-    """Start a catalog incident now (open-ended), or END_ALL: end the ones started by hand.
-    Runs on the emulator thread; active incidents show in the snapshot's `incidents`."""
-    from emulator.sim.incidents import catalog
-
-    if label == END_ALL:
-        for act in [a for a in emu.timeline.active if a.incident.at is None]:
-            act.end()
-        return
-    emu.inject(next(inc for lbl, _, inc in catalog() if lbl == label))

@@ -6,23 +6,11 @@ replaces the queued one, so a fast emulator can never flood the message queue or
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from textual.message import Message
 
-
-@dataclass(frozen=True)
-class Tick:
-    """What the emulator looked like at one moment: immutable, safe to share across threads."""
-
-    snapshot: Any  # emulator.sim.snapshot.Snapshot
-    history: tuple[Any, ...]  # earlier snapshots, oldest first (ends with `snapshot`)
-    paused: bool
-    speed: float
-    rtf: float | None  # simulated seconds per wall second; None when not paced by the wall clock
-    generation: int = 0  # which emulation produced it (a preset load starts a new one)
-    applied: int = 0  # how many of the UI's setting changes the emulation has taken so far
+from prfaas_tui.live import Tick
 
 
 class TickReady(Message):

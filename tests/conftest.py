@@ -1,4 +1,4 @@
-"""Shared fixtures: the shipped presets, loaded once per session."""
+"""Shared fixtures (the shipped presets, loaded once per session) and the slow tests' timeout."""
 
 from __future__ import annotations
 
@@ -9,6 +9,16 @@ import pytest
 from emulator.scenario import presets
 
 os.environ.pop("NO_COLOR", None)  # NO_COLOR changes Textual's SVG output
+
+# Seconds a test marked slow may take (pyproject's `timeout` covers the rest): the longest take
+# about a minute alone on 2 cores and must still pass with another CPU-bound process running.
+SLOW_TIMEOUT = 600
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT))
 
 
 @pytest.fixture(scope="session")

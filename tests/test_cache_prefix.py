@@ -1,5 +1,5 @@
 """The hybrid prefix cache: full-block matching, the exact-length rule for linear state, LRU,
-byte capacity, transfer-cache pinning and the global index."""
+byte capacity, and transfer-cache pinning."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from emulator.scenario.presets import load
 from emulator.sim.prefix_cache import (
     CacheStats,
-    GlobalCacheIndex,
     KvLayout,
     PrefixCache,
     kv_layout,
@@ -171,18 +170,6 @@ def test_a_refused_transfer_evicts_nothing_and_transfers_carry_the_state():
     assert c.allocate_transfer(3 * B, with_state=False) is not None  # evicts for room
     assert c.pinned_blocks == 8 and c.peek((1, 2, 3), 3 * B) == 0
     c.check()
-
-
-# -- global index -------------------------------------------------------------------------------
-def test_global_index_reports_both_clusters():
-    idx = GlobalCacheIndex(cache(100, HYBRID), cache(100, HYBRID))
-    idx["prfaas"].insert((1, 2, 3, 4), 4 * B)
-    idx["pd"].insert((1, 2), 2 * B)
-    assert idx.lookup((1, 2, 3, 4, 5), 5 * B) == (4 * B, 2 * B)
-    assert idx.lookup((1, 2, 3, 4, 5), 5 * B).l_pd == 2 * B
-    assert idx.lookup((1, 9), 2 * B) == (0, 0)
-    assert idx.lookup((), 100) == (0, 0)
-    assert all(s.lookups == 0 for s in idx.stats().values())  # the index only peeks
 
 
 # -- properties ---------------------------------------------------------------------------------

@@ -16,10 +16,8 @@ from emulator.sim.cache_routing import (
     RouteDecision,
     ScarcityDetector,
     bandwidth_scarce,
-    plan,
     route,
 )
-from emulator.sim.prefix_cache import GlobalCacheIndex, KvLayout, PrefixCache
 
 T = 10_000
 SCARCE, ABUNDANT = True, False
@@ -76,16 +74,6 @@ def test_cached_prefixes_must_fit_the_request():
         route(1_000, 2_000, 0, T, False)
     with pytest.raises(ValueError):
         route(1_000, 0, -1, T, True)
-
-
-def test_plan_reads_the_global_index():
-    lay = KvLayout(0.0, 1.0)
-    idx = GlobalCacheIndex(PrefixCache(1e6, lay), PrefixCache(1e6, lay))
-    chain = tuple(range(60))
-    idx["prfaas"].insert(chain[:50], 50 * 512)
-    d = plan(idx, chain, 60 * 512, T, bandwidth_scarce=False)
-    assert d == route(60 * 512, 50 * 512, 0, T, False)
-    assert (d.target, d.transfer_cache, d.transfer_tokens) == ("pd-p", True, 50 * 512)
 
 
 def test_hysteresis_between_two_thresholds():

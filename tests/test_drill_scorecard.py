@@ -9,9 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from emulator.scenario.drills import Drill, list_drills, load_drill
 from emulator.scenario.reader import PresetError
-from emulator.sim.drills import Drill, list_drills, load_drill, recovery_time, scorecard
+from emulator.sim.drills import run_drill
 from emulator.sim.engine import Emulation
+from emulator.sim.record import attach
+from emulator.sim.score import recovery_time, scorecard
 
 REQUIRED = {"link-brownout", "link-outage", "prfaas-loss", "long-surge", "diurnal-link"}
 
@@ -22,14 +25,14 @@ def test_the_shipped_drills_are_listed_and_load():
     for name in names:
         d = load_drill(name)
         assert isinstance(d, Drill) and d.timeline and d.scenario.sim.scheduler.enabled
-        assert 20 * 60 <= d.duration <= 40 * 60 and d.expect["lost"] == 0
+        assert 20 * 60 <= d.duration <= 40 * 60 and d.scoring.expect["lost"] == 0
         assert all(end is not None and end <= d.duration for _, end, _ in d.timeline)
 
 
 @pytest.fixture(scope="module")
 def brownout() -> dict[str, dict]:
     d = load_drill("link-brownout")
-    return {"scheduler": d.run(scheduler=True), "static": d.run(scheduler=False)}
+    return {"scheduler": run_drill(d, scheduler=True), "static": run_drill(d, scheduler=False)}
 
 
 def test_brownout_scheduler_beats_the_static_threshold(brownout):
@@ -46,7 +49,7 @@ def test_brownout_scheduler_beats_the_static_threshold(brownout):
 
 def test_every_drill_loses_nothing_and_meets_its_bars():
     for name, _ in list_drills():
-        card = load_drill(name).run()["scorecard"]
+        card = run_drill(load_drill(name))["scorecard"]
         assert card["lost"] == 0, name
         assert card["passed"], (name, {k: e for k, e in card["expectations"].items()
                                        if not e["ok"]})
@@ -56,12 +59,11 @@ def test_the_drill_api_the_ui_uses(toy):
     """The UI builds its own emulation from `drill.scenario`, attaches, runs, scores."""
     d = load_drill("link-outage")
     with Emulation(d.scenario, seed=5, duration=900) as emu:
-        d.attach(emu)
-        d.attach(emu)  # idempotent
+        rec = attach(emu)
         emu.run_until(630)
         assert emu.snapshot().incidents == ("link outage",)
         emu.run()
-        card = d.scorecard(emu)
+        card = scorecard(emu, rec, d.scoring)
     assert card.lost == 0 and card.ttft_p90_during is not None and card.unfinished_during == 0
     assert set(card.to_dict()) >= {"lost", "slo_attainment", "peak_ttft_p90",
                                    "recovery_seconds", "decisions"}

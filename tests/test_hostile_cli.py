@@ -400,7 +400,7 @@ def test_startup_recounts_once_per_stage(monkeypatch):
 @pytest.mark.parametrize("change", [{"rate": 1e30}, {"n_prfaas": 100000}])
 def test_dashboard_live_changes_obey_the_caps(change):
     from emulator.scenario.presets import load
-    from prfaas_tui.widgets.modelview import Refused, Settings
+    from prfaas_tui.modelview import Refused, Settings
 
     settings = Settings.initial(load("paper-case-study"))
     with pytest.raises(Refused, match="over the cap"):

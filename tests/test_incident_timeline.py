@@ -10,11 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from emulator.distributions import Discrete
-from emulator.scenario.presets import from_dict
-from emulator.scenario.reader import PresetError
-from emulator.sim.engine import Emulation
-from emulator.sim.incidents import (
+from emulator.distributions import Discrete, Reweighted
+from emulator.scenario.incidents import (
     Brownout,
     CacheFlush,
     Diurnal,
@@ -22,10 +19,12 @@ from emulator.sim.incidents import (
     InstanceLoss,
     LengthShift,
     Outage,
-    Reweighted,
     Surge,
     catalog,
 )
+from emulator.scenario.presets import from_dict
+from emulator.scenario.reader import PresetError
+from emulator.sim.engine import Emulation
 
 
 def emu_of(sc, **kw) -> Emulation:
@@ -43,11 +42,11 @@ def test_link_incidents_compose_and_restore(toy):
         emu.run_until(60)
         assert emu.link.capacity == 0
         assert set(emu.snapshot().incidents) == {"link brownout to 50%", "link outage"}
-        emu.set_bandwidth(2 * b)  # a knob change during a brownout keeps the brownout
+        emu.change(bandwidth=2 * b)  # a knob change during a brownout keeps the brownout
         emu.run_until(80)
         assert emu.link.capacity == pytest.approx(0.5 * 2 * b)
         emu.run_until(120)
-        assert emu.link.capacity == pytest.approx(2 * b) and emu.incidents == {}
+        assert emu.link.capacity == pytest.approx(2 * b) and emu.timeline.since == {}
         assert emu.accounting.balanced
 
 
@@ -86,7 +85,7 @@ def test_prfaas_loss_restarts_prefills_on_survivors_and_recovers(toy):
         assert (snap.stages["prfaas"].instances, snap.stages["prfaas"].failed) == (2, 0)
         assert act.over and snap.knobs.n_prfaas == 2
         result = emu.run()
-    assert result.accounting.lost_total == 0
+    assert result.accounting.lost == 0
 
 
 def test_decode_loss_re_prefills_its_batch_and_loses_nothing(toy):
@@ -99,7 +98,20 @@ def test_decode_loss_re_prefills_its_batch_and_loses_nothing(toy):
         emu.run_until(200)
         assert emu.snapshot().stages["pd-d"].instances == 2
         result = emu.run()
-    assert result.accounting.lost_total == 0 and result.accounting.balanced
+    assert result.accounting.lost == 0 and result.accounting.balanced
+
+
+def test_an_instance_loss_restores_the_same_instances_across_a_role_change(toy):
+    with emu_of(toy, load=0.5) as emu:
+        emu.run_until(60)
+        act = emu.inject(InstanceLoss(stage="pd-d", count=1))
+        assert act.machines == [2] and emu.live_instances("pd-d") == [1]
+        emu.change(n_p=0, n_d=3)  # the prefill instance turns decode while 2 is down
+        emu.run_until(120)
+        act.end()
+        assert all(m.alive for m in emu.local.machines)
+        assert emu.live_instances("pd-d") == [0, 1, 2]
+        emu.run()
 
 
 def test_surges_multiply_and_a_long_surge_keeps_the_short_rate(toy):
@@ -142,7 +154,7 @@ def test_cache_flush_is_counted_without_a_cache(toy):
     with emu_of(toy) as emu:
         emu.inject(CacheFlush(at=10))
         emu.run_until(20)
-        assert emu.cache_flushes == 1 and emu.incidents == {}
+        assert emu.cache_flushes == 1 and emu.timeline.since == {}
         assert emu.timeline.windows()[0][:2] == (10, 10)
 
 
@@ -150,16 +162,22 @@ def test_hand_incidents_are_open_until_ended(toy):
     with emu_of(toy) as emu:
         labels = [label for label, _, _ in catalog()]
         assert len(set(labels)) == len(labels)
-        act = catalog()[0][2].apply(emu)  # a 20% brownout with no duration
+        act = emu.inject(catalog()[0][2])  # a 20% brownout with no duration
         again = emu.inject(Brownout(factor=0.2))  # the same twice: a second label
         emu.run_until(500)
-        assert set(emu.incidents) == {act.label, f"{act.label} #2"}
+        assert set(emu.timeline.since) == {act.label, f"{act.label} #2"}
         act.end()
         emu.timeline.end(again.label)
-        assert emu.incidents == {} and emu.link.capacity == emu.bandwidth
+        assert emu.timeline.since == {} and emu.link.capacity == emu.bandwidth
         assert any("incident over" in d for d in emu.snapshot().decisions)
         with pytest.raises(KeyError):
             emu.timeline.end("nothing")
+        emu.inject(Outage(at=600, duration=100))  # scripted: not ended by hand
+        emu.inject(Outage())
+        emu.inject(Brownout(factor=0.5))
+        emu.run_until(650)
+        assert emu.end_manual_incidents() == 2
+        assert list(emu.timeline.since) == ["link outage #2"] and emu.link.capacity == 0
 
 
 def test_scripted_incidents_in_an_ordinary_preset_play_in_run(toy):
@@ -173,6 +191,8 @@ def test_scripted_incidents_in_an_ordinary_preset_play_in_run(toy):
 @pytest.mark.parametrize(("incident", "key", "msg"), [
     ({"kind": "brownout", "at": 1, "duration": 1, "factor": 1.0}, "incidents[0].factor", "[0, 1)"),
     ({"kind": "outage", "at": 1}, "incidents[0].duration", "missing"),
+    ({"kind": "brownout", "at": 1, "duration": 1}, "incidents[0].factor", "missing"),
+    ({"kind": "cache-flush", "at": 1, "duration": 1}, "incidents[0].duration", "unknown key"),
     ({"kind": "surge", "at": 1, "duration": 1}, "incidents[0].long_factor", "exactly one"),
     ({"kind": "instance-loss", "at": 1, "duration": 1, "stage": "gpu"}, "incidents[0].stage",
      "one of"),
@@ -203,6 +223,7 @@ def incident_strategy():
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(timeline=st.lists(incident_strategy(), max_size=6), scheduler=st.booleans(),
        seed=st.integers(0, 3))
@@ -217,8 +238,8 @@ def test_random_timelines_never_break_the_accounting(toy, timeline, scheduler, s
             assert emu.accounting.balanced
         emu.timeline.inject(Outage(duration=5))  # and one injected live
         result = emu.run()  # raises AccountingError when broken
-        emu.set_rate(0)
+        emu.change(rate=0)
         emu.run_until(3000)  # then everything drains: nothing was parked forever
         acc = emu.accounting
-    assert result.accounting.lost_total == 0
+    assert result.accounting.lost == 0
     assert acc.in_flight == 0 and acc.completed == acc.arrived

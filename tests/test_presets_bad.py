@@ -62,7 +62,7 @@ def test_cli_subprocess_no_traceback(tmp_path):
     path = tmp_path / "broken.toml"
     path.write_text(_edit("bs_max = 10", "bs_max = -1"))
     r = subprocess.run([sys.executable, "-m", "prfaas_tui.cli", "solve", "--preset", str(path)],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True)
     assert r.returncode == 2
     assert re.fullmatch(r"prfaas-tui: .*broken\.toml: decode\.bs_max: must be > 0.*\n", r.stderr)
 

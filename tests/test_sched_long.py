@@ -7,11 +7,12 @@ import dataclasses
 
 import pytest
 
+from emulator.distributions import Reweighted
 from emulator.model import Knobs, evaluate
 from emulator.optimizer import search
+from emulator.scenario.incidents import LengthShift
 from emulator.scenario.presets import from_dict
 from emulator.sim.engine import Emulation
-from emulator.sim.incidents import LengthShift, Reweighted
 
 
 def with_scheduler(sc, **kw):
@@ -30,7 +31,7 @@ def run_checked(emu: Emulation, step: float = 30.0) -> list[tuple[int, int]]:
         splits.append((emu.local.count("pd-p"), emu.local.count("pd-d")))
         t += step
     result = emu.run()
-    assert result.accounting.lost_total == 0
+    assert result.accounting.lost == 0
     return splits
 
 
@@ -79,8 +80,8 @@ def test_no_conversions_with_headroom(paper):
 
 @pytest.mark.parametrize("key", ["gain_margin", "min_dwell", "stress"])
 def test_hysteresis_knobs_are_read(paper, key):
+    from emulator.scenario.drills import merge
     from emulator.scenario.reader import PresetError
-    from emulator.sim.drills import merge
 
     with pytest.raises(PresetError, match=f"scheduler.{key}"):
         from_dict(merge(paper.source, {"scheduler": {key: -1}}), "x.toml")

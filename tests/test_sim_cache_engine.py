@@ -32,7 +32,7 @@ def test_sessions_hit_and_only_the_increment_is_prefilled(tmp_path):
         result = emu.run()
         snap = emu.snapshot()
     acc = result.accounting
-    assert acc.lost_total == 0 and acc.arrived == acc.completed + acc.in_flight + acc.rejected_total
+    assert acc.lost == 0 and acc.arrived == acc.completed + acc.in_flight + acc.rejected_total
     assert acc.arrived > 150
     cache = result.to_json()["cache"]
     assert cache["clusters"]["pd"]["token_hit_rate"] > 0.3
@@ -64,7 +64,7 @@ def moves(tmp_path, name: str, **kw) -> tuple[dict, Emulation, list[tuple[float,
 
         emu.link.open = spy
         result = emu.run()
-    assert result.accounting.lost_total == 0
+    assert result.accounting.lost == 0
     return result.to_json()["cache"], emu, opened
 
 
@@ -101,7 +101,7 @@ def test_a_full_transfer_cache_holds_requests_and_loses_none(tmp_path):
         for t in range(30, 601, 30):
             emu.run_until(t)
             acc = emu.accounting
-            assert acc.balanced and acc.lost_total == 0
+            assert acc.balanced and acc.lost == 0
             pf = emu.cache.caches["prfaas"]
             pf.check()
             assert pf.pinned_blocks <= pf.capacity_blocks

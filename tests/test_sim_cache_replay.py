@@ -24,7 +24,7 @@ def test_a_written_mooncake_trace_replays_with_hits(tmp_path):
     with Emulation(sc) as emu:
         result = emu.run()
     acc = result.accounting
-    assert acc.arrived == len(read_trace(trace)) and acc.lost_total == 0
+    assert acc.arrived == len(read_trace(trace)) and acc.lost == 0
     assert acc.arrived == acc.completed + acc.in_flight + acc.rejected_total
     cache = result.to_json()["cache"]
     pd, pf = cache["clusters"]["pd"], cache["clusters"]["prfaas"]
@@ -64,7 +64,7 @@ def test_the_real_mooncake_trace_hits(tmp_path, routing):
     with Emulation(sc, trace=trace) as emu:
         result = emu.run()
     cache = result.to_json()["cache"]
-    assert result.accounting.lost_total == 0
+    assert result.accounting.lost == 0
     assert cache["clusters"]["pd"]["token_hit_rate"] > 0.2
     assert 0.1 < cache["prefill_tokens"]["saved"] <= block_reuse(from_trace(trace)) + 1e-9
     moved = cache["clusters"]["prfaas"]["cache_transfers"]

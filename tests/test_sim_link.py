@@ -118,7 +118,7 @@ def test_a_flow_that_fell_behind_catches_up_then_follows_production():
 
 
 def test_token_bucket_lets_a_burst_through_at_peak_then_the_nominal_rate():
-    loop, link = make(1000 * MB, burst=500 * MB, peak_factor=2.0)
+    loop, link = make(1000 * MB, burst=500 * MB, peak=2000 * MB)
     log = flow(loop, link, 2000 * MB)
     loop.run_until(20)
     # 2000 MB/s drains 500 MB of tokens in 0.5 s (1000 MB sent), then 1000 MB at 1000 MB/s
@@ -150,3 +150,122 @@ def test_metrics_bytes_in_flight_and_queued():
     assert link.bytes_in_flight(1.7) == pytest.approx(1600 * MB)
     loop.run_until(3.0)
     assert link.bytes_in_flight(3.0) == 0
+
+
+# --- bookkeeping the engine reads (accounting, metrics): each pinned to its closed form ------
+def test_capacity_must_be_non_negative_and_zero_is_an_outage():
+    loop = VirtualTimeLoop()
+    with pytest.raises(ValueError, match=r"^up: capacity must be >= 0, got -1$"):
+        Link(loop, "up", -1)
+    link = Link(loop, "up", 0.0)
+    with pytest.raises(ValueError, match=r"^up: capacity must be >= 0, got nan$"):
+        link.set_capacity(float("nan"))
+    log = flow(loop, link, 100 * MB)
+    loop.run_until(5)
+    assert log == [] and link.remaining(next(iter(link.flows.values()))) == 100 * MB
+
+
+def test_callbacks_get_the_flow_and_the_payload_and_counters_follow_the_wire():
+    loop, link = make(latency=1.0)
+    got = []
+    f = link.open(1000 * MB, 0.0, got.append, lambda p: got.append(("delivered", p)), "kv")
+    loop.run_until(0.9)
+    assert link.flows_done == 0 and link.propagating_flows == 0
+    loop.run_until(1.0)
+    assert got == [f] and link.flows_done == 1
+    assert link.propagating_flows == 1 and link.propagating == 1000 * MB
+    loop.run_until(2.0)
+    assert got == [f, ("delivered", "kv")]
+    assert link.propagating_flows == 0 and link.propagating == 0
+
+
+def test_without_latency_delivery_is_immediate_and_nothing_propagates():
+    loop, link = make()  # latency defaults to 0
+    log = []
+    flow(loop, link, 400 * MB, tag="a", log=log)
+    flow(loop, link, 400 * MB, prod_time=2.0, tag="b", log=log)
+    loop.run_until(10)
+    # a: 800 MB/s (b is paced at 200 MB/s) until 0.5 s; b ends with its production at 2 s
+    assert log == [("sent", "a", pytest.approx(0.5)), ("delivered", "a", pytest.approx(0.5)),
+                   ("sent", "b", pytest.approx(2.0)), ("delivered", "b", pytest.approx(2.0))]
+    assert link.flows_done == 2 and link.propagating_flows == 0 and link.used == 0
+
+
+def test_flows_on_the_wire_are_counted_until_each_is_delivered():
+    loop, link = make(latency=1.0)
+    log = []
+    flow(loop, link, 200 * MB, tag="a", log=log)  # sent at 0.4 s (half the link each)
+    flow(loop, link, 800 * MB, tag="b", log=log)  # then alone: sent at 1.0 s
+    loop.run_until(1.2)
+    assert (link.propagating_flows, link.propagating) == (2, 1000 * MB)
+    loop.run_until(1.5)
+    assert (link.propagating_flows, link.propagating) == (1, 800 * MB)
+    loop.run_until(2.5)
+    assert (link.propagating_flows, link.propagating) == (0, 0)
+    assert [(k, tag) for k, tag, _ in log] == [("sent", "a"), ("sent", "b"),
+                                               ("delivered", "a"), ("delivered", "b")]
+
+
+def test_a_paced_flow_ending_releases_only_its_own_rate():
+    loop, link = make()
+    flow(loop, link, 800 * MB, prod_time=2.0)  # 400 MB/s
+    flow(loop, link, 800 * MB, prod_time=4.0)  # 200 MB/s
+    loop.run_until(3.0)
+    assert link.used == pytest.approx(200 * MB) and link.flows_done == 1
+    loop.run_until(5.0)
+    assert link.used == 0 and link.flows_done == 2
+
+
+def test_totals_integrate_bytes_capacity_and_saturated_time():
+    loop, link = make()
+    flow(loop, link, 800 * MB)  # wants more than the link: saturated while it runs
+    loop.run_until(0.5)
+    assert link.totals(0.5) == pytest.approx((500 * MB, 500 * MB, 0.5))
+    loop.run_until(3.0)
+    assert link.totals(3.0) == pytest.approx((800 * MB, 3000 * MB, 0.8))
+    loop.call_at(4.0, link.set_capacity, 250 * MB)
+    loop.run_until(6.0)
+    assert link.totals(6.0) == pytest.approx((800 * MB, 4500 * MB, 0.8))
+
+
+def test_paced_flows_leave_no_backlog_and_report_what_they_have_sent():
+    loop, link = make()
+    flow(loop, link, 800 * MB, prod_time=2.0)  # 400 MB/s, within the link: paced
+    f = next(iter(link.flows.values()))
+    loop.run_until(0.5)
+    assert link.used == 400 * MB and not link.saturated
+    assert link.queued_bytes(0.5) == 0 and link.remaining(f) == pytest.approx(600 * MB)
+    assert link.totals(0.5)[0] == pytest.approx(200 * MB)
+    loop.run_until(3.0)
+    assert link.remaining(f) == 0 and link.used == 0
+
+
+def test_cancel_returns_what_was_sent_and_releases_the_rate():
+    loop, link = make()
+    flow(loop, link, 800 * MB, prod_time=2.0, tag="p")  # paced at 400 MB/s
+    flow(loop, link, 800 * MB, prod_time=4.0, tag="q")  # paced at 200 MB/s
+    p, q = link.flows.values()
+    loop.run_until(1.0)
+    assert link.cancel(p) == pytest.approx(400 * MB)
+    assert link.used == pytest.approx(200 * MB)
+    assert link.cancel(p) == 800 * MB  # no longer open: reported as all sent
+    loop.run_until(2.0)
+    assert link.cancel(q) == pytest.approx(400 * MB) and link.used == 0
+    bulk = link.open(1000 * MB, 0.0, lambda f: None, lambda p: None, None)  # not paced
+    loop.run_until(2.5)
+    assert link.cancel(bulk) == pytest.approx(500 * MB)
+
+
+def test_a_capacity_change_follows_to_the_mirror():
+    loop, link = make()
+    back = Link(loop, "back", 1000 * MB)
+    link.mirror = back
+    link.set_capacity(300 * MB)
+    assert back.capacity == 300 * MB
+
+
+def test_the_default_peak_factor_is_two():
+    loop, link = make(1000 * MB, burst=500 * MB)
+    log = flow(loop, link, 2000 * MB)
+    loop.run_until(20)
+    assert times(log, "sent") == [pytest.approx(1.5, abs=1e-9)]

@@ -67,6 +67,7 @@ def test_above_lambda_max_the_binding_stage_runs_at_its_theta(case):
     assert j["bottleneck"] == expected
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["toy", "paper", "toy-link", "paper-link"])
 def test_bisected_capacity_is_lambda_max_and_saturates_the_binding_stage(case):
     sc = CASES[case]()

@@ -5,7 +5,7 @@ import pytest
 from emulator.scenario.presets import load
 from emulator.sim.engine import Emulation
 from emulator.sim.request import Request
-from emulator.sim.router import Router
+from emulator.sim.router import RECENT, Router
 
 
 def req(length):
@@ -44,3 +44,59 @@ def test_emulation_prefills_only_the_uncached_part():
         j = emu.run().json
     assert j["stages"]["prfaas"]["entered"] == 0  # every increment is 512 tokens: all local
     assert j["stages"]["pd-p"]["entered"] == j["accounting"]["arrived"]
+
+
+def test_without_a_hook_the_increment_is_the_length_and_is_recorded():
+    r = Router(8192)
+    lengths = [1024, 9000, 32768]
+    for x in lengths:
+        q = req(x)
+        r.remote(q)
+        assert q.incr == x
+    assert list(r.recent) == lengths
+
+
+def test_the_recent_window_is_bounded():
+    r = Router(8192)
+    for x in range(RECENT + 10):
+        r.remote(req(x + 1))
+    assert len(r.recent) == RECENT and r.recent[-1] == RECENT + 10
+
+
+def test_scarce_bandwidth_is_the_default_and_abundant_moves_the_cache():
+    """32K prompt, PrfaaS holds 28K of it, PD nothing, t = 8K. Scarce (the default) routes on the
+    local increment (32K > t: PrfaaS, prefilling the 4.7K PrfaaS lacks); abundant routes on the
+    best prefix anywhere (4.7K <= t: local) and moves the 28K over."""
+    cached = {"pd": 0, "prfaas": 28_000}
+    hook = lambda rq, cluster: cached[cluster]  # noqa: E731
+    q = req(32768)
+    assert Router(8192, cached_prefix=hook).remote(q)
+    assert q.incr == 32768 - 28_000 and not q.route.transfer_cache
+    assert q.route.egress_tokens == 32768
+    q = req(32768)
+    assert not Router(8192, cached_prefix=hook, bandwidth_scarce=False).remote(q)
+    assert q.incr == 32768 - 28_000 and q.route.transfer_cache and q.route.transfer_tokens == 28_000
+
+
+def test_the_hook_is_asked_about_this_request_and_the_increment_is_recorded():
+    asked = []
+
+    def hook(rq, cluster):
+        asked.append((rq.rid, str(cluster)))
+        return rq.length * 3 // 4 if cluster == "pd" else 0
+
+    r = Router(8192, cached_prefix=hook)
+    q = Request(7, 0.0, 20_000, 10)
+    assert not r.remote(q)  # 5K left to prefill locally <= t
+    assert sorted(asked) == [(7, "pd"), (7, "prfaas")]
+    assert q.incr == 5_000 and list(r.recent) == [5_000]
+
+
+def test_naive_with_a_hook_goes_remote_reusing_prfaas_prefix_only():
+    cached = {"pd": 30_000, "prfaas": 2_000}
+    r = Router(8192, "naive-heterogeneous", cached_prefix=lambda rq, cluster: cached[cluster])
+    q = req(32768)
+    assert r.remote(q) and q.incr == 32768 - 2_000
+    q = req(100)  # a prefix longer than the prompt is capped at the prompt
+    cached.update(prfaas=5_000)
+    assert r.remote(q) and q.incr == 0

@@ -68,12 +68,13 @@ def test_without_torch_selecting_the_backend_prints_the_hint(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
     proc = subprocess.run([sys.executable, "-c", NO_TORCH, str(preset)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count("rc: 2") == 2
     assert proc.stderr == f"prfaas-tui run: error: {TORCH_HINT}\n" * 2
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_every_prefill_runs_the_model_and_sets_the_service_time(tmp_path):
     pytest.importorskip("torch")
@@ -98,7 +99,7 @@ def test_every_prefill_runs_the_model_and_sets_the_service_time(tmp_path):
         result = emu.run()
     assert link_open and rdma_open
     acc = result.accounting
-    assert acc.lost_total == 0 and acc.arrived == acc.completed + acc.in_flight
+    assert acc.lost == 0 and acc.arrived == acc.completed + acc.in_flight
     # (measured times vary with the machine's load: count on the 4 instances, not on speed)
     assert len(measured) == emu.prfaas.started + emu.pdp.started == len(opened) >= 4
     for m, (size, prod_time) in zip(measured, opened, strict=True):
@@ -110,6 +111,7 @@ def test_every_prefill_runs_the_model_and_sets_the_service_time(tmp_path):
     assert result.to_json()["prefill_backend"]["prefills"] == len(measured)
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_torch_backend_with_the_prefix_cache(tmp_path):
     pytest.importorskip("torch")
@@ -118,11 +120,12 @@ def test_torch_backend_with_the_prefix_cache(tmp_path):
     with Emulation(sc) as emu:
         result = emu.run()
     out = result.to_json()
-    assert result.accounting.lost_total == 0
+    assert result.accounting.lost == 0
     assert out["prefill_backend"]["prefills"] == emu.prfaas.started > 0
     assert out["cache"]["prefill_tokens"]["saved"] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_a_measured_profile_feeds_solve_and_a_torch_run(tmp_path, capsys):
     pytest.importorskip("torch")

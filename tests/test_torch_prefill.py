@@ -32,7 +32,7 @@ from emulator.torch_prefill.profiling import (  # noqa: E402
 )
 from prfaas_tui.commands import profile as profile_cmd  # noqa: E402
 
-pytestmark = pytest.mark.torch
+pytestmark = [pytest.mark.torch, pytest.mark.slow]
 
 TINY = ("hybrid-tiny", "dense-tiny")
 

@@ -12,6 +12,7 @@ from test_ui_support import dash, panel_text, screen_text, select_knob
 from emulator.scenario import presets
 from emulator.units import format_tokens
 from prfaas_tui.app import PrfaasApp
+from prfaas_tui.modelview import paradigm_point
 from prfaas_tui.screens.compare import CompareScreen
 from prfaas_tui.screens.drills import DrillPicker, InjectPicker, ScorecardScreen
 from prfaas_tui.screens.help import HelpScreen
@@ -81,7 +82,7 @@ async def test_local_pool_is_enforced_with_a_reason():
         await pilot.press("right")
         assert (d.settings.scenario.n_p, d.settings.scenario.n_d) == (1, 2)
         assert (emulator_knobs(app)["n_p"], emulator_knobs(app)["n_d"]) == (1, 2)
-        assert "✗ N_p + N_d = 2 + 2 = 4 exceeds the local pool of 3" in panel_text(app)
+        assert "✗ n_p + n_d = 4 exceeds the local pool of 3: lower N_d first" in panel_text(app)
         await select_knob(pilot, "n_d")
         await pilot.press("left", "left")  # 2 -> 1 accepted, then 0 refused
         assert d.settings.scenario.n_d == 1 and emulator_knobs(app)["n_d"] == 1
@@ -106,8 +107,34 @@ async def test_every_knob_reaches_the_emulator(key):
         assert got == want
         knob = next(k for k in KNOBS if k.key == key)
         assert knob.show(s) in screen_text(app)
-        if key in ("n_prfaas", "bandwidth", "paradigm"):  # the model follows
-            assert d.view.point is not presets and d.view.settings == s
+
+
+@pytest.mark.parametrize(("key", "step"), [("t", "right"), ("n_prfaas", "right"),
+                                           ("n_p", "left"), ("n_d", "left"),
+                                           ("bandwidth", "right"), ("paradigm", "right")])
+async def test_every_model_knob_moves_the_model_point(key, step):
+    """A dashboard that kept the model point of the old knobs fails here, for every knob."""
+    async with app_at().run_test(size=SIZE) as pilot:
+        app, d = pilot.app, dash(pilot.app)
+        before = d.view.point.to_dict()
+        await select_knob(pilot, key)
+        await pilot.press(step)
+        assert "✗" not in panel_text(app)
+        now = d.view.point.to_dict()
+        assert now != before
+        assert now == paradigm_point(d.settings).to_dict()  # the model at the new knobs
+        assert d.view.settings is d.settings
+        assert f"Λmax {d.view.point.lambda_max:.2f} req/s" in screen_text(app)
+
+
+async def test_the_rate_moves_the_offered_load_not_the_model():
+    async with app_at().run_test(size=SIZE) as pilot:
+        app, d = pilot.app, dash(pilot.app)
+        point, load = d.view.point.to_dict(), d.view.load
+        await select_knob(pilot, "rate")
+        await pilot.press("right")
+        assert d.view.point.to_dict() == point and d.view.load > load
+        assert f"offered {d.settings.rate:.2f} ({d.view.load:.0%})" in screen_text(app)
 
 
 async def test_apply_optimum_key():
@@ -121,6 +148,20 @@ async def test_apply_optimum_key():
         k = emulator_knobs(app)
         assert (k["t"], k["n_p"], k["n_d"]) == (best.t, best.n_p, best.n_d)
         assert "✓ applied" in screen_text(app)
+
+
+async def test_apply_slo_optimum_key():
+    async with app_at("paper-case-study").run_test(size=SIZE) as pilot:
+        app, d = pilot.app, dash(pilot.app)
+        lt = d.view.latency
+        assert "TTFT P50" in screen_text(app) and f"P90≤{lt.target:g}s" in screen_text(app)
+        best = lt.slo_optimum
+        await pilot.press("O")
+        sc = d.settings.scenario
+        assert (sc.t, sc.n_p, sc.n_d) == (best.t, best.n_p, best.n_d)
+        k = emulator_knobs(app)
+        assert (k["t"], k["n_p"], k["n_d"]) == (best.t, best.n_p, best.n_d)
+        assert d.view.latency.slo_rate == pytest.approx(best.rate, rel=1e-2)  # 256 vs 64 nodes
 
 
 async def test_load_a_preset_from_the_picker(tmp_path, monkeypatch):
@@ -269,3 +310,18 @@ async def test_prfaas_loss_drill_leaves_the_knob_and_shows_who_is_alive():
         assert "2 of 4 PrfaaS alive" in screen_text(pilot.app)
         assert snap.incident_windows == ((600.0, 1200.0, "2 prfaas instances lost"),)
         assert "2 prfaas instances lost" in screen_text(pilot.app)  # the timeline shows it
+
+
+async def test_a_move_inside_the_emulation_reaches_the_knobs_through_a_tick():
+    """What a drill's scheduler does: t changes inside the emulation. The next tick carries it
+    to the knob panel, the router panel and the model, and nothing is sent back."""
+    async with app_at("paper-case-study").run_test(size=SIZE) as pilot:
+        app, d = pilot.app, dash(pilot.app)
+        d.driver.call(lambda emu: emu.change(t=8192.0))
+        assert d.settings.scenario.t == 19400  # not before a tick says so
+        await pilot.press("full_stop")
+        assert d.settings.scenario.t == 8192.0 and d.driver.sent == 0
+        assert d.view.point.to_dict() == paradigm_point(d.settings).to_dict()
+        text = screen_text(app)
+        assert "8K · 8192" in text and "L > 8K → PrfaaS" in text
+        assert f"p {d.view.point.p:.1%}" in text

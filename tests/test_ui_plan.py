@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from test_ui_support import dash, screen_text
 
+from emulator.paradigm import Paradigm
 from emulator.planner.goodput import SLO, Settings
 from emulator.planner.space import Space
 from emulator.planner.sweep import Plan, run_plan
@@ -13,7 +14,6 @@ from prfaas_tui import cli
 from prfaas_tui.app import PrfaasApp
 from prfaas_tui.screens.help import HelpScreen
 from prfaas_tui.screens.plan import PlanError, PlanScreen
-from prfaas_tui.widgets.modelview import PARADIGM_LABELS
 
 SIZE = (160, 48)
 
@@ -24,7 +24,8 @@ def plan_text(tmp_path_factory) -> str:
     from emulator.scenario import presets
 
     toy = presets.load("toy")
-    plan = Plan(toy, Space.around(toy), Settings(SLO(5.0), seeds=(1,), duration=120.0, steps=3))
+    plan = Plan(toy, Space.around(toy), Settings(SLO(5.0), seeds=(1,), duration=120.0, steps=3),
+                analytic=False)  # every candidate emulated: the screen lists all six
     path = tmp_path_factory.mktemp("plan") / "plan.jsonl"
     run_plan(plan, out=path)
     return path.read_text()
@@ -95,7 +96,7 @@ async def test_open_a_plan_and_load_the_second_best_candidate(plan_file):
         await pilot.pause()
         knobs = running_knobs(app)
         assert knobs["settings"] == knobs["emulator"] == expected(homo)
-        assert PARADIGM_LABELS["homogeneous"] in screen_text(app)
+        assert Paradigm.HOMOGENEOUS.label in screen_text(app)
 
 
 @pytest.mark.asyncio

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Callable
 
 from prfaas_tui.app import PrfaasApp
@@ -26,12 +24,24 @@ def dash(app: PrfaasApp) -> Dashboard:
     return next(s for s in app.screen_stack if isinstance(s, Dashboard))
 
 
-async def wait_for(pilot, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Let the app run until predicate() holds (live runs post ticks from another thread)."""
-    end = time.monotonic() + timeout
+def sim_time(app: PrfaasApp) -> float | None:
+    """The simulated time of the dashboard's latest tick (None before the first)."""
+    tick = dash(app).tick
+    return tick.snapshot.sim_time if tick else None
+
+
+async def wait_for(pilot, predicate: Callable[[], bool], within_sim: float = 120.0) -> None:
+    """Let the app run until predicate() holds (live runs post ticks from another thread).
+
+    Gives up once the emulator has run `within_sim` simulated seconds without it: the wall
+    clock never decides, so a loaded machine only makes the wait longer (pytest-timeout ends
+    a wait on an emulator that stopped)."""
+    start = sim_time(pilot.app)
     while not predicate():
-        if time.monotonic() > end:
-            raise AssertionError("timed out waiting for the app")
+        now = sim_time(pilot.app)
+        start = now if start is None else start
+        if now is not None and now - start > within_sim:
+            raise AssertionError(f"{within_sim:g} simulated seconds passed without it")
         await pilot.pause(0.02)
     await pilot.pause()
 
@@ -43,9 +53,3 @@ async def select_knob(pilot, key: str) -> None:
     target = next(i for i, k in enumerate(KNOBS) if k.key == key)
     while panel.cursor != target:
         await pilot.press("down" if panel.cursor < target else "up")
-
-
-async def settle(pilot) -> None:
-    await pilot.pause()
-    await asyncio.sleep(0)
-    await pilot.pause()

@@ -45,7 +45,7 @@ class Tmux:
     def keys(self, *keys: str) -> None:
         self.tmux("send-keys", "-t", self.name, *keys)
 
-    def wait(self, *patterns: str, timeout: float = 30.0) -> str:
+    def wait(self, *patterns: str, timeout: float = 60.0) -> str:
         """The first screen capture that shows every pattern (a capture may catch a frame
         half drawn, so all must hold in the same one)."""
         end = time.monotonic() + timeout
@@ -91,7 +91,7 @@ def test_default_preset_opens_running_and_answers_keys(tmux):
     t.keys("t")
     t.wait(r"t = \?")
     t.keys("C-a", "C-k")  # clear the field (a binding: let it run before typing)
-    time.sleep(0.3)
+    t.wait(r"▊ +▎")  # the input row shows empty: typing now cannot race the clearing
     t.keys("25000", "Enter")
     t.wait(r"24\.4K · 25000")
     t.wait(r"L > 24\.4K → PrfaaS")  # the emulator's router took it

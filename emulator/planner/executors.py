@@ -41,6 +41,41 @@ def run_local(tasks: list[Task], workers: int) -> Iterator[tuple[str, Any]]:
 CONNECT_TIMEOUT = "5s"  # no scheduler at the address: one line after this, not a long hang
 
 
+class LocalPool:
+    """A process pool kept across several batches of tasks (the planner's waves), so each batch
+    does not pay for spawning workers again; one worker runs in this process."""
+
+    def __init__(self, workers: int):
+        self.workers = workers
+        self._pool = None
+
+    def run(self, tasks: list[Task]) -> Iterator[tuple[str, Any]]:
+        if self.workers <= 1:
+            yield from run_serial(tasks)
+            return
+        if self._pool is None:
+            import multiprocessing as mp
+            from concurrent.futures import ProcessPoolExecutor  # noqa: TID251
+
+            self._pool = ProcessPoolExecutor(max_workers=self.workers,
+                                             mp_context=mp.get_context("spawn"))
+        from concurrent.futures import as_completed  # noqa: TID251
+
+        futs = {self._pool.submit(fn, *args): key for key, fn, args in tasks}
+        try:
+            for fut in as_completed(futs):
+                yield futs[fut], fut.result()
+        except BaseException:
+            for f in futs:
+                f.cancel()
+            raise
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
+
+
 def run_dask(tasks: list[Task], address: str | Any) -> Iterator[tuple[str, Any]]:
     """On an existing Dask cluster (`tcp://host:8786`) or a Client/LocalCluster object."""
     try:

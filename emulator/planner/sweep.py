@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from emulator.planner.executors import run_dask, run_local
+from emulator.planner.executors import LocalPool, run_dask
 from emulator.planner.goodput import Settings, slo_goodput
 from emulator.planner.prune import Scored, prune
 from emulator.planner.space import Space
@@ -22,6 +22,7 @@ class Plan:
     settings: Settings
     per_config: int = 3
     margin: float = 0.10
+    analytic: bool = True  # order and prune the emulations by the model's SLO-bound rate
 
 
 def _evaluate(base: Scenario, s: Scored, settings: Settings) -> dict:
@@ -57,13 +58,79 @@ def run_plan(plan: Plan, *, out: str | Path, workers: int = 1, dask: str | objec
     todo = [s for s in survivors if s.cand.key not in store.done]
     if on_start:
         on_start(len(survivors), len(survivors) - len(todo))
-    tasks = [(s.cand.key, _evaluate, (plan.scenario, s, plan.settings)) for s in todo]
-    stream = run_dask(tasks, dask) if dask is not None else run_local(tasks, workers)
-    for _key, rec in stream:
-        store.append(rec)
-        if on_result:
-            on_result(rec)
-    return summarize(scored, [store.done[s.cand.key] for s in survivors], evaluated=len(todo))
+    rates: dict[str, float] = {}
+    if plan.analytic:
+        from emulator.planner.bound import model_rate
+        rates = {s.cand.key: model_rate(plan.scenario, s, plan.settings) for s in todo}
+    pool = LocalPool(workers) if dask is None else None
+
+    def emulate(batch: list[Scored]) -> None:
+        tasks = [(s.cand.key, _evaluate, (plan.scenario, s, plan.settings)) for s in batch]
+        stream = run_dask(tasks, dask) if pool is None else pool.run(tasks)
+        for _key, rec in stream:
+            store.append(rec)
+            if on_result:
+                on_result(rec)
+
+    skipped: list[Scored] = []
+    try:
+        if plan.analytic:
+            skipped = emulate_in_waves(plan, survivors, store.done, rates, emulate)
+        else:
+            emulate(todo)
+    finally:
+        if pool is not None:
+            pool.close()
+    records = [store.done[s.cand.key] for s in survivors if s.cand.key in store.done]
+    out = summarize(scored, records, evaluated=len(todo) - len(skipped))
+    out["skipped_by_slo_bound"] = len(skipped)
+    return out
+
+
+def emulate_in_waves(plan: Plan, survivors: list[Scored], done: dict[str, dict],
+                     rates: dict[str, float],
+                     emulate: Callable[[list[Scored]], None]) -> list[Scored]:
+    """Emulate only the candidates that can still be the best or on the cost/goodput front.
+
+    Each candidate's emulated goodput is below `bound.upper_bound` (the model's SLO-bound rate
+    with a margin, never above the bisection's own ceiling). A wave emulates the analytic front
+    of what is left (cheapest first, each with a bound above every cheaper one's): they set the
+    incumbents. A candidate is dropped when a finished one costing no more has a goodput above
+    its bound: it could then be neither the best nor on the front. Returns the dropped."""
+    from emulator.planner.bound import upper_bound
+
+    ub = {s.cand.key: upper_bound(s, rates[s.cand.key], plan.settings)
+          for s in survivors if s.cand.key in rates}
+    pending = sorted((s for s in survivors if s.cand.key not in done),
+                     key=lambda s: (-ub[s.cand.key], s.cand.key))
+    skipped: list[Scored] = []
+    while pending:
+        finished = [(r["cost_per_hour"], r["goodput"]) for r in done.values()]
+        keep = [s for s in pending if not _beaten(s, ub[s.cand.key], finished)]
+        skipped += [s for s in pending if s not in keep]
+        if not keep:
+            break
+        wave, front_best = [], -1.0
+        for s in sorted(keep, key=lambda s: (_cost(s), -ub[s.cand.key], s.cand.key)):
+            if ub[s.cand.key] > front_best:
+                wave.append(s)
+                front_best = ub[s.cand.key]
+        emulate(wave)
+        pending = [s for s in keep if s not in wave]
+    return skipped
+
+
+def _cost(s: Scored) -> float:
+    return s.cost_per_hour if s.cost_per_hour is not None else 0.0
+
+
+def _beaten(s: Scored, bound: float, finished: list[tuple[float | None, float]]) -> bool:
+    """A finished candidate costing no more (any, without prices) has goodput above the bound."""
+    for cost, goodput in finished:
+        cheaper = cost is None or s.cost_per_hour is None or cost <= s.cost_per_hour
+        if cheaper and goodput > bound:
+            return True
+    return False
 
 
 def pareto(records: list[dict]) -> list[dict]:

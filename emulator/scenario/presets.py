@@ -7,6 +7,7 @@ Shipped presets live in the top-level `presets/` folder (installed as `emulator/
 from __future__ import annotations
 
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -192,6 +193,8 @@ def _profiles(sec: Reader, base_dir: Path) -> dict[str, Profile]:
                                            description=r.get("description", str, ""))
             elif r.has("file"):
                 prof = _profile_file(r, base_dir)
+            elif r.has("roofline"):
+                prof = _roofline_profile(r, pname, base_dir)
             else:
                 prof = _inline_profile(r, pname)
             r.finish()
@@ -202,6 +205,35 @@ def _profiles(sec: Reader, base_dir: Path) -> dict[str, Profile]:
     if not out:
         raise sec.error("", "define at least one profile")
     return out
+
+
+def _roofline_profile(r: Reader, pname: str, base_dir: Path) -> Profile:
+    """`roofline = { model = NAME|config.json, gpu = NAME|card.toml, gpus = 8 }`: a profile from
+    a model card and a GPU card (emulator.cards.roofline); paths are relative to the preset."""
+    from emulator.cards import CardError
+    from emulator.cards.gpu import load_gpu
+    from emulator.cards.model_card import load_card
+    from emulator.cards.roofline import roofline_profile
+
+    c = r.section("roofline", required=True)
+
+    def ref(key: str) -> str:
+        v = c.get(key, str)
+        return str(base_dir / v) if ("/" in v or v.endswith((".json", ".toml"))) and \
+            not Path(v).is_absolute() else v
+
+    loaded = {}
+    for key, loader in (("model", load_card), ("gpu", load_gpu)):
+        try:
+            loaded[key] = loader(ref(key))
+        except CardError as exc:
+            raise c.error(key, str(exc)) from None
+    model, gpu = loaded["model"], loaded["gpu"]
+    gpus = c.get("gpus", int, 8, check=lambda x: positive(x) or at_most(4096, "4096 GPUs")(x))
+    c.finish()
+    return replace(roofline_profile(model, gpu, gpus, pname),
+                   description=r.get("description", str, "") or
+                   f"roofline: {model.name} on {gpus}x{gpu.name}")
 
 
 def _inline_profile(r: Reader, pname: str) -> Profile:

@@ -17,7 +17,7 @@ Keys (all optional):
               conversion_delay (seconds a local instance needs to change role)
   [slo]       ttft, tpot (targets; attainment is the share of requests meeting both)
   [scheduler] the dual-timescale scheduler (emulator.scenario.scheduler)
-  [[incidents]] a timeline of incidents (emulator.sim.incidents.parse_incidents)
+  [[incidents]] a timeline of incidents (emulator.scenario.incidents.parse_incidents)
   [cache], [workload] sessions = { ... }: the prefix cache (emulator.scenario.cache)
   [prefill]   backend = "torch" and its model (emulator.scenario.prefill)
 """
@@ -29,6 +29,7 @@ from pathlib import Path
 
 from emulator.distributions import LengthDistribution
 from emulator.scenario.cache import CacheConfig, SessionWorkload, parse_cache, parse_sessions
+from emulator.scenario.incidents import Incident, parse_incidents
 from emulator.scenario.lengths import parse_lengths
 from emulator.scenario.prefill import PrefillBackendConfig, parse_prefill
 from emulator.scenario.reader import (
@@ -43,7 +44,6 @@ from emulator.scenario.reader import (
     setting,
 )
 from emulator.scenario.scheduler import SchedulerConfig, parse_scheduler
-from emulator.sim.incidents import Incident, parse_incidents
 from emulator.traces import MOONCAKE_BLOCK_TOKENS
 from emulator.units import parse_bandwidth, parse_bytes, parse_duration, parse_tokens
 
@@ -158,8 +158,7 @@ def parse_sim_config(root: Reader, work: Reader, dec: Reader, base_dir: Path,
                                  f"[{lo:.0f}, {hi:.0f}]")
     if kw.get("replay") is not None or kw.get("sessions") is not None:
         for i, inc in enumerate(kw["incidents"]):
-            if (getattr(inc, "long_factor", None) is not None
-                    or getattr(inc, "lengths", None) is not None):
+            if inc.changes_lengths:
                 raise root.error(f"incidents[{i}].kind", f"{inc.kind}: a replayed trace or "
                                  "session workload brings its own lengths")
     return SimConfig(**kw)

@@ -16,11 +16,8 @@ Only the uncached increment is prefilled. Ties (l_prfaas == l_pd) never move cac
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
-
-from emulator.sim.prefix_cache import GlobalCacheIndex
 
 Target = Literal["prfaas", "pd-p"]
 Cluster = Literal["prfaas", "pd"]
@@ -57,13 +54,6 @@ def route(l_total: int, l_prfaas: int, l_pd: int, t: float, bandwidth_scarce: bo
     return RouteDecision("pd-p" if local else "prfaas", l_total - prefix, prefix,
                          home if prefix else None, move, other - own if move else 0,
                          0 if local else l_total - l_pd)
-
-
-def plan(index: GlobalCacheIndex, hash_ids: Sequence[int], length: int, t: float,
-         bandwidth_scarce: bool) -> RouteDecision:
-    """Look the request up in both clusters (no side effects) and route it."""
-    l_prfaas, l_pd = index.lookup(hash_ids, length)
-    return route(length, l_prfaas, l_pd, t, bandwidth_scarce)
 
 
 @dataclass

@@ -1,5 +1,5 @@
-"""The hybrid prefix cache inside a running emulation: one PrefixCache per cluster, the global
-index the router reads, cache moves as real link flows, transfer-cache blocks, and the detector
+"""The hybrid prefix cache inside a running emulation: one PrefixCache per cluster (the
+router's lookup hook peeks both), cache moves as real link flows, transfer-cache blocks, and the detector
 that switches the routing rule between scarce and abundant bandwidth.
 
 Request path with a cache:
@@ -28,7 +28,7 @@ from emulator.profiles import Profile
 from emulator.scenario.cache import CacheConfig
 from emulator.sim.cache_routing import ScarcityDetector
 from emulator.sim.link import Flow, Link
-from emulator.sim.prefix_cache import CLUSTERS, GlobalCacheIndex, PrefixCache, kv_layout
+from emulator.sim.prefix_cache import CLUSTERS, PrefixCache, kv_layout
 from emulator.sim.snapshot import CacheSnap, CacheView
 
 if TYPE_CHECKING:
@@ -48,7 +48,6 @@ class CacheRuntime:
         caps = {"prfaas": cfg.prfaas_capacity, "pd": cfg.pd_capacity}
         self.caches = {c: PrefixCache(caps[c], kv_layout(profiles[c]), cfg.block_tokens, c)
                        for c in CLUSTERS}
-        self.index = GlobalCacheIndex(self.caches["prfaas"], self.caches["pd"])
         self.links = links  # source cluster -> the link its cache leaves over
         self.prfaas = prfaas
         self.note = note
@@ -71,7 +70,7 @@ class CacheRuntime:
         self.router = router
         router.bandwidth_scarce = self.detector.scarce
         if self.cfg.routing == "auto":
-            now = self.loop._now
+            now = self.loop.now
             self._last = self.links["prfaas"].totals(now)[:2]
             self.loop.call_at_quiet(now + self.cfg.scarcity_window, self._tick)
 
@@ -123,7 +122,7 @@ class CacheRuntime:
     def started(self, stage: PrefillStage, w: PrefillWorker, req: Request, kv: float,
                 per_token: float | None) -> float:
         """At prefill start: arm the prefill-end timer; return the bytes the KV flow carries."""
-        end = self.loop._now + req.service
+        end = self.loop.now + req.service
         if stage is not self.prfaas:
             w.end = self.loop.call_at(end, self._prefill_end, stage, w, req, None)
             return kv
@@ -173,7 +172,7 @@ class CacheRuntime:
 
     # -- scarce / abundant ---------------------------------------------------------------------
     def _tick(self) -> None:
-        now = self.loop._now
+        now = self.loop.now
         sent, cap, _ = self.links["prfaas"].totals(now)
         d_sent, d_cap = sent - self._last[0], cap - self._last[1]
         self._last = (sent, cap)

@@ -75,7 +75,7 @@ class DecodeStage(Stage):
     # -- requests ----------------------------------------------------------------------------
     def submit(self, req: Request) -> None:
         """The request's KV has arrived: take a slot now or wait in the queue."""
-        now = self.loop._now
+        now = self.loop.now
         self._account(now)
         self.entered += 1
         req.t_enq = now
@@ -134,7 +134,7 @@ class DecodeStage(Stage):
         req.timer = self.loop.call_at(boundary + req.out_len * td, self._done_constant, req)
 
     def _done_constant(self, req: Request) -> None:
-        now = self.loop._now
+        now = self.loop.now
         self._account(now)
         w = req.worker
         self._release(w, req)
@@ -149,7 +149,7 @@ class DecodeStage(Stage):
         req.timer = None
         self.in_service -= 1
         self.done += 1
-        self.sojourn_sum += self.loop._now - req.t_enq
+        self.sojourn_sum += self.loop.now - req.t_enq
 
     def _after_release(self, w: DecodeWorker, now: float) -> None:
         queue = self.queue
@@ -194,7 +194,7 @@ class DecodeStage(Stage):
     def _boundary(self, w: DecodeWorker) -> None:
         """At a step boundary: count the steps, let finished requests go, let waiting ones in,
         start a new segment."""
-        now = self.loop._now
+        now = self.loop.now
         self._account(now)
         w.timer = None
         first, grow = self._step_costs(w)
@@ -228,7 +228,7 @@ class DecodeStage(Stage):
     def _schedule(self, w: DecodeWorker) -> None:
         """One timer per instance: its next completion, or the next boundary if some request
         waits to join."""
-        now = self.loop._now
+        now = self.loop.now
         first, grow = self._step_costs(w)
         when = math.inf
         if w.finish:
@@ -259,7 +259,7 @@ class DecodeStage(Stage):
     def activate(self, w: DecodeWorker) -> None:
         w.accepting = True
         self._recount()
-        self._after_release(w, self.loop._now)
+        self._after_release(w, self.loop.now)
 
     def drain(self, w: DecodeWorker) -> None:
         """Stop admitting; the pool hears `on_idle` once the batch has finished."""
@@ -272,7 +272,7 @@ class DecodeStage(Stage):
     def fail(self, w: DecodeWorker) -> list[Request]:
         """The instance died with its batch: those requests lost their KV and must be
         prefilled again; they are handed back (in admission order) for re-routing."""
-        now = self.loop._now
+        now = self.loop.now
         self._account(now)
         lost = list(w.reqs.values())
         for req in lost:
@@ -281,7 +281,6 @@ class DecodeStage(Stage):
             req.timer = None
             req.worker = None
         self.in_service -= len(lost)
-        self.displaced += len(lost)
         w.reqs.clear()
         w.n, w.kv, w.batch, w.ctx = 0, 0.0, 0, 0.0
         w.finish, w.pending = [], []
@@ -296,4 +295,4 @@ class DecodeStage(Stage):
     def restore(self, w: DecodeWorker) -> None:
         self._recount()
         if w.accepting:
-            self._after_release(w, self.loop._now)
+            self._after_release(w, self.loop.now)

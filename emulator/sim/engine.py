@@ -4,11 +4,12 @@ Request path: arrival -> router -> admission control -> PrfaaS or PD-P prefill (
 instance held until the KV has left) -> cross-datacenter link or intra-cluster RDMA (pipelined
 with prefill) -> PD-D decode queue -> continuous batching -> completion.
 
-Live changes (threshold, split, PrfaaS instances, bandwidth, rate, paradigm) apply at the current
-simulated time and lose nothing: instances that change role drain first. The methods meant for
-the scheduler and incidents (issue 4) are here too: set_link_capacity, fail_instance,
-restore_instance, set_rate_multiplier, set_length_distribution, plus `every` and `spawn` to
-attach periodic controllers and coroutines to the virtual loop.
+Live changes go through `apply(controls)` (the engine computes the diff) and lose nothing:
+instances that change role drain first. Incidents act through the public fault API (keyed and
+composed: `set_link_factor`, `set_rate_multiplier`, `set_length_distribution`,
+`fail_instance`/`restore_instance`, `flush_cache`); `every`, `spawn` and `call_at` attach
+controllers, coroutines and timers to the virtual loop. Observation (totals, accounting,
+snapshots) is emulator.sim.observe's.
 """
 
 from __future__ import annotations
@@ -16,49 +17,39 @@ from __future__ import annotations
 import asyncio
 import math
 from collections import deque
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Hashable
 from dataclasses import replace
 
 import numpy as np
 
 from emulator.distributions import LengthDistribution
-from emulator.model import STAGES, Knobs, OperatingPoint, evaluate
+from emulator.model import STAGES, Knobs, OperatingPoint, Stage
 from emulator.optimizer import homogeneous as homogeneous_point
 from emulator.paradigm import Paradigm
+from emulator.scenario.incidents import Incident
+from emulator.scenario.knobs import Controls, KnobError
 from emulator.scenario.scenario import Scenario
 from emulator.sim.accounting import Accounting
 from emulator.sim.cache_runtime import CacheRuntime
 from emulator.sim.costs import Costs
 from emulator.sim.decode import DecodeStage
-from emulator.sim.incidents import Active, Incident, Timeline
 from emulator.sim.link import Link
 from emulator.sim.loop import VirtualTimeLoop
-from emulator.sim.metrics import Latencies, TimeSeries, Totals, bottleneck, window
+from emulator.sim.metrics import Latencies, Totals
+from emulator.sim.observe import Observer
 from emulator.sim.pool import Pool
 from emulator.sim.prefill import PrefillStage
 from emulator.sim.prefill_backend import TorchService, start_hook
 from emulator.sim.request import Request
+from emulator.sim.result import RunResult
 from emulator.sim.router import PrefixLookup, Router
 from emulator.sim.scheduler import Scheduler
 from emulator.sim.sessions import generate_sessions, to_trace
-from emulator.sim.snapshot import LinkSnap, LiveKnobs, Snapshot, StageSnap
+from emulator.sim.snapshot import LiveKnobs, Snapshot
+from emulator.sim.timeline import Active, Timeline
 from emulator.sim.workload import SyntheticSource, TraceSource, Workload
 from emulator.traces import MOONCAKE_BLOCK_TOKENS, Trace, read_trace
 from emulator.units import to_gbps
-
-
-def check_split(n_p: int, n_d: int, pool: int, paradigm: str = "prfaas-pd") -> None:
-    """ValueError with a one-line reason unless (n_p, n_d) fits a local pool of `pool`."""
-    if isinstance(n_p, bool) or isinstance(n_d, bool) or int(n_p) != n_p or int(n_d) != n_d:
-        raise ValueError(f"n_p and n_d must be whole numbers, got {n_p!r}, {n_d!r}")
-    if n_p < 0:
-        raise ValueError(f"n_p must be >= 0, got {n_p}")
-    if n_d < 1:
-        raise ValueError(f"n_d must be >= 1 (every request needs decode), got {n_d}")
-    if n_p + n_d > pool:
-        raise ValueError(f"n_p + n_d = {n_p + n_d} exceeds the local pool of {pool}")
-    if paradigm == "naive-heterogeneous" and n_p > 0:
-        raise ValueError("naive-heterogeneous prefills everything remotely: n_p must be 0")
 
 
 class Emulation:
@@ -66,7 +57,7 @@ class Emulation:
 
     def __init__(self, scenario: Scenario, *, seed: int | None = None,
                  rate: float | None = None, load: float | None = None,
-                 duration: float | None = None, paradigm: str = "prfaas-pd",
+                 duration: float | None = None, paradigm: Paradigm | str = Paradigm.PRFAAS_PD,
                  trace: str | Trace | None = None, mode: str = "exact",
                  n_p: int | None = None, n_d: int | None = None,
                  cached_prefix: PrefixLookup | None = None):
@@ -80,16 +71,17 @@ class Emulation:
         self.seed = sim.seed if seed is None else int(seed)
         self.duration = sim.duration if duration is None else float(duration)
         self.loop = loop = VirtualTimeLoop()
-        self.t = float(scenario.t)
         self.bandwidth = float(system.bandwidth)
         self.link_factor = 1.0  # share of B_out the link delivers now (incidents)
-        self.paradigm = paradigm
+        # the incidents' contributions by key: composed, so ending one removes only its own
+        self._link_factors: dict[Hashable, float] = {}
+        self._rate_factors: dict[Hashable, float] = {}
+        self._length_shifts: dict[Hashable, LengthDistribution] = {}
+        self.paradigm = paradigm  # set again by _deploy
         self._n_prfaas = system.n_prfaas  # the PrfaaS size the non-homogeneous paradigms use
         self._split = (scenario.n_p, scenario.n_d)
 
-        self.link = Link(loop, "link", self.bandwidth, burst=sim.link_burst,
-                         peak_factor=max(1.0, sim.link_peak / self.bandwidth) if sim.link_peak
-                         else 2.0,
+        self.link = Link(loop, "link", self.bandwidth, burst=sim.link_burst, peak=sim.link_peak,
                          latency=sim.link_latency)
         self.rdma = Link(loop, "rdma", scenario.rdma_bandwidth, latency=sim.rdma_latency)
         self.prfaas = PrefillStage(loop, "prfaas", Costs(system.prfaas), self.link, self._kv_in)
@@ -112,22 +104,26 @@ class Emulation:
         self.reverse_link: Link | None = None
         if sim.cache is not None:
             cached_prefix = self._attach_cache(sim, tr if replay else None, cached_prefix)
-        self.router = Router(self.t, paradigm, cached_prefix)
+        self.router = Router(scenario.t, paradigm, cached_prefix)
         if self.cache is not None:
             self.cache.attach(self.router)
         self.torch = TorchService(sim.prefill, self.seed) if sim.prefill is not None else None
         for st in (self.prfaas, self.pdp):
             st.on_start = start_hook(st, self.torch, self.cache)
-        self._apply_paradigm(paradigm, n_p, n_d, immediate=True)
+        if (why := paradigm.unavailable(system)) is not None:
+            raise KnobError("paradigm", why)
+        split = self._split_of(paradigm)
+        split = (split[0] if n_p is None else n_p, split[1] if n_d is None else n_d)
+        replace(scenario.controls, n_p=split[0], n_d=split[1],
+                paradigm=paradigm).validate(system)
+        self._deploy(paradigm, split, immediate=True)
 
         # counters (the in-flight term is counted from the structures, see `accounting`)
         self.arrived = 0
         self.completed = 0
         self.rejected: dict[str, int] = {}
-        self.lost: dict[str, int] = {}
         self.rerouted = 0
         self.decisions: deque[str] = deque(maxlen=32)
-        self.incidents: dict[str, float] = {}  # label -> since (issue 4's incidents)
         self.cache_flushes = 0
         self._done_hooks: list[Callable[[Request, float], None]] = []
         self._tasks: list[asyncio.Task] = []
@@ -170,17 +166,10 @@ class Emulation:
 
         # metrics
         self.latencies = Latencies(sim.window, sim.slo_ttft, sim.slo_tpot)
-        self.start_totals = self.totals()
-        self._samples: deque[Totals] = deque(
-            [self.start_totals], maxlen=int(math.ceil(sim.window / sim.sample_interval)) + 1)
-        self.series = TimeSeries(sim.timeseries_rows)
-        self._sample_interval = sim.sample_interval
-        self._marks_every = max(1, round(sim.window / 2 / sim.sample_interval))
-        self._n_samples = 0
-        self.latencies.mark(0.0)
-        loop.call_at_quiet(sim.sample_interval, self._sample)
+        self.observer = Observer(self, loop, sim.sample_interval, sim.window,
+                                 sim.timeseries_rows)
 
-        # issue 4: the preset's incidents and scheduler (both public: UI, drills, scorecards)
+        # the preset's incidents and scheduler (both public: UI, drills, scorecards)
         self.timeline = Timeline(self, sim.incidents)
         self.scheduler = Scheduler(self, sim.scheduler) if sim.scheduler.enabled else None
 
@@ -215,7 +204,7 @@ class Emulation:
     def _arrive(self, length: float, out_len: int, hash_ids: list[int] | None) -> None:
         self._rid += 1
         self.arrived += 1
-        req = Request(self._rid, self.loop._now, length, out_len, hash_ids)
+        req = Request(self._rid, self.loop.now, length, out_len, hash_ids)
         stage = self.prfaas if self.router.remote(req) else self.pdp
         if self._admission:
             reason = self._refuse(stage, req)
@@ -266,7 +255,7 @@ class Emulation:
     # -- running ---------------------------------------------------------------------------
     @property
     def now(self) -> float:
-        return self.loop._now
+        return self.loop.now
 
     @property
     def events(self) -> int:
@@ -280,8 +269,6 @@ class Emulation:
             slices: int = 100):
         """Run to `duration`, check the accounting (AccountingError), return a RunResult.
         `progress(now, duration)` is called `slices` times along the way when given."""
-        from emulator.sim.result import RunResult
-
         end = self.duration
         mid = self.now + (end - self.now) / 2
         halfway: list[Totals] = []
@@ -295,7 +282,7 @@ class Emulation:
                 progress(self.now, end)
         acc = self.accounting
         acc.check()
-        return RunResult(self, acc, halfway[0] if halfway else self.start_totals)
+        return RunResult(self, acc, halfway[0] if halfway else self.observer.start)
 
     def close(self) -> None:
         """Cancel attached coroutines and close the loop."""
@@ -322,7 +309,7 @@ class Emulation:
 
         def tick() -> None:
             fn(self)
-            self.loop.call_at(self.loop._now + period, tick)
+            self.loop.call_at(self.loop.now + period, tick)
 
         self.loop.call_at(self.now + period if start is None else start, tick)
 
@@ -341,57 +328,141 @@ class Emulation:
         self.decisions.append(f"{self.now:9.1f}s {text}")
 
     # -- live changes ----------------------------------------------------------------------
-    def set_threshold(self, t_tokens: float) -> None:
-        if not (t_tokens >= 0 and math.isfinite(t_tokens)):
-            raise ValueError(f"threshold must be a finite number of tokens >= 0, got {t_tokens!r}")
-        self.t = float(t_tokens)
-        if self.paradigm == "prfaas-pd":
-            self.router.t = self.t
-        self.note(f"threshold -> {self.t:.0f} tokens")
+    @property
+    def t(self) -> float:
+        """The threshold t in tokens (the router owns it; only threshold routing reads it)."""
+        return self.router.t
 
-    def set_split(self, n_p: int, n_d: int) -> None:
-        """Local prefill / decode instances; instances that change role drain first."""
-        check_split(n_p, n_d, self.local.size, self.paradigm)
-        self.local.set_counts({"pd-p": n_p, "pd-d": n_d})
-        if self.paradigm == "prfaas-pd":
-            self._split = (n_p, n_d)
-        self.note(f"split -> N_p {n_p} / N_d {n_d}")
+    @property
+    def controls(self) -> Controls:
+        """The operator's settings now: t, the local split deployed, the PrfaaS size asked for
+        (kept while a paradigm without PrfaaS runs), B_out, the offered rate, the paradigm."""
+        return Controls(t=self.router.t, n_p=self.local.count("pd-p"),
+                        n_d=self.local.count("pd-d"), n_prfaas=self._n_prfaas,
+                        bandwidth=self.bandwidth, rate=self.workload.base_rate,
+                        paradigm=self.paradigm)
 
-    def set_n_prfaas(self, n: int) -> None:
-        if isinstance(n, bool) or int(n) != n or n < 0:
-            raise ValueError(f"n_prfaas must be a whole number >= 0, got {n!r}")
-        self._n_prfaas = int(n)
-        if self.paradigm != "homogeneous":
-            self._set_remote(self._n_prfaas)
-        self.note(f"PrfaaS instances -> {n}")
+    def apply(self, new: Controls) -> Controls:
+        """Take the running emulation to `new` at the current simulated time, changing only
+        what differs from `controls` (rate None: unchanged). A paradigm switch alone deploys
+        that paradigm's own split (PrfaaS-PD: the last one it ran). Role changes drain first,
+        nothing is lost. KnobError, and nothing changed, when `new` cannot run here. Returns
+        the controls now in force."""
+        old = self.controls
+        par = Paradigm(new.paradigm)
+        split = (new.n_p, new.n_d)
+        if par != old.paradigm and split == (old.n_p, old.n_d):
+            if (why := par.unavailable(self.scenario.system)) is not None:
+                raise KnobError("paradigm", why)
+            split = self._split_of(par)
+        rate = old.rate if new.rate is None else new.rate
+        target = replace(new, n_p=split[0], n_d=split[1], rate=rate, paradigm=par)
+        target.validate(self.scenario.system)
+        if target.t != old.t:
+            self.router.t = float(target.t)
+            self.note(f"threshold -> {target.t:.0f} tokens")
+        if par != old.paradigm:
+            self._deploy(par, split, immediate=False)
+            self.note(f"paradigm -> {par}")
+        elif split != (old.n_p, old.n_d):
+            self.local.set_counts({"pd-p": split[0], "pd-d": split[1]})
+            if par.threshold_routing:
+                self._split = split  # what a switch back to PrfaaS-PD returns to
+            self.note(f"split -> N_p {split[0]} / N_d {split[1]}")
+        if target.n_prfaas != old.n_prfaas:
+            self._n_prfaas = target.n_prfaas
+            self._set_remote(par.n_prfaas(target.n_prfaas))
+            self.note(f"PrfaaS instances -> {target.n_prfaas}")
+        if target.bandwidth != old.bandwidth:
+            self.bandwidth = float(target.bandwidth)
+            self.link.set_capacity(self.bandwidth * self.link_factor)
+            self.note(f"bandwidth -> {to_gbps(self.bandwidth):.2f} Gbps")
+        if rate != old.rate:
+            self.workload.set_rate(rate)
+            self.note(f"offered rate -> {rate:.3f} req/s")
+        return self.controls
 
-    def _set_remote(self, n: int) -> None:
+    def change(self, **knobs: object) -> Controls:
+        """`apply` with some knobs changed (names as in Controls), the rest as they are."""
+        return self.apply(replace(self.controls, **knobs))
+
+    def _split_of(self, par: Paradigm) -> tuple[int, int]:
+        """The local split a paradigm starts with: homogeneous its own best, naive all decode,
+        PrfaaS-PD the split it last ran."""
+        system = self.scenario.system
+        if par.behaviour.own_pool:
+            op = homogeneous_point(system, self.mode)
+            return op.knobs.n_p, op.knobs.n_d
+        if Stage.PD_P not in par.stages:
+            return 0, par.pool(system)
+        return self._split
+
+    def _deploy(self, par: Paradigm, split: tuple[int, int], immediate: bool) -> None:
+        """Lay the paradigm's stages out on the pools (validated by the caller)."""
+        system = self.scenario.system
+        pool = par.pool(system)
+        self.paradigm = par
+        self.router.paradigm = par
+        self.pdp.set_costs(Costs(par.local_profile(system)))
+        self.local.resize(max(len(self.local.machines), pool))
+        self.local.size = pool
+        self.local.set_counts({"pd-p": split[0], "pd-d": split[1]}, immediate=immediate)
+        if par.threshold_routing:
+            self._split = split
+        self._set_remote(par.n_prfaas(self._n_prfaas), immediate)
+
+    def _set_remote(self, n: int, immediate: bool = False) -> None:
         self.remote.resize(max(self.remote.size, n))
-        self.remote.set_counts({"prfaas": n})
+        self.remote.set_counts({"prfaas": n}, immediate=immediate)
 
-    def set_bandwidth(self, bytes_per_second: float) -> None:
-        """The configured B_out (a knob): the link runs at it from now on."""
-        if not (bytes_per_second > 0 and math.isfinite(bytes_per_second)):
-            raise ValueError(f"bandwidth must be > 0, got {bytes_per_second!r}")
-        self.bandwidth = float(bytes_per_second)
-        self.link.set_capacity(self.bandwidth * self.link_factor)
-        self.note(f"bandwidth -> {to_gbps(bytes_per_second):.2f} Gbps")
-
-    def set_link_capacity(self, bytes_per_second: float) -> None:
-        """What the link delivers now, knob unchanged (brownout, outage = 0, recovery)."""
-        self.link.set_capacity(bytes_per_second)
-
-    def set_link_factor(self, factor: float) -> None:
-        """The link delivers `factor` x B_out from now on, also across B_out changes (the
-        incidents' composed link factor: brownout < 1, outage 0, recovery 1)."""
-        if not (factor >= 0 and math.isfinite(factor)):
-            raise ValueError(f"link factor must be a finite number >= 0, got {factor!r}")
-        self.link_factor = float(factor)
-        self.link.set_capacity(self.bandwidth * self.link_factor)
-
+    # -- faults: the public API incidents use (emulator.scenario.incidents.Faults) -----------
     def inject(self, incident: Incident) -> Active | None:
-        """Start an incident now (or at its `at`): see emulator.sim.incidents."""
+        """Start an incident now (or at its `at`); None when it starts later."""
         return self.timeline.inject(incident)
+
+    def end_manual_incidents(self) -> int:
+        """End every active incident started by hand (`inject` without `at`); how many."""
+        return self.timeline.end_manual()
+
+    def call_at(self, when: float, fn: Callable[..., object], *args: object) -> asyncio.TimerHandle:
+        """Call fn(*args) at simulated time `when` (an event of the emulated system)."""
+        return self.loop.call_at(when, fn, *args)
+
+    @property
+    def base_lengths(self) -> LengthDistribution:
+        return self.scenario.system.lengths
+
+    @property
+    def base_threshold(self) -> float:
+        return self.scenario.t
+
+    @property
+    def lengths_fixed(self) -> bool:
+        return isinstance(self.workload.source, TraceSource)
+
+    def set_link_factor(self, key: Hashable, factor: float | None) -> None:
+        """`key`'s share of B_out (None: it no longer limits the link). The link delivers B_out
+        times the product of every key's factor, also across B_out changes."""
+        if factor is None:
+            self._link_factors.pop(key, None)
+        elif not (factor >= 0 and math.isfinite(factor)):
+            raise ValueError(f"link factor must be a finite number >= 0, got {factor!r}")
+        else:
+            self._link_factors[key] = float(factor)
+        self.link_factor = math.prod(self._link_factors.values())
+        self.link.set_capacity(self.bandwidth * self.link_factor)
+
+    def set_rate_multiplier(self, key: Hashable, factor: float | None) -> None:
+        """`key`'s surge (> 1) or lull on the offered rate (None: gone); they multiply."""
+        _keyed(self._rate_factors, key, factor)
+        self.workload.set_multiplier(math.prod(self._rate_factors.values()))
+
+    def set_length_distribution(self, key: Hashable, dist: LengthDistribution | None) -> None:
+        """`key`'s length mix for new requests (None: gone); the newest key still set wins."""
+        _keyed(self._length_shifts, key, dist)
+        shifts = self._length_shifts
+        self.workload.set_lengths(next(reversed(shifts.values())) if shifts
+                                  else self.base_lengths)
 
     def flush_cache(self, cluster: str | None = None) -> int:
         """Empty the prefix cache of `cluster` ("prfaas" or "pd"; None: both): every prefix
@@ -404,76 +475,25 @@ class Emulation:
         self.note(f"prefix cache flushed ({cluster or 'both'}): {blocks} blocks")
         return 1 if cluster else len(self.cache.caches)
 
-    def set_rate(self, req_per_s: float) -> None:
-        self.workload.set_rate(req_per_s)
-        self.note(f"offered rate -> {req_per_s:.3f} req/s")
-
-    def set_rate_multiplier(self, m: float) -> None:
-        """A surge (m > 1) or a lull on top of the offered rate."""
-        self.workload.set_multiplier(m)
-
-    def set_length_distribution(self, dist: LengthDistribution) -> None:
-        """A length-mix shift: new requests draw from `dist`."""
-        self.workload.set_lengths(dist)
-
-    def set_paradigm(self, paradigm: str) -> None:
-        paradigm = Paradigm(paradigm)
-        self._apply_paradigm(paradigm, None, None, immediate=False)
-        self.note(f"paradigm -> {paradigm}")
-
-    def _apply_paradigm(self, paradigm: str, n_p: int | None, n_d: int | None,
-                        immediate: bool) -> None:
-        system = self.scenario.system
-        if paradigm == "homogeneous":
-            if system.homogeneous_pool <= 0:
-                raise ValueError("the homogeneous paradigm needs a [homogeneous] section "
-                                 "in the preset")
-            pool = system.homogeneous_pool
-            op = homogeneous_point(system, self.mode)
-            split = (op.knobs.n_p, op.knobs.n_d)
-            profile = system.homogeneous_profile or system.local
-            n_prfaas = 0
-        elif paradigm == "naive-heterogeneous":
-            pool, split, profile = system.local_pool, (0, system.local_pool), system.local
-            n_prfaas = self._n_prfaas
-        else:
-            pool, split, profile = system.local_pool, self._split, system.local
-            n_prfaas = self._n_prfaas
-        if n_p is not None or n_d is not None:
-            split = (split[0] if n_p is None else n_p, split[1] if n_d is None else n_d)
-        check_split(*split, pool, paradigm)
-        self.paradigm = paradigm
-        self.router.paradigm = paradigm
-        self.router.t = self.t
-        self.pdp.set_costs(Costs(profile))
-        self.local.resize(max(len(self.local.machines), pool))
-        self.local.size = pool
-        self.local.set_counts({"pd-p": split[0], "pd-d": split[1]}, immediate=immediate)
-        self.remote.resize(max(self.remote.size, n_prfaas))
-        self.remote.set_counts({"prfaas": n_prfaas}, immediate=immediate)
-
-    # -- incidents (issue 4 builds on these) -------------------------------------------------
-    def _pool_of(self, stage: str) -> Pool:
+    def pool_of(self, stage: str) -> Pool:
+        """The pool whose machines serve `stage` (PrfaaS or the local PD cluster)."""
         if stage not in STAGES:
             raise ValueError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}")
         return self.remote if stage == "prfaas" else self.local
 
-    def _machine_of(self, stage: str, idx: int) -> int:
-        pool = self._pool_of(stage)
-        mine = [m.idx for m in pool.machines if m.target == stage]
-        if not 0 <= idx < len(mine):
-            raise ValueError(f"{stage} has {len(mine)} instances, no instance {idx}")
-        return mine[idx]
+    def live_instances(self, stage: str) -> list[int]:
+        """Ids of the live instances assigned to `stage`, ascending. An id is the instance's
+        number in its cluster, stable across role changes."""
+        return [m.idx for m in self.pool_of(stage).machines if m.alive and m.target == stage]
 
     def fail_instance(self, stage: str, idx: int) -> None:
-        """Instance `idx` of `stage` (in index order) dies: a prefill restarts from the queue
-        head, a decode batch goes back through the router (its KV is gone)."""
-        self._pool_of(stage).fail(self._machine_of(stage, idx))
-        self.note(f"{stage}[{idx}] failed")
+        """Instance `idx` of `stage`'s cluster dies: a prefill restarts from the queue head, a
+        decode batch goes back through the router (its KV is gone)."""
+        self.pool_of(stage).fail(idx)
 
     def restore_instance(self, stage: str, idx: int) -> None:
-        self._pool_of(stage).restore(self._machine_of(stage, idx))
-        self.note(f"{stage}[{idx}] restored")
+        """Instance `idx` of `stage`'s cluster comes back (in whatever role it holds now)."""
+        self.pool_of(stage).restore(idx)
 
     # -- state -------------------------------------------------------------------------------
     @property
@@ -485,84 +505,28 @@ class Emulation:
 
     def model_point(self, mode: str | None = None) -> OperatingPoint:
         """The closed-form model at the current knobs and paradigm."""
-        system = self.scenario.system
         k = self.knobs
         knobs = Knobs(t=k.t, n_p=k.n_p, n_d=k.n_d, n_prfaas=k.n_prfaas, bandwidth=k.bandwidth)
-        lo, hi = system.lengths.support
-        profiles = None
-        if self.paradigm == "homogeneous":
-            prof = system.homogeneous_profile or system.local
-            knobs = replace(knobs, t=hi, n_prfaas=0)
-            profiles = (prof, prof)
-        elif self.paradigm == "naive-heterogeneous":
-            knobs = replace(knobs, t=max(lo - 1.0, 0.0))
-        return evaluate(system, knobs, mode or self.mode, profiles=profiles)
+        return self.paradigm.evaluate(self.scenario.system, knobs, mode or self.mode)
 
+    # observation (emulator.sim.observe)
     @property
     def in_flight(self) -> int:
-        """Requests held anywhere: queues, instances, wires, batches (counted, not derived)."""
-        n = (self.prfaas.holding + self.pdp.holding + self.pdd.holding
-             + self.link.propagating_flows + self.rdma.propagating_flows)
-        if self.cache is not None:  # cache moves and KV tails the transfer cache holds
-            n += self.cache.holding + self.reverse_link.propagating_flows
-        return n
+        return self.observer.in_flight
 
     @property
     def accounting(self) -> Accounting:
-        return Accounting(arrived=self.arrived, completed=self.completed,
-                          in_flight=self.in_flight, rejected=dict(self.rejected),
-                          lost=dict(self.lost))
+        return self.observer.accounting
 
     def totals(self) -> Totals:
-        """Every cumulative counter and integral now (read-only)."""
-        now = self.now
-        stages = (self.prfaas, self.pdp, self.pdd)
-        tot = [s.totals(now) for s in stages]
-        sent, cap, sat = self.link.totals(now)
-        return Totals(
-            t=now, arrived=self.arrived, completed=self.completed,
-            rejected=sum(self.rejected.values()),
-            entered=tuple(s.entered for s in stages), done=tuple(s.done for s in stages),
-            busy=tuple(x[0] for x in tot), online=tuple(x[1] for x in tot),
-            queue=tuple(len(s.queue) for s in stages), compute=self.prfaas.work_started,
-            link_sent=sent, link_cap=cap, link_sat=sat,
-            link_in_flight=self.link.bytes_in_flight(now), in_flight=self.in_flight)
-
-    def _sample(self) -> None:
-        """Periodic bookkeeping on the virtual clock: windows, time series, histogram marks."""
-        row = self.totals()
-        self._samples.append(row)
-        self.series.offer(row)
-        self._n_samples += 1
-        if self._n_samples % self._marks_every == 0:
-            self.latencies.mark(row.t)
-        self.loop.call_at_quiet(row.t + self._sample_interval, self._sample)
+        return self.observer.totals()
 
     def snapshot(self) -> Snapshot:
-        now_tot = self.totals()
-        base = self._samples[0]
-        w = window(base, now_tot)
-        ttft, tpot, slo = self.latencies.recent(now_tot.t)
-        stages = {}
-        for i, (name, st) in enumerate(self.stages.items()):
-            accepting, draining = st.counts()
-            util = w.compute if name == "prfaas" else w.utilization[name]
-            stages[name] = StageSnap(instances=accepting, busy=st.in_service, utilization=util,
-                                     queue=now_tot.queue[i], served_rate=w.stage_rate[name],
-                                     draining=draining,
-                                     failed=self._pool_of(name).failed(name))
-        link = LinkSnap(capacity=self.link.capacity, utilization=w.link,
-                        bytes_in_flight=now_tot.link_in_flight,
-                        queued_bytes=self.link.queued_bytes(now_tot.t),
-                        flows=len(self.link.flows))
-        return Snapshot(
-            sim_time=now_tot.t, knobs=self.knobs, offered_rate=w.offered, served_rate=w.served,
-            arrived=self.arrived, completed=self.completed, in_flight=now_tot.in_flight,
-            rejected=now_tot.rejected, lost=sum(self.lost.values()), stages=stages,
-            link=link, ttft_p50=ttft[0], ttft_p90=ttft[1], ttft_p99=ttft[2], tpot_p50=tpot[0],
-            slo_attainment=slo, bottleneck=bottleneck(base, now_tot, w),
-            decisions=tuple(self.decisions), events=self.events,
-            incidents=tuple(sorted(self.incidents)), target_rate=self.workload.rate,
-            cache=self.cache.snapshot() if self.cache is not None else None,
-            scheduler_changes=self.scheduler.changes if self.scheduler is not None else 0,
-            incident_windows=tuple(self.timeline.windows()))
+        return self.observer.snapshot()
+
+
+def _keyed(table: dict, key: Hashable, value: object) -> None:
+    if value is None:
+        table.pop(key, None)
+    else:
+        table[key] = value

@@ -41,16 +41,20 @@ class Flow:
         return self.prod_rate * (now - self.start)
 
 
+PEAK_FACTOR = 2.0  # burst rate / nominal capacity when no peak is configured
+
+
 class Link:
     def __init__(self, loop, name: str, capacity: float, *, burst: float = 0.0,
-                 peak_factor: float = 2.0, latency: float = 0.0):
+                 peak: float | None = None, latency: float = 0.0):
         if not capacity >= 0:
             raise ValueError(f"{name}: capacity must be >= 0, got {capacity!r}")
         self.loop = loop
         self.name = name
         self.capacity = float(capacity)  # nominal rate, bytes per second (B_out)
         self.burst = float(burst)
-        self.peak_factor = float(peak_factor)
+        # the rate while tokens last, relative to the nominal capacity (kept across changes)
+        self.peak_factor = max(1.0, peak / self.capacity) if peak and self.capacity else PEAK_FACTOR
         self.latency = float(latency)
         self.tokens = self.burst
         self.mirror: Link | None = None  # the reverse direction: follows every capacity change
@@ -75,7 +79,7 @@ class Link:
         """Start a flow of `size` bytes produced over `prod_time` seconds from now (0: all
         ready). `on_sent(flow)` runs when its last byte leaves, `on_delivered(payload)` when it
         arrives."""
-        now = self.loop._now
+        now = self.loop.now
         self._account(now)
         self._fid += 1
         f = Flow()
@@ -107,7 +111,7 @@ class Link:
 
     def cancel(self, f: Flow) -> float:
         """Abort a flow (its sender failed); returns the bytes it had sent."""
-        now = self.loop._now
+        now = self.loop.now
         if f.fid not in self.flows:
             return f.size
         self._account(now)
@@ -126,7 +130,7 @@ class Link:
             raise ValueError(f"{self.name}: capacity must be >= 0, got {capacity!r}")
         if self.mirror is not None:
             self.mirror.set_capacity(capacity)
-        now = self.loop._now
+        now = self.loop.now
         self._account(now)
         self.capacity = float(capacity)
         if self._fast and self.used <= self.capacity:
@@ -154,7 +158,7 @@ class Link:
         """Bytes of an open flow not sent yet (0 once it is done)."""
         if f.fid not in self.flows:
             return 0.0
-        return f.size - self._sent_now(f, self.loop._now)
+        return f.size - self._sent_now(f, self.loop.now)
 
     def queued_bytes(self, now: float) -> float:
         """Bytes produced but not sent: the backlog a full link builds."""
@@ -271,7 +275,7 @@ class Link:
             self._timer = self.loop.call_at(when, self._on_timer)
 
     def _on_timer(self) -> None:
-        now = self.loop._now
+        now = self.loop.now
         self._timer = None
         self._account(now)
         done = []
@@ -296,7 +300,7 @@ class Link:
             self._finish(f, now)
 
     def _paced_done(self, f: Flow) -> None:
-        now = self.loop._now
+        now = self.loop.now
         self._account(now)
         del self.flows[f.fid]
         f.timer = None

@@ -1,7 +1,8 @@
 """A virtual-time asyncio event loop: the clock jumps to the next timer instead of sleeping.
 
-The emulator reads time only from `loop.time()`. On this loop that is a float that starts at 0
-and moves forward exactly to each timer's deadline, so a run is deterministic for a seed and
+The emulator reads time only from the loop: `loop.time()`, or `loop.now`, the same float as a
+public read-only attribute (the hot path reads it without a call). It starts at 0 and moves
+forward exactly to each timer's deadline, so a run is deterministic for a seed and
 goes as fast as the CPU allows. It is a real `asyncio` loop: coroutines (`asyncio.sleep`,
 futures, tasks) work, which the slow paths use (controllers, incidents), while the hot path
 (arrivals, transfers, decode completions) schedules plain `call_at` callbacks.
@@ -46,9 +47,9 @@ class _VirtualSelector(selectors.BaseSelector):
             # Land exactly on the earliest deadline (not on now + timeout, which rounds, nor in
             # steps of asyncio's one-day select cap). _run_once dropped cancelled heads already.
             sched = loop._scheduled
-            target = sched[0]._when if sched else loop._now + timeout
-            if target > loop._now:
-                loop._now = target
+            target = sched[0].when() if sched else loop.now + timeout
+            if target > loop.now:
+                loop.now = target
                 # _run_once then runs the timers due before now + resolution: keep that margin
                 # a few ulps so a timer fires at its own deadline, at any clock magnitude.
                 loop._clock_resolution = 4 * math.ulp(target)
@@ -73,12 +74,13 @@ class _Timer(events.TimerHandle):
 
 
 class VirtualTimeLoop(asyncio.BaseEventLoop):
-    """An asyncio event loop whose `time()` is virtual (seconds from 0)."""
+    """An asyncio event loop whose `time()` is virtual (seconds from 0); `now` is the same
+    value as an attribute (read it, never assign it: only the loop moves its clock)."""
 
     def __init__(self, start: float = 0.0):
         super().__init__()
-        self._now = float(start)
-        self._clock_resolution = 4 * math.ulp(self._now)
+        self.now = float(start)
+        self._clock_resolution = 4 * math.ulp(self.now)
         self._selector = _VirtualSelector(self)
         self.timer_events = 0  # timers scheduled and not cancelled: the run's event count
         self._seq = 0
@@ -86,7 +88,7 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
         self.set_exception_handler(self._on_error)
 
     def time(self) -> float:
-        return self._now
+        return self.now
 
     def call_at(self, when: float, callback: Callable[..., Any], *args: Any,
                 context=None) -> asyncio.TimerHandle:
@@ -135,7 +137,7 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
 
         Callable from a thread that already runs another loop (a test under pytest-asyncio, a
         UI thread): that loop is set aside for the duration, since this one never blocks."""
-        if when < self._now:
+        if when < self.now:
             return
         outer = events._get_running_loop()
         if outer is not None:
@@ -149,8 +151,8 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
             if self._error is not None:
                 err, self._error = self._error, None
                 raise err
-            if self._now < when:
-                self._now = float(when)
+            if self.now < when:
+                self.now = float(when)
         finally:
             if outer is not None:
                 events._set_running_loop(outer)

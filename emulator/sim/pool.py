@@ -114,7 +114,7 @@ class Pool:
         if m.target is None:
             return
         if delay > 0:
-            m.converting = self.loop.call_at(self.loop._now + delay, self._converted, m)
+            m.converting = self.loop.call_at(self.loop.now + delay, self._converted, m)
         else:
             self._converted(m)
 

@@ -62,7 +62,7 @@ class PrefillStage(Stage):
 
     # -- requests ----------------------------------------------------------------------------
     def submit(self, req: Request) -> None:
-        now = self.loop._now
+        now = self.loop.now
         self._account(now)
         req.stage = self.name
         service = self._t_prefill(req.incr)
@@ -100,7 +100,7 @@ class PrefillStage(Stage):
 
     def _sent(self, flow: Flow) -> None:
         """The last KV byte left: the instance is free."""
-        now = self.loop._now
+        now = self.loop.now
         self._account(now)
         req = flow.payload
         w = req.worker
@@ -144,7 +144,7 @@ class PrefillStage(Stage):
         w.accepting = True
         self._recount()
         if w.job is None and w.machine.alive and w.idx not in self._free:
-            self._next(w, self.loop._now)
+            self._next(w, self.loop.now)
 
     def drain(self, w: PrefillWorker) -> None:
         """Stop taking work; the pool hears `on_idle` once the current prefill has left."""
@@ -159,7 +159,7 @@ class PrefillStage(Stage):
         """The instance died: its prefill starts over at the head of the queue (the KV it had
         sent is lost with the transfer cache). Nothing is displaced out of the stage."""
         self._unfree(w)
-        now = self.loop._now
+        now = self.loop.now
         self._account(now)
         if w.end is not None:
             w.end.cancel()
@@ -181,7 +181,7 @@ class PrefillStage(Stage):
     def restore(self, w: PrefillWorker) -> None:
         self._recount()
         if w.accepting and w.job is None and w.idx not in self._free:
-            self._next(w, self.loop._now)
+            self._next(w, self.loop.now)
 
     def _unfree(self, w: PrefillWorker) -> None:
         if w.idx in self._free:

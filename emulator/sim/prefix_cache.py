@@ -1,4 +1,4 @@
-"""Hybrid prefix cache of one cluster, and the global index the router reads.
+"""Hybrid prefix cache of one cluster (the router peeks both clusters' caches).
 
 A hybrid model keeps two kinds of reusable state (paper, "hybrid prefix cache pool"):
 - full-attention KV, which grows with the prompt: cached per block of `block_tokens` tokens and
@@ -28,7 +28,6 @@ import math
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from emulator.profiles import Profile
 from emulator.traces import MOONCAKE_BLOCK_TOKENS
@@ -335,29 +334,3 @@ class PrefixCache:
                 assert parent in self._nodes and pos[parent] > pos[node]
         for k in lru:
             assert k > 0 or -k in self._nodes
-
-
-class CachedPrefix(NamedTuple):
-    """Reusable prefix of one request in each cluster, in tokens."""
-
-    l_prfaas: int
-    l_pd: int
-
-
-class GlobalCacheIndex:
-    """The global KVCache manager's view: for a request, the reusable prefix in each cluster.
-    Reads both caches without side effects; the cluster that then prefills calls `lookup` (to
-    count the hit and refresh LRU) and, at prefill end, `insert`."""
-
-    def __init__(self, prfaas: PrefixCache, pd: PrefixCache) -> None:
-        self.caches = {"prfaas": prfaas, "pd": pd}
-
-    def __getitem__(self, cluster: str) -> PrefixCache:
-        return self.caches[cluster]
-
-    def lookup(self, hash_ids: Sequence[int], length: int) -> CachedPrefix:
-        return CachedPrefix(self.caches["prfaas"].peek(hash_ids, length),
-                            self.caches["pd"].peek(hash_ids, length))
-
-    def stats(self) -> dict[str, CacheStats]:
-        return {name: c.stats for name, c in self.caches.items()}

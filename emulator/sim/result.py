@@ -8,22 +8,66 @@ growth) come from the run's second half so that the empty start does not dilute 
 from __future__ import annotations
 
 import csv
+from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from emulator.model import _num
+from emulator.model import OperatingPoint, _num
+from emulator.paradigm import Paradigm
 from emulator.sim.accounting import Accounting
+from emulator.sim.cache_runtime import CacheRuntime
+from emulator.sim.decode import DecodeStage
+from emulator.sim.link import Link
 from emulator.sim.metrics import Latencies, TimeSeries, Totals, bottleneck, window
+from emulator.sim.observe import Observer
+from emulator.sim.prefill import PrefillStage
+from emulator.sim.prefill_backend import TorchService
+from emulator.sim.scheduler import Scheduler
+from emulator.sim.snapshot import LiveKnobs
+from emulator.sim.timeline import Timeline
+from emulator.sim.workload import Workload
 
-if TYPE_CHECKING:
-    from emulator.sim.engine import Emulation
+
+class _Named(Protocol):
+    name: str
+
+
+class Finished(Protocol):
+    """What a run's result reads from the engine."""
+
+    scenario: _Named
+    paradigm: Paradigm
+    seed: int
+    mode: str
+    observer: Observer
+    latencies: Latencies
+    workload: Workload
+    rerouted: int
+    link: Link
+    cache: CacheRuntime | None
+    torch: TorchService | None
+    scheduler: Scheduler | None
+    timeline: Timeline
+
+    @property
+    def events(self) -> int: ...
+
+    @property
+    def stages(self) -> Mapping[str, PrefillStage | DecodeStage]: ...
+
+    @property
+    def knobs(self) -> LiveKnobs: ...
+
+    def totals(self) -> Totals: ...
+
+    def model_point(self, mode: str | None = None) -> OperatingPoint: ...
 
 
 class RunResult:
-    def __init__(self, emu: Emulation, accounting: Accounting, halfway: Totals):
+    def __init__(self, emu: Finished, accounting: Accounting, halfway: Totals):
         self.accounting = accounting
-        self.start = emu.start_totals
+        self.start = emu.observer.start
         self.end = end = emu.totals()
         self.halfway = halfway
         self.simulated_seconds = end.t - self.start.t
@@ -33,7 +77,7 @@ class RunResult:
             halfway = self.start
         late = window(halfway, end)
         self.bottleneck = bottleneck(halfway, end, late)
-        self.series = emu.series.table(self.start)
+        self.series = emu.observer.series.table(self.start)
         lat = emu.latencies
         stages = {}
         for i, (name, st) in enumerate(emu.stages.items()):
@@ -84,7 +128,7 @@ class RunResult:
             "model": {m: emu.model_point(m).to_dict() for m in ("exact", "paper")},
             "cache": emu.cache.to_json() if emu.cache is not None else None,
             "prefill_backend": emu.torch.to_json() if emu.torch is not None else "profile",
-            # issue 4: what the scheduler decided (null when off) and the incidents played
+            # what the scheduler decided (null when off) and the incidents played
             "scheduler": emu.scheduler.to_dict() if emu.scheduler is not None else None,
             "incidents": [{"start": s, "end": e, "label": lbl} for s, e, lbl
                           in emu.timeline.windows()],

@@ -29,21 +29,53 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from itertools import islice
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from emulator.distributions import Empirical
 from emulator.model import System, ceilings, split_stats
 from emulator.optimizer import search
+from emulator.paradigm import Paradigm
 from emulator.scenario.scheduler import SchedulerConfig
-from emulator.sim.metrics import window
+from emulator.sim.link import Link
+from emulator.sim.metrics import Totals, window
+from emulator.sim.pool import Pool
+from emulator.sim.router import Router
 from emulator.units import format_tokens, to_gbps
 
-if TYPE_CHECKING:
-    from emulator.sim.engine import Emulation
+
+class _Scenario(Protocol):
+    system: System
+
+
+class Controlled(Protocol):
+    """What the scheduler reads from and changes in the engine."""
+
+    scenario: _Scenario
+    paradigm: Paradigm
+    router: Router
+    link: Link
+    local: Pool
+
+    @property
+    def now(self) -> float: ...
+
+    @property
+    def t(self) -> float: ...
+
+    def totals(self) -> Totals: ...
+
+    def change(self, **knobs: object) -> object: ...
+
+    def every(self, period: float, fn: Callable[[Controlled], None]) -> None: ...
+
+    def note(self, text: str) -> None: ...
+
+    def live_instances(self, stage: str) -> list[int]: ...
 
 
 @dataclass(frozen=True)
@@ -100,7 +132,7 @@ class Scheduler:
 
     MAX_LOG = 1000
 
-    def __init__(self, emu: Emulation, config: SchedulerConfig):
+    def __init__(self, emu: Controlled, config: SchedulerConfig):
         self.emu = emu
         self.config = config
         self.system = emu.scenario.system
@@ -124,7 +156,7 @@ class Scheduler:
 
     # -- what the scheduler sees ---------------------------------------------------------------
     def _alive(self) -> int:
-        return sum(1 for m in self.emu.remote.machines if m.alive and m.target == "prfaas")
+        return len(self.emu.live_instances("prfaas"))
 
     def _recent(self, history: int) -> np.ndarray:
         recent = self.emu.router.recent
@@ -193,7 +225,7 @@ class Scheduler:
         else:
             self._decide("short", reason, f"t {format_tokens(emu.t)} -> {format_tokens(t_new)} "
                          f"(producers {cur:.2f} -> {gain:.2f} req/s, Lambda {lam:.2f})")
-            emu.set_threshold(t_new)
+            emu.change(t=t_new)
             self.changes += 1
         p = float(np.mean(cond.lengths.sorted_values > emu.t))
         self._solved = (cond.bandwidth, cond.n_prfaas, p)
@@ -230,7 +262,7 @@ class Scheduler:
                      f"{pool - target} gives Lambda {best.lambda_max:.2f} vs {here:.2f} req/s "
                      f"({best.binding} binds there)",
                      f"split N_p {cond.n_p} -> {n_p}, N_d {cond.n_d} -> {pool - n_p}")
-        emu.set_split(n_p, pool - n_p)
+        emu.change(n_p=n_p, n_d=pool - n_p)
         self.changes += 1
         self.conversions += 1
         self._last_convert = emu.now

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from emulator.paradigm import Paradigm
+
 
 @dataclass(frozen=True)
 class LiveKnobs:
@@ -16,7 +18,7 @@ class LiveKnobs:
     n_d: int
     n_prfaas: int
     bandwidth: float  # configured B_out, bytes per second
-    paradigm: str
+    paradigm: Paradigm
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,7 @@ class Snapshot:
     completed: int
     in_flight: int
     rejected: int
-    lost: int
+    lost: int  # measured: arrived - completed - in flight - rejected (0 when sound)
     stages: dict[str, StageSnap]
     link: LinkSnap
     ttft_p50: float

@@ -38,7 +38,6 @@ class Stage:
         self.on_idle: Callable | None = None  # pool hook: a draining worker has no work left
         self.entered = 0  # requests that joined the stage
         self.done = 0  # requests that left it, served
-        self.displaced = 0  # requests that left it unserved (their instance failed)
         self.in_service = 0  # requests being served now
         self.n_online = 0  # service slots of workers that are up and in the stage
         self.n_accepting = 0  # workers that take new work
@@ -100,7 +99,7 @@ class Stage:
     def _recount(self) -> None:
         if self._deferred:
             return
-        now = self.loop._now
+        now = self.loop.now
         self._account(now)
         up = [w for w in self.workers if w.machine.alive]
         self.n_accepting = sum(1 for w in up if w.accepting)

@@ -141,7 +141,7 @@ class Workload:
         gap = self.source.gaps.next()
         if gap is None:
             return
-        self._arm(self.loop._now, gap)
+        self._arm(self.loop.now, gap)
 
     def _arm(self, now: float, gap: float) -> None:
         if self._rate > 0:
@@ -160,16 +160,16 @@ class Workload:
         if gap is None:
             self._timer = None
         elif self._rate > 0:
-            self._timer = self.loop.call_at(self.loop._now + gap / self._rate, self._fire)
+            self._timer = self.loop.call_at(self.loop.now + gap / self._rate, self._fire)
         else:
-            self._arm(self.loop._now, gap)
+            self._arm(self.loop.now, gap)
 
     def _retime(self) -> None:
         """Apply a new effective rate to the arrival still to come."""
         rate = self.base_rate * self.multiplier * self.level
         if rate == self._rate:
             return
-        now = self.loop._now
+        now = self.loop.now
         if self._timer is not None:
             left = (self._timer.when() - now) * self._rate
             self._timer.cancel()
@@ -209,6 +209,6 @@ class Workload:
             self.level = on_level if on else off_level * on_level
             self._retime()
             mean = on_mean if on else off_mean
-            self.loop.call_at(self.loop._now + mean * durations.next(), switch, not on)
+            self.loop.call_at(self.loop.now + mean * durations.next(), switch, not on)
 
         switch(on)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from emulator import budget
@@ -16,12 +16,11 @@ from emulator.paradigm import Paradigm
 from emulator.scenario.knobs import KNOBS, Controls, KnobError, number
 from emulator.scenario.presets import load
 from emulator.scenario.scenario import Scenario
-from emulator.units import UnitError
-from prfaas_tui.errors import UsageError
+from prfaas_tui.errors import UsageError, parse_flag
 
 if TYPE_CHECKING:
+    from emulator.scenario.incidents import Incident
     from emulator.sim.engine import Emulation
-    from emulator.sim.incidents import Incident
     from emulator.traces import Trace
 
 # the knobs every scenario command takes; `run` adds rate and paradigm
@@ -40,21 +39,6 @@ def add_scenario_flags(p: argparse.ArgumentParser,
         p.add_argument(k.flag, dest=name, metavar=k.unit, help=k.help, **choices)
         for alias in k.aliases:
             p.add_argument(alias, dest=name, help=argparse.SUPPRESS)
-
-
-def parse_flag(flag: str, conv: Callable[[Any], Any], raw: str | None,
-               check: Callable[[Any], str | None] | None = None) -> Any:
-    """A flag's value through `conv` (None when not given); every failure a UsageError naming
-    the flag. `check` returns an error text or None."""
-    if raw is None:
-        return None
-    try:
-        value = conv(raw)
-    except (UnitError, ValueError) as exc:
-        raise UsageError(f"{flag}: {exc}") from None
-    if check is not None and (msg := check(value)):
-        raise UsageError(f"{flag}: {msg} (got {raw!r})")
-    return value
 
 
 def knob_error(exc: KnobError) -> UsageError:

@@ -14,10 +14,12 @@ import sys
 import time
 
 from emulator.budget import BudgetError, Caps
+from emulator.scenario.drill import Drill
+from emulator.scenario.drills import list_drills, load_drill
 from emulator.scenario.knobs import whole
 from emulator.scenario.reader import a_seed
 from emulator.sim.accounting import AccountingError
-from emulator.sim.drills import Drill, list_drills, load_drill
+from emulator.sim.drills import drill_emulation, run_drill
 from emulator.units import format_duration
 from prfaas_tui.commands.common import (
     add_budget_flags,
@@ -25,9 +27,8 @@ from prfaas_tui.commands.common import (
     check_capacity,
     check_emulation,
     check_scenario_instances,
-    parse_flag,
 )
-from prfaas_tui.errors import UsageError
+from prfaas_tui.errors import UsageError, parse_flag
 
 HELP = "run an incident drill (presets/drills) and print its scorecard"
 
@@ -56,10 +57,10 @@ def main(args) -> int:
     started = time.perf_counter()
     try:
         if args.compare:
-            runs = {"scheduler": drill.run(seed, scheduler=True),
-                    "static": drill.run(seed, scheduler=False)}
+            runs = {"scheduler": run_drill(drill, seed, scheduler=True),
+                    "static": run_drill(drill, seed, scheduler=False)}
         else:
-            runs = {"drill": drill.run(seed)}
+            runs = {"drill": run_drill(drill, seed)}
     except AccountingError as exc:
         print(f"prfaas-tui drill: error: {exc}", file=sys.stderr)
         return 1
@@ -82,7 +83,8 @@ def main(args) -> int:
 def _check_work(drill: Drill, seed: int | None, caps: Caps) -> None:
     """Refuse a drill over a cap before it runs (an emulation built, not run, is cheap)."""
     check_scenario_instances(drill.scenario, caps)
-    with drill.emulation(seed) as emu:
+    emu, _ = drill_emulation(drill, seed)
+    with emu:
         try:
             check_emulation(emu, caps, rate_flag="workload.rate/load",
                             duration_flag="emulator.duration")

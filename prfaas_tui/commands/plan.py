@@ -26,8 +26,9 @@ from emulator.scenario import presets
 from emulator.scenario.knobs import KnobError, whole
 from emulator.scenario.reader import positive
 from emulator.units import parse_bandwidth, parse_duration, parse_tokens
-from prfaas_tui.commands.common import add_budget_flags, caps_from_args, knob_error, parse_flag
-from prfaas_tui.errors import UsageError
+from prfaas_tui.commands.common import add_budget_flags, caps_from_args, knob_error
+from prfaas_tui.commands.trace_flags import add_trace_flags, with_workload, workload_from_args
+from prfaas_tui.errors import UsageError, parse_flag
 
 
 def _ints(flag: str, text: str | None) -> range | tuple[int, ...] | None:
@@ -125,11 +126,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--top", default="10", help="rows in the table")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     add_budget_flags(p, ("candidates", "runs", "requests", "instances"))
+    add_trace_flags(p)
     return p
 
 
 def build_plan(args: argparse.Namespace) -> Plan:
     sc = presets.load(args.preset)
+    if (wl := workload_from_args(args)) is not None:
+        sc = with_workload(sc, wl)
     try:
         paradigms = tuple(Paradigm(x.strip()) for x in args.paradigm.split(","))
     except ValueError as exc:
@@ -216,7 +220,10 @@ def render(summary: dict, console: Console, top: int, out: str) -> None:
     console.print(f"{summary['candidates']} candidates; the model pruned {summary['pruned']} "
                   f"({summary['pruned'] / max(summary['candidates'], 1):.0%}: "
                   + ", ".join(f"{v} {k}" for k, v in summary["pruned_by"].items())
-                  + f"); emulated {summary['emulated']} ({summary['evaluated_now']} now). Results: {out}")
+                  + f"); emulated {summary['emulated']} ({summary['evaluated_now']} now)"
+                  + (f", skipped {summary['skipped_by_slo_bound']} the model's SLO bound shows "
+                     "cannot be best or on the front" if summary.get("skipped_by_slo_bound") else "")
+                  + f". Results: {out}")
     t = Table(title="best candidates by SLO goodput", title_justify="left")
     for col in ("candidate", "goodput (req/s)", "95% band", "Λmax", "util", "cost/h", "per $/h"):
         t.add_column(col, justify="left" if col == "candidate" else "right")

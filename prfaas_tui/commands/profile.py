@@ -23,8 +23,7 @@ from emulator.scenario.reader import MAX_SEED
 from emulator.torch_prefill.config import MODEL_NAMES, counterpart, get_config
 from emulator.traces import MAX_TOKENS
 from emulator.units import parse_tokens
-from prfaas_tui.commands.common import parse_flag
-from prfaas_tui.errors import UsageError
+from prfaas_tui.errors import UsageError, parse_flag
 
 BACKENDS = ("torch",)
 PROG = "prfaas-tui"

@@ -19,6 +19,7 @@ from emulator.sim.engine import Emulation
 from emulator.sim.result import RunResult
 from emulator.torch_prefill import TorchUnavailable
 from emulator.torch_prefill.config import get_config
+from emulator.trace_formats import load_trace
 from emulator.traces import TraceError, read_trace
 from emulator.units import parse_duration
 from prfaas_tui.commands.common import (
@@ -29,9 +30,9 @@ from prfaas_tui.commands.common import (
     check_emulation,
     check_scenario_instances,
     controls_from_args,
-    parse_flag,
 )
-from prfaas_tui.errors import UsageError
+from prfaas_tui.commands.trace_flags import add_trace_flags
+from prfaas_tui.errors import UsageError, parse_flag
 
 HELP = "emulate a preset in virtual time and report rates, latencies and the bottleneck"
 
@@ -48,8 +49,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "servers sustain) at the run's knobs; default: the preset's load")
     p.add_argument("--seed", metavar="N", help="random seed (default: the preset's)")
     p.add_argument("--trace", metavar="FILE",
-                   help="replay a Mooncake .jsonl or Azure .csv trace (its own rate unless "
+                   help="replay a Mooncake .jsonl, Azure or BurstGPT .csv, or any CSV with --columns "
+                        "(its own rate unless "
                         "--rate/--load rescales its time)")
+    add_trace_flags(p, with_trace=False)
     p.add_argument("--backend", choices=("profile", "torch"),
                    help="prefill service times from the preset's profiles, or from a real torch "
                         "model run at every prefill (default: the preset's [prefill])")
@@ -76,15 +79,19 @@ def build(args) -> Emulation:
     controls, given = controls_from_args(sc, args)
     if controls.rate is not None and load_ is not None:
         raise UsageError("--rate/--load: give one or the other")
+    if args.columns and not args.trace:
+        raise UsageError("--columns: needs --trace FILE")
     # the split flags go to the engine, which starts each paradigm from its own split
     sc = _prefill_backend(sc.with_controls(replace(controls, n_p=sc.n_p, n_d=sc.n_d)), args)
     check_scenario_instances(sc, caps)  # before the pools are built
-    path = args.trace if args.trace is not None else sc.sim.replay
-    trace = read_trace(path) if path is not None else None
+    if args.trace is not None:  # read once: the budget check counts its requests and span
+        trace = load_trace(args.trace, args.columns)
+    else:
+        trace = read_trace(sc.sim.replay) if sc.sim.replay is not None else None
     try:
         emu = Emulation(sc, seed=seed, rate=controls.rate, load=load_, duration=duration,
-                        paradigm=controls.paradigm, trace=trace, n_p=given.get("n_p"),
-                        n_d=given.get("n_d"))
+                        paradigm=controls.paradigm, n_p=given.get("n_p"), n_d=given.get("n_d"),
+                        trace=trace)
     except TraceError:
         raise
     except ValueError as exc:

@@ -29,9 +29,8 @@ from prfaas_tui.commands.common import (
     caps_from_args,
     check_emulation,
     check_scenario_instances,
-    parse_flag,
 )
-from prfaas_tui.errors import UsageError
+from prfaas_tui.errors import UsageError, parse_flag
 
 CHAR_WIDTH = 12.2  # Rich's SVG export: 0.61 x its 20 px font
 _ID = re.compile(r"terminal-\d+")
@@ -132,7 +131,7 @@ def _check_theme(name: str) -> str | None:
 def _check_work(args: argparse.Namespace, at: float, seed: int | None) -> None:
     """Refuse an --at (or a preset) whose run up to `at` is over a cap, before the app starts:
     the dashboard runs the emulator synchronously to `at`."""
-    from emulator.sim.drills import load_drill
+    from emulator.scenario.drills import load_drill
     from emulator.sim.engine import Emulation
 
     caps = caps_from_args(args)

@@ -6,13 +6,15 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 
 from rich.console import Console
 from rich.table import Table
 
-from emulator.model import MODES, STAGES, evaluate
+from emulator.model import MODES, STAGES, Knobs, evaluate
 from emulator.optimizer import paradigms, search
-from emulator.units import format_tokens
+from emulator.scenario.reader import positive
+from emulator.units import format_tokens, parse_duration
 from prfaas_tui.commands.common import (
     add_budget_flags,
     add_scenario_flags,
@@ -20,6 +22,10 @@ from prfaas_tui.commands.common import (
     check_scenario_instances,
     scenario_from_args,
 )
+from prfaas_tui.commands.trace_flags import add_trace_flags, with_workload, workload_from_args
+from prfaas_tui.errors import UsageError, parse_flag
+
+OBJECTIVES = ("lambda", "slo")
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -28,26 +34,101 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=MODES, default=None,
                    help="paper: profiles at conditional mean lengths (default, the paper's "
                         "linearization); exact: conditional expectations of the profiles")
+    p.add_argument("--slo-ttft", metavar="DURATION",
+                   help="TTFT target, e.g. 6s: adds the predicted TTFT, the SLO-bound rate and "
+                        "the SLO-optimal (t, N_p/N_d) (object `slo`)")
+    p.add_argument("--slo-quantile", metavar="Q", help="TTFT quantile the target bounds (default 0.9)")
+    p.add_argument("--objective", default=None,
+                   help="what `optimum` maximizes: lambda (Lambda_max, default) or slo (the "
+                        "SLO-bound rate; needs --slo-ttft)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_budget_flags(p, ("instances",))
+    add_trace_flags(p)
+    # '--slo-ttft -5ms' must reach the value check (one line, exit 2), not argparse's usage
+    # dump: no solve flag looks like a negative number, so treat '-<digit>...' as a value
+    p._negative_number_matcher = re.compile(r"^-\.?\d")
     return p
+
+
+def _quantile(x: float) -> str | None:
+    return None if 0 < x < 1 else "must lie strictly between 0 and 1"
+
+
+def slo_flags(args: argparse.Namespace) -> tuple[float | None, float, str]:
+    """(--slo-ttft seconds or None, --slo-quantile, --objective), each checked with the error
+    naming its flag."""
+    target = parse_flag("--slo-ttft", parse_duration, getattr(args, "slo_ttft", None), positive)
+    q = parse_flag("--slo-quantile", float, getattr(args, "slo_quantile", None), _quantile)
+    objective = getattr(args, "objective", None) or "lambda"
+    if objective not in OBJECTIVES:
+        raise UsageError(f"--objective: must be one of {', '.join(OBJECTIVES)} (got {objective!r})")
+    if target is None and (q is not None or objective == "slo"):
+        flag = "--slo-quantile" if q is not None else "--objective"
+        raise UsageError(f"{flag}: needs --slo-ttft (the TTFT target)")
+    return target, 0.9 if q is None else q, objective
+
+
+def slo_section(sc, target: float, q: float) -> tuple[dict, Knobs]:
+    """The `slo` object: predicted TTFT at the operating point's offered rate, its SLO-bound
+    rate and the (t, split) that maximizes that rate; plus the SLO-optimal knobs."""
+    from emulator.latency import layout_at, predict, slo_rate, slo_search
+
+    s = sc.system
+    lat = {"link_latency": sc.sim.link_latency, "rdma_latency": sc.sim.rdma_latency}
+    # one layout of the operating point for the prediction and its SLO-bound rate; its
+    # Lambda_max is the exact-mode one (the same split stats and ceilings as `evaluate`)
+    lay, lam_exact = layout_at(s, sc.knobs, **lat)
+    offered = sc.sim.rate if sc.sim.rate is not None else sc.sim.load * lam_exact
+    pred = predict(s, sc.knobs, offered, layout=lay, **lat)
+    opt = slo_search(s, target, q, **lat)
+    knobs = Knobs(t=opt.t, n_p=opt.n_p, n_d=opt.n_d, n_prfaas=s.n_prfaas, bandwidth=s.bandwidth)
+    d = pred.to_dict()
+    return {
+        "target_s": target, "quantile": q,
+        "rate": slo_rate(s, sc.knobs, target, q, layout=(lay, lam_exact), **lat),
+        "lambda_max_exact": lam_exact,
+        "ttft": {"offered_rate": offered, "mean": d["mean"], "p50": d["p50"], "p90": d["p90"],
+                 "paths": d["paths"]},
+        "optimum": {"t": opt.t, "n_p": opt.n_p, "n_d": opt.n_d, "rate": opt.rate},
+        "tail_approximation": "Allen-Cunneen M/G/c mean wait, exponential beyond P(wait) = "
+                              "Erlang C, exact service-time distribution",
+    }, knobs
 
 
 def solve(args: argparse.Namespace) -> dict:
     sc = scenario_from_args(args)
+    if getattr(args, "columns", None) and not getattr(args, "trace", None):
+        raise UsageError("--columns: needs --trace FILE")
+    wl = workload_from_args(args)
+    if wl is not None:
+        sc = with_workload(sc, wl)
     check_scenario_instances(sc, caps_from_args(args))  # the search walks every split of the pool
+    target, q, objective = slo_flags(args)
     mode = args.mode or sc.mode
     op = evaluate(sc.system, sc.knobs, mode)
     found = search(sc.system, mode, n_prfaas=sc.system.n_prfaas, bandwidth=sc.system.bandwidth)
-    return {
+    best = found.best
+    slo = None
+    if target is not None:
+        slo, knobs = slo_section(sc, target, q)
+        if objective == "slo":
+            best = evaluate(sc.system, knobs, mode)
+    out = {
         "scenario": sc.name,
         "mode": mode,
         "operating_point": op.to_dict(),
-        "optimum": found.best.to_dict(),
+        "optimum": best.to_dict(),
         "paradigms": paradigms(sc.system, mode, found.best),
         "search": {"evaluated": found.evaluated, "thresholds": len(found.t_values),
                    "lambda_vs_np": [round(float(x), 6) for x in found.lambda_vs_np]},
     }
+    if wl is not None:
+        lam = found.best.lambda_max
+        out["trace"] = {**wl.to_dict(), "utilization_at_optimum": wl.rate / lam if lam > 0 else None}
+    if slo is not None:
+        out["objective"] = objective
+        out["slo"] = slo
+    return out
 
 
 def main(args: argparse.Namespace) -> int:
@@ -65,6 +146,12 @@ def _f(x: float | None, fmt: str = "{:.3f}") -> str:
 
 def render(out: dict, console: Console) -> None:
     console.print(f"[bold]{out['scenario']}[/] (model mode: {out['mode']})")
+    if tr := out.get("trace"):
+        util = tr["utilization_at_optimum"]
+        console.print(f"workload from {tr['path']}: {tr['requests']} requests at {tr['rate']:.2f} "
+                      f"req/s, mean input {tr['mean_input']:.0f}"
+                      f"{' (incremental, after prefix reuse)' if tr['incremental'] else ''}; "
+                      f"utilization at the optimum {_f(util, '{:.0%}')}")
     for title, d in (("operating point", out["operating_point"]), ("optimum", out["optimum"])):
         t = Table(title=f"{title}: t = {format_tokens(d['t'])} ({d['t']:.0f} tokens), "
                         f"N_prfaas/N_p/N_d = {d['n_prfaas']}/{d['n_p']}/{d['n_d']}, p = {d['p']:.3f}",
@@ -95,4 +182,12 @@ def render(out: dict, console: Console) -> None:
                   format_tokens(d["t"]) if name.threshold_routing else "-",
                   _f(d["vs_homogeneous"], "{:.2f}x"), _f(d["per_cost_vs_homogeneous"], "{:.2f}x"))
     console.print(t)
+    if "slo" in out:
+        d = out["slo"]
+        tt, o = d["ttft"], d["optimum"]
+        console.print(
+            f"  TTFT at the offered {tt['offered_rate']:.3f} req/s: mean {_f(tt['mean'], '{:.2f}')} s, "
+            f"P50 {_f(tt['p50'], '{:.2f}')} s, P90 {_f(tt['p90'], '{:.2f}')} s   SLO P{d['quantile'] * 100:g} "
+            f"<= {d['target_s']:g} s holds up to [bold]{d['rate']:.3f}[/] req/s here; best "
+            f"t = {format_tokens(o['t'])}, N_p/N_d = {o['n_p']}/{o['n_d']}: {o['rate']:.3f} req/s")
 

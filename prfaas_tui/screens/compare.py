@@ -9,7 +9,6 @@ horizon: in a worker thread when live, before the first render when not (determi
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
@@ -24,14 +23,14 @@ from textual.worker import get_current_worker
 
 from emulator.paradigm import Paradigm
 from emulator.units import format_duration
-from prfaas_tui.live import Driver, scorecard
-from prfaas_tui.messages import CompareProgress, Tick
+from prfaas_tui.live import Driver, Tick, attach_recorder
+from prfaas_tui.messages import CompareProgress
+from prfaas_tui.modelview import ModelView, Refused, Settings
 from prfaas_tui.widgets.model_panel import STAGE_LABELS, num
-from prfaas_tui.widgets.modelview import PARADIGM_LABELS, ModelView, Refused, Settings
 from prfaas_tui.widgets.plots import Chart
 
 if TYPE_CHECKING:
-    from emulator.sim.drills import Drill
+    from emulator.scenario.drills import Drill
 
 HORIZON_S = 300.0
 CHUNK_S = 20.0
@@ -53,7 +52,7 @@ def paradigm_variants(settings: Settings) -> list[Variant]:
             s = settings.apply(paradigm=p)
         except Refused:
             continue  # e.g. no homogeneous pool in this preset
-        out.append(Variant(PARADIGM_LABELS[p], ModelView.of(s)))
+        out.append(Variant(p.label, ModelView.of(s)))
     return out
 
 
@@ -165,7 +164,7 @@ class CompareScreen(Screen):
 
     def _run(self, report, cancelled=lambda: False) -> tuple[Variant, ...]:
         """Advance every variant chunk by chunk; `report(results, done)` after each chunk."""
-        attach = self.drill.attach if self.drill else None
+        attach = attach_recorder if self.drill else None
         drivers = [Driver(v.view.settings, live=False, seed=self.seed, attach=attach,
                           on_tick=lambda t: None, on_error=lambda text, fatal: None)
                    for v in self.variants]
@@ -179,8 +178,7 @@ class CompareScreen(Screen):
                 for i, d in enumerate(drivers):
                     results[i] = replace(results[i], tick=d.run_to(t, samples=20))
                 if t >= self.horizon and self.drill is not None:
-                    card = partial(scorecard, self.drill)
-                    results = [replace(v, card=d.call(card))
+                    results = [replace(v, card=d.scorecard(self.drill))
                                for v, d in zip(results, drivers, strict=True)]
                 report(tuple(results), t >= self.horizon)
         finally:

@@ -1,33 +1,42 @@
 """The main screen: knobs on the left, live charts in the middle, the model on the right.
 
-It owns the operator's `Settings`, the model at them (`ModelView`) and the `Driver` of the
-running emulation. Every change goes through `request`, which validates, recomputes the model
-and forwards the change to the emulator in one step.
+Its state is a `Session` (the operator's settings, the model at them, the running emulation);
+the screen mirrors the session's model view and latest tick in two reactive attributes, and the
+panels bind to them, so nothing on screen holds a copy of its own. Helper screens (pickers,
+prompts) return their result through `dismiss`; the callbacks here act on it.
 """
 
 from __future__ import annotations
 
 import math
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Horizontal, Vertical
+from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Header
 
 from emulator.model import OperatingPoint
 from emulator.paradigm import Paradigm
+from emulator.scenario.reader import PresetError
 from emulator.scenario.scenario import Scenario
-from prfaas_tui.live import Driver, inject_incident, make_emulation, scorecard
-from prfaas_tui.messages import EmulatorFailed, Tick, TickReady
+from emulator.scenario.writer import write_preset
+from prfaas_tui.live import Driver, Tick, incident_kinds, load_drill
+from prfaas_tui.messages import EmulatorFailed, TickReady
+from prfaas_tui.metrics_export import export_metrics
+from prfaas_tui.modelview import ModelView, Refused, Settings, step_speed
+from prfaas_tui.screens.compare import CompareScreen
+from prfaas_tui.screens.drills import DrillPicker, InjectPicker, ScorecardScreen
+from prfaas_tui.screens.new_preset import NewPresetScreen
+from prfaas_tui.screens.presets import PresetPicker
 from prfaas_tui.screens.prompt import ValuePrompt
+from prfaas_tui.session import Session
 from prfaas_tui.widgets.controls import KNOB_BY_KEY, KNOBS, ControlPanel, Knob
 from prfaas_tui.widgets.live_charts import LiveCharts
 from prfaas_tui.widgets.model_panel import DecisionLog, ModelPanel, RouterPanel
-from prfaas_tui.widgets.modelview import ModelView, Refused, Settings, paradigm_point, step_speed
 from prfaas_tui.widgets.plots import CeilingsVsTChart, LambdaVsNpChart
 from prfaas_tui.widgets.status import StatusLine
 from prfaas_tui.widgets.timeline import DrillTimeline
@@ -55,10 +64,14 @@ class Dashboard(Screen):
                 tooltip="Type an exact routing threshold t"),
         Binding("o", "apply_optimum", "Optimum", id="apply-optimum",
                 tooltip="Apply the model's optimum t* and N_p*/N_d*"),
+        Binding("O", "apply_slo_optimum", "SLO optimum", show=False, id="apply-slo-optimum",
+                tooltip="Apply the (t, N_p/N_d) with the highest SLO-bound rate (P90 TTFT)"),
         Binding("m", "cycle_paradigm", "Paradigm", show=False, id="paradigm",
                 tooltip="Switch PrfaaS-PD / homogeneous / naive"),
         Binding("p", "presets", "Presets", id="presets",
                 tooltip="Load a shipped preset or a TOML file"),
+        Binding("n", "new_preset", "New", show=False, id="new-preset",
+                tooltip="Build a preset from a model, GPU cards and a workload (prfaas-tui new)"),
         Binding("P", "plan", "Plan results", show=False, id="plan-results",
                 tooltip="Open a plan's results (prfaas-tui plan) and run any candidate"),
         Binding("d", "drills", "Drills", id="drills",
@@ -77,38 +90,49 @@ class Dashboard(Screen):
                 tooltip="Save an SVG screenshot of the dashboard"),
     ]
 
+
+    view: reactive[ModelView | None] = reactive(None, always_update=True, init=False)
+    tick: reactive[Tick | None] = reactive(None, always_update=True, init=False)
+
     def __init__(self, scenario: Scenario, *, live: bool = True, at: float | None = None,
                  speed: float = 20.0, seed: int | None = None, drill: Drill | None = None,
                  plan: str | None = None) -> None:
         super().__init__()
-        self.drill = drill
+        self.session = Session(scenario, live=live, seed=seed, speed=speed, drill=drill,
+                               post_tick=lambda tick: self.post_message(TickReady(tick)),
+                               post_error=lambda text, gen: self.post_message(
+                                   EmulatorFailed(text, gen)))
         self.plan = plan  # the plan results file last opened (P shows it again)
-        self.base = scenario  # what a plan candidate was built from, else the scenario itself
-        self.split: tuple[int, int] | None = None  # a plan candidate's split, pinned at start
         self.scored = False  # the drill's scorecard has been shown
         self.live = live
         self.at = at
-        self.seed = seed
-        self.settings = Settings.initial(scenario, speed)
-        self.view = ModelView.of(self.settings)
-        self.tick: Tick | None = None
         self.step_seconds = 1.0
-        self.generation = 0
-        self.driver: Driver | None = None
-        self._points: dict[Any, OperatingPoint] = {}
+        self.set_reactive(Dashboard.view, self.session.view)
+
+    @property
+    def settings(self) -> Settings:
+        return self.session.settings
+
+    @property
+    def drill(self) -> Drill | None:
+        return self.session.drill
+
+    @property
+    def driver(self) -> Driver | None:
+        return self.session.driver
 
     # -- layout ----------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False, icon="◆")
         with Horizontal(id="body"):
             with Vertical(id="side"):
-                yield ControlPanel(self.settings, id="controls")
-                yield RouterPanel(id="router")
+                yield ControlPanel(self.session, id="controls").data_bind(Dashboard.view)
+                yield RouterPanel(id="router").data_bind(Dashboard.view, Dashboard.tick)
                 yield DrillTimeline(id="timeline")
-                yield DecisionLog(id="decisions")
-            yield LiveCharts(self.point_at, live=self.live, id="live")
+                yield DecisionLog(id="decisions").data_bind(Dashboard.tick)
+            yield LiveCharts(self.session.point_at, live=self.live, id="live")
             with Vertical(id="model"):
-                yield ModelPanel(id="model-panel")
+                yield ModelPanel(id="model-panel").data_bind(Dashboard.view)
                 with Container(id="fig5"):
                     yield LambdaVsNpChart(id="fig5a")
                     yield CeilingsVsTChart(id="fig5b")
@@ -118,80 +142,64 @@ class Dashboard(Screen):
     def on_mount(self) -> None:
         self.app.sub_title = self.settings.scenario.name
         self.query_one(ControlPanel).focus()
-        self.show_model()
+        self.show_figures()
         self.query_one(StatusLine).show(None)
         self.query_one(LiveCharts).ttft_slo = self.settings.scenario.sim.slo_ttft
-        self._start_driver()
+        self._start()
         if self.plan is not None:
             self.action_plan()
 
     def on_unmount(self) -> None:
-        if self.driver is not None:
-            self.driver.stop()
+        self.session.stop()
 
-    # -- the emulator ------------------------------------------------------------------------------
-    def _start_driver(self) -> None:
-        gen = self.generation
-        self.driver = Driver(
-            self.settings, live=self.live, seed=self.seed, generation=gen,
-            attach=self.drill.attach if self.drill else None,
-            stop_at=self.drill.duration if self.drill else None,
-            factory=partial(make_emulation, split=self.split),
-            on_tick=lambda tick: self.post_message(TickReady(tick)),
-            on_error=lambda text, fatal: self.post_message(EmulatorFailed(text, gen)))
+    # -- the session -------------------------------------------------------------------------------
+    def _start(self) -> None:
         try:
-            self.driver.start()
-            if self.at:
-                self.show_tick(self.driver.run_to(self.at))
-            elif not self.live:
-                self.show_tick(self.driver.current())
+            self.session.start(self.at)
         except Exception as exc:
             self.query_one(StatusLine).show(None, f"emulator failed: {exc}")
+        self.sync()
+
+    def sync(self) -> None:
+        """Mirror the session's model view and tick (the watchers and bound panels redraw)."""
+        if self.view is not self.session.view:
+            self.view = self.session.view
+        if self.tick is not self.session.tick:
+            self.tick = self.session.tick
+
+    def watch_view(self, view: ModelView) -> None:
+        self.show_figures()
+
+    def watch_tick(self, tick: Tick | None) -> None:
+        if tick is None:
+            return
+        self.query_one(StatusLine).show(tick)
+        self._follow_incidents(tick)
+        self.query_one(LiveCharts).show(tick)
 
     def load_scenario(self, scenario: Scenario, drill: Drill | None = None, *,
-                      paradigm: str = "prfaas-pd", split: tuple[int, int] | None = None,
+                      paradigm: Paradigm = Paradigm.PRFAAS_PD, split: tuple[int, int] | None = None,
                       base: Scenario | None = None) -> None:
         """Replace the running scenario (or start a drill): new settings, new model, a fresh
         emulation. A plan candidate also brings its paradigm, its split (pinned: the
         homogeneous paradigm would otherwise start at its own best) and its plan's base."""
-        settings = Settings.initial(scenario, self.settings.speed)
-        if paradigm != settings.paradigm:
-            settings = settings.apply(paradigm=paradigm)  # Refused: nothing replaced yet
-        if self.driver is not None:
-            self.driver.stop()
-        self.drill, self.scored = drill, False
-        self.base, self.split = base or scenario, split
+        self.session.load(scenario, drill, paradigm=paradigm, split=split, base=base)
+        self.scored = False
         self.query_one(DrillTimeline).display = False
-        self.generation += 1
-        self.settings = settings
-        self.view = ModelView.of(self.settings)
-        self._points.clear()
-        self.tick = None
         self.app.sub_title = scenario.name
         self.query_one(ControlPanel).reason = ""
         self.query_one(LiveCharts).ttft_slo = scenario.sim.slo_ttft
-        self.show_model()
-        self._start_driver()
+        self.sync()
+        self._start()
 
     def on_tick_ready(self, message: TickReady) -> None:
-        if message.tick.generation == self.generation:
-            self.show_tick(message.tick)
+        if self.session.take(message.tick):
+            self.sync()
 
     def on_emulator_failed(self, message: EmulatorFailed) -> None:
-        if message.generation == self.generation:
+        if message.generation == self.session.generation:
             self.query_one(StatusLine).show(self.tick, message.text)
             self.notify(message.text, severity="error", timeout=8)
-
-    def show_tick(self, tick: Tick | None) -> None:
-        if tick is None:
-            return
-        self.tick = tick
-        self.query_one(StatusLine).show(tick)
-        self.query_one(RouterPanel).show(self.view, tick.snapshot)
-        self.query_one(DecisionLog).show(tick.snapshot)
-        self._adopt_scheduler_knobs(tick)
-        self._follow_incidents(tick)
-        self.query_one(LiveCharts).show(tick)
 
     def _follow_incidents(self, tick: Tick) -> None:
         """Play the incident timeline (a drill's, or incidents injected by hand); at a drill's
@@ -201,81 +209,37 @@ class Dashboard(Screen):
             return
         title = f"drill {d.name}" if d else "incidents"
         self.query_one(DrillTimeline).show(title, windows, now, d.duration if d else None)
-        if d is not None and now >= d.duration and not self.scored and self.driver is not None:
+        if d is not None and now >= d.duration and not self.scored:
             self.scored = True
-            from prfaas_tui.screens.drills import ScorecardScreen
-
-            if self.live:
-                self.driver.pause(True)
-            card = self.driver.call(partial(scorecard, d))
-            self.app.push_screen(ScorecardScreen(d.name, card))
-
-    def _adopt_scheduler_knobs(self, tick: Tick) -> None:
-        """The scheduler (drills) moves t and the split inside the emulation: when no change
-        of ours is in flight, the knobs and the model follow what it runs."""
-        k = tick.snapshot.knobs
-        sc = self.settings.scenario
-        if (self.driver is None or tick.applied != self.driver.sent or k.paradigm != "prfaas-pd"
-                or self.settings.paradigm != "prfaas-pd" or (k.t, k.n_p, k.n_d) == (sc.t, sc.n_p, sc.n_d)):
-            return
-        try:
-            new = self.settings.apply(t=k.t, n_p=k.n_p, n_d=k.n_d)
-        except Refused:
-            return  # e.g. an instance lost for the moment: keep the operator's split
-        self.driver.settings = self.settings = new
-        self.view = ModelView.of(new)
-        self.show_model()
-
-    def run_drill(self, drill: Drill) -> None:
-        self.load_scenario(drill.scenario, drill)
-        self.notify(f"drill {drill.name}: {len(drill.timeline)} incidents over "
-                    f"{drill.duration:g} simulated seconds")
-
-    def inject(self, label: str) -> None:
-        """Start a catalog incident by hand in whatever runs (or end the hand-made ones)."""
-        if self.driver is not None:
-            self.show_tick(self.driver.submit(lambda emu: inject_incident(emu, label)))
+            self.app.push_screen(ScorecardScreen(d.name, self.session.scorecard()))
 
     def point_at(self, snap: Any) -> OperatingPoint:
-        """The model at the knobs a snapshot ran with (cached: knobs change rarely)."""
-        k = snap.knobs  # LiveKnobs: frozen, so it keys the cache
-        if k not in self._points:
-            try:
-                s = self.settings.apply(t=k.t, n_p=k.n_p, n_d=k.n_d, n_prfaas=k.n_prfaas,
-                                        bandwidth=k.bandwidth, paradigm=k.paradigm)
-                self._points[k] = paradigm_point(s)
-            except Refused:
-                self._points[k] = self.view.point
-        return self._points[k]
+        """The model at the knobs a snapshot ran with."""
+        return self.session.point_at(snap)
 
     # -- changes -----------------------------------------------------------------------------------
     def request(self, **changes: Any) -> bool:
         """Validate and apply setting changes; a refusal shows its reason and changes nothing."""
         controls = self.query_one(ControlPanel)
         try:
-            new = self.settings.apply(**changes)
+            self.session.request(**changes)
         except Refused as exc:
             controls.reason = str(exc)
             self.notify(str(exc), title="refused", severity="warning")
             return False
         controls.reason = ""
-        self.settings = new
-        self.view = ModelView.of(new)
-        self.show_model()
-        if self.driver is not None:
-            self.show_tick(self.driver.apply(new))
+        self.sync()
         return True
 
-    def show_model(self) -> None:
-        self.query_one(ControlPanel).show_settings(self.settings)
-        self.query_one(ModelPanel).show(self.view)
-        self.query_one(RouterPanel).show(self.view, self.tick.snapshot if self.tick else None)
-        key = (self.settings.scenario.knobs, id(self.settings.scenario.system.lengths))
-        self.query_one(LambdaVsNpChart).set_data(self.view, key)  # Figure 5 ignores rate, speed
+    def show_figures(self) -> None:
+        """Figure 5 at the current settings (it ignores rate and speed: keyed on the knobs)."""
+        sc = self.settings.scenario
+        key = (sc.knobs, id(sc.system.lengths))
+        self.query_one(LambdaVsNpChart).set_data(self.view, key)
         self.query_one(CeilingsVsTChart).set_data(self.view, key)
 
-    def on_control_panel_change(self, message: ControlPanel.Change) -> None:
-        self.request(**message.changes)
+    def on_control_panel_changed(self, message: ControlPanel.Changed) -> None:
+        self.sync()
 
     def on_control_panel_edit(self, message: ControlPanel.Edit) -> None:
         self.edit_knob(message.knob)
@@ -283,7 +247,7 @@ class Dashboard(Screen):
     def edit_knob(self, knob: Knob) -> None:
         def validate(text: str) -> str | None:
             try:
-                self.settings.apply(**knob.parse(self.settings, text))
+                self.session.check(**knob.parse(self.settings, text))
             except Refused as exc:
                 return str(exc)
             return None
@@ -302,12 +266,12 @@ class Dashboard(Screen):
         self.edit_knob(KNOB_BY_KEY[key])
 
     def action_pause(self) -> None:
-        if self.driver is not None:
-            self.show_tick(self.driver.pause())
+        self.session.pause()
+        self.sync()
 
     def action_step(self) -> None:
-        if self.driver is not None:
-            self.show_tick(self.driver.step(self.step_seconds))
+        self.session.step(self.step_seconds)
+        self.sync()
 
     def action_step_by(self) -> None:
         def done(text: str | None) -> None:
@@ -324,11 +288,20 @@ class Dashboard(Screen):
     def action_apply_optimum(self) -> None:
         b = self.view.optimum.best.knobs
         changes: dict[str, Any] = {"t": b.t, "n_p": b.n_p, "n_d": b.n_d}
-        if self.settings.paradigm != "prfaas-pd":
-            changes["paradigm"] = "prfaas-pd"
+        if self.settings.paradigm != Paradigm.PRFAAS_PD:
+            changes["paradigm"] = Paradigm.PRFAAS_PD
         if self.request(**changes):
             self.notify(f"applied the optimum: t* = {KNOBS[0].show(self.settings)}, "
                         f"N_p/N_d = {b.n_p}/{b.n_d}")
+
+    def action_apply_slo_optimum(self) -> None:
+        b = self.view.latency.slo_optimum
+        changes: dict[str, Any] = {"t": b.t, "n_p": b.n_p, "n_d": b.n_d}
+        if self.settings.paradigm != "prfaas-pd":
+            changes["paradigm"] = "prfaas-pd"
+        if self.request(**changes):
+            self.notify(f"applied the SLO optimum: t = {KNOBS[0].show(self.settings)}, "
+                        f"N_p/N_d = {b.n_p}/{b.n_d}, {b.rate:.2f} req/s within the SLO")
 
     def action_cycle_paradigm(self) -> None:
         i = tuple(Paradigm).index(self.settings.paradigm)
@@ -340,18 +313,19 @@ class Dashboard(Screen):
         self.toggle_class("-show-model")
 
     def action_presets(self) -> None:
-        from prfaas_tui.screens.presets import PresetPicker
-
         def done(sc: Scenario | None) -> None:
             if sc is not None:
                 self.load_scenario(sc)
                 self.notify(f"loaded {sc.name}")
         self.app.push_screen(PresetPicker(), done)
 
+    def action_new_preset(self) -> None:
+        self.app.push_screen(NewPresetScreen(), lambda sc: sc and self.load_scenario(sc))
     def action_plan(self) -> None:
-        from prfaas_tui.screens.plan import PlanScreen
+        from prfaas_tui.screens.plan import PlanScreen  # the planner loads on first use
 
-        screen = PlanScreen(self.plan, running=self.base, running_name=self.settings.scenario.name)
+        screen = PlanScreen(self.plan, running=self.session.base,
+                            running_name=self.settings.scenario.name)
 
         def done(choice: PlanChoice | None) -> None:
             if screen.plan is not None:
@@ -365,30 +339,68 @@ class Dashboard(Screen):
         self.app.push_screen(screen, done)
 
     def action_drills(self) -> None:
-        from prfaas_tui.screens.drills import pick_drill
+        def done(name: str | None) -> None:
+            if name:
+                self.start_drill(name)
+        self.app.push_screen(DrillPicker(), done)
 
-        pick_drill(self)
+    def start_drill(self, name: str) -> None:
+        """Replace the running scenario with the drill's and follow it to its scorecard."""
+        try:
+            drill = load_drill(name)
+        except PresetError as exc:
+            self.notify(f"cannot start drill {name}: {exc}", severity="error")
+            return
+        self.load_scenario(drill.scenario, drill)
+        self.notify(f"drill {drill.name}: {len(drill.timeline)} incidents over "
+                    f"{drill.duration:g} simulated seconds")
 
     def action_inject(self) -> None:
-        from prfaas_tui.screens.drills import inject_incident
-
-        inject_incident(self)
+        def done(kind: str | None) -> None:
+            if kind:
+                self.session.inject(kind)
+                self.sync()
+        self.app.push_screen(InjectPicker(incident_kinds()), done)
 
     def action_compare(self) -> None:
-        from prfaas_tui.screens.compare import CompareScreen
-
-        self.app.push_screen(CompareScreen(self.settings, live=self.live, seed=self.seed,
+        self.app.push_screen(CompareScreen(self.settings, live=self.live, seed=self.session.seed,
                                            drill=self.drill))
 
     def action_save(self) -> None:
-        from prfaas_tui.screens.files import save_preset_prompt
+        def done(text: str | None) -> None:
+            if text is None:
+                return
+            try:
+                path = Path(text).expanduser()
+                write_preset(self.settings.scenario, path, rate=self.settings.rate,
+                             paradigm=self.settings.paradigm)
+            except (OSError, PresetError) as exc:
+                self.notify(f"not saved: {exc}", severity="error")
+                return
+            self.notify(f"saved {path} (loads back with --preset {path})")
 
-        save_preset_prompt(self)
+        self.app.push_screen(ValuePrompt("save the scenario as a preset TOML",
+                                         f"{self.settings.scenario.name}-saved.toml",
+                                         "the knobs and offered rate as they are now",
+                                         _dir_exists), done)
 
     def action_export(self) -> None:
-        from prfaas_tui.screens.files import export_prompt
+        def done(text: str | None) -> None:
+            if text is None:
+                return
+            history = self.tick.history if self.tick else ()
+            try:
+                paths = export_metrics(history, self.point_at, self.view,
+                                       Path(text).expanduser())
+            except OSError as exc:
+                self.notify(f"not exported: {exc}", severity="error")
+                return
+            self.notify("exported " + " and ".join(str(p) for p in paths))
 
-        export_prompt(self)
+        self.app.push_screen(ValuePrompt("export metrics (writes NAME.csv and NAME.json)",
+                                         f"prfaas-{self.settings.scenario.name}-metrics",
+                                         "one row per snapshot: measured and model values",
+                                         _dir_exists), done)
 
     def action_screenshot(self) -> None:
         name = f"prfaas-{self.settings.scenario.name}.svg"
@@ -402,3 +414,8 @@ def _positive_seconds(text: str) -> str | None:
     except ValueError:
         return f"expected a number of seconds, got {text!r}"
     return None if x > 0 and math.isfinite(x) else "must be > 0"
+
+
+def _dir_exists(text: str) -> str | None:
+    p = Path(text).expanduser()
+    return None if p.parent.is_dir() else f"no such directory: {p.parent}"

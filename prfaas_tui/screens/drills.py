@@ -2,13 +2,12 @@
 or inject an incident by hand into whatever is running.
 
 The drill logic (incident schedules, the scorecard) is the engine's (`emulator.sim.drills`, via
-`prfaas_tui.live`); these screens only show it.
+`prfaas_tui.live`); these screens only show it, and the pickers return the choice (`dismiss`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
@@ -19,13 +18,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from emulator.scenario.reader import PresetError
 from emulator.units import format_duration
 from prfaas_tui import live
 from prfaas_tui.widgets.theme import color
-
-if TYPE_CHECKING:
-    from prfaas_tui.screens.dashboard import Dashboard
 
 
 class _Picker(ModalScreen[str | None]):
@@ -142,30 +137,3 @@ class ScorecardScreen(ModalScreen[None]):
                               "no scheduler decisions"), id="decisions")
             yield Static("enter/esc: close (the emulator stays paused at the end)",
                          classes="help")
-
-
-def start_drill(dash: Dashboard, name: str) -> None:
-    """Replace the running scenario with the drill's and follow it to its scorecard."""
-    try:
-        drill = live.load_drill(name)
-    except PresetError as exc:
-        dash.notify(f"cannot start drill {name}: {exc}", severity="error")
-        return
-    dash.run_drill(drill)
-
-
-def pick_drill(dash: Dashboard) -> None:
-    def done(name: str | None) -> None:
-        if name:
-            start_drill(dash, name)
-    dash.app.push_screen(DrillPicker(), done)
-
-
-def inject_incident(dash: Dashboard) -> None:
-    kinds = live.incident_kinds()
-
-    def done(kind: str | None) -> None:
-        if kind:
-            dash.inject(kind)  # the dashboard queues it on the emulator thread
-    dash.app.push_screen(InjectPicker(kinds), done)
-

@@ -27,9 +27,9 @@ from emulator.scenario.reader import PresetError
 from emulator.scenario.scenario import Scenario
 from emulator.units import format_duration
 from prfaas_tui.errors import UsageError
+from prfaas_tui.modelview import Refused, Settings
 from prfaas_tui.screens.presets import load_any
 from prfaas_tui.screens.prompt import steady_input
-from prfaas_tui.widgets.modelview import Refused, Settings
 
 COLUMNS = ("#", "candidate", "goodput", "95% band", "Λmax", "util", "cost/h", "per $/h")
 

@@ -1,8 +1,9 @@
 """The knob panel: every setting an operator can turn, stepped with keys or typed exactly.
 
-The panel proposes changes (`ControlPanel.Change`, `ControlPanel.Edit`) and the dashboard applies
-them; both validate with the same `Settings.apply`, so the rules live in one place. A refusal
-shows its reason under the knobs (`reason`) and changes nothing.
+A step goes straight to the session (`Session.request`: validated once there), so a burst of
+keys steps from the last one; the panel then tells the screen (`ControlPanel.Changed`). Typing
+a value is the screen's prompt (`ControlPanel.Edit`). The panel draws the model view it is bound
+to; a refusal shows its reason under the knobs (`reason`) and changes nothing.
 """
 
 from __future__ import annotations
@@ -19,14 +20,15 @@ from textual.widget import Widget
 
 from emulator.paradigm import Paradigm
 from emulator.units import GBPS, K_TOKENS, format_tokens, parse_bandwidth, parse_tokens, to_gbps
-from prfaas_tui.widgets.modelview import (
-    PARADIGM_LABELS,
+from prfaas_tui.modelview import (
+    ModelView,
     Refused,
     Settings,
     nice_step,
     paradigm_point,
     step_speed,
 )
+from prfaas_tui.session import Session
 from prfaas_tui.widgets.theme import color
 
 
@@ -65,7 +67,7 @@ def _speed(text: str) -> dict:
 def _paradigm(text: str) -> dict:
     want = text.strip().lower()
     for p in Paradigm:
-        if want in (p, PARADIGM_LABELS[p].lower()) or p.startswith(want):
+        if want in (p, p.label.lower()) or p.startswith(want):
             return {"paradigm": p}
     raise Refused(f"paradigm must be one of {', '.join(Paradigm)}")
 
@@ -125,7 +127,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("rate", "rate", "offered req/s, or '90%' of Lambda_max",
          lambda s: f"{s.rate:.3g} req/s", _rate_step, _rate),
     Knob("paradigm", "paradigm", "prfaas-pd, homogeneous or naive",
-         lambda s: PARADIGM_LABELS[s.paradigm], _cycle, lambda s, x: _paradigm(x)),
+         lambda s: s.paradigm.label, _cycle, lambda s, x: _paradigm(x)),
     Knob("speed", "speed", "simulated seconds per wall second, or 'max'",
          lambda s: speed_text(s.speed),
          lambda s, d: {"speed": step_speed(s.speed, int(math.copysign(1, d)))},
@@ -153,13 +155,10 @@ class ControlPanel(Widget, can_focus=True):
 
     cursor: reactive[int] = reactive(0)
     reason: reactive[str] = reactive("", layout=True)
+    view: reactive[ModelView | None] = reactive(None)  # bound to the screen's
 
-    class Change(Message):
-        """The operator asked for these setting changes."""
-
-        def __init__(self, changes: dict) -> None:
-            super().__init__()
-            self.changes = changes
+    class Changed(Message):
+        """A step was taken: the session has new settings."""
 
     class Edit(Message):
         """The operator wants to type a value for this knob."""
@@ -168,13 +167,9 @@ class ControlPanel(Widget, can_focus=True):
             super().__init__()
             self.knob = knob
 
-    def __init__(self, settings: Settings, *, id: str | None = None) -> None:
+    def __init__(self, session: Session, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.settings = settings
-
-    def show_settings(self, settings: Settings) -> None:
-        self.settings = settings
-        self.refresh()  # same rows, same height: no layout pass
+        self.session = session
 
     def select(self, key: str) -> None:
         self.cursor = next(i for i, k in enumerate(KNOBS) if k.key == key)
@@ -183,24 +178,24 @@ class ControlPanel(Widget, can_focus=True):
         self.cursor = (self.cursor + d) % len(KNOBS)
 
     def action_step(self, d: int) -> None:
-        """Propose one step. The panel takes it at once (validated by the same rules the app
-        uses), so a burst of keys steps from the last one, not from a stale value."""
+        """One step from the session's current settings (not from the view drawn, which may
+        lag a burst of keys)."""
         try:
-            changes = KNOBS[self.cursor].step(self.settings, d)
-            self.settings = self.settings.apply(**changes)
+            self.session.request(**KNOBS[self.cursor].step(self.session.settings, d))
         except Refused as exc:
             self.reason = str(exc)
             return
         self.reason = ""
-        self.refresh()
-        self.post_message(self.Change(changes))
+        self.post_message(self.Changed())
 
     def action_edit(self) -> None:
         self.post_message(self.Edit(KNOBS[self.cursor]))
 
     def render(self) -> Text:
-        s = self.settings
         out = Text()
+        if self.view is None:
+            return out
+        s = self.view.settings
         width = max(self.size.width - 2, 20)
         for i, k in enumerate(KNOBS):
             sel = i == self.cursor

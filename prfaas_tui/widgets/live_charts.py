@@ -15,7 +15,7 @@ from textual.app import ComposeResult
 from textual.containers import Grid, Vertical
 
 from emulator.model import OperatingPoint
-from prfaas_tui.messages import Tick
+from prfaas_tui.live import Tick
 from prfaas_tui.widgets.plots import (
     CeilingsChart,
     LinkChart,

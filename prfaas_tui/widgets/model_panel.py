@@ -9,10 +9,13 @@ from typing import Any
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
+from textual.reactive import reactive
 from textual.widgets import Static
 
+from emulator.paradigm import Paradigm, Stage
 from emulator.units import format_duration, format_tokens, to_gbps
-from prfaas_tui.widgets.modelview import PARADIGM_LABELS, ModelView
+from prfaas_tui.live import Tick
+from prfaas_tui.modelview import ModelView
 from prfaas_tui.widgets.theme import SizedStatic, color
 
 STAGE_LABELS = {"prfaas": "PrfaaS", "pd-p": "PD-P", "pd-d": "PD-D", "link": "link"}
@@ -24,27 +27,26 @@ def num(x: float | None, fmt: str = "{:.2f}") -> str:
 
 
 class ModelPanel(Static):
-    """Theta, the three ceilings (binding marked), Lambda_max, egress, Eq. 7/8 residuals and
-    the optimum with the key that applies it."""
+    """Theta, the three ceilings (binding marked), Lambda_max, egress, Eq. 7/8 residuals, the
+    predicted TTFT and SLO-bound rate (emulator/latency.py), and the two optima (Lambda_max and
+    SLO) with the keys that apply them."""
 
     DEFAULT_CSS = "ModelPanel { height: 13; padding: 0 1; }"  # fixed: updates skip layout
 
-    def show(self, view: ModelView) -> None:
-        self._view = view
-        self.update(self._render_view(view), layout=False)
+    view: reactive[ModelView | None] = reactive(None, repaint=False)  # bound to the screen's
+
+    def watch_view(self) -> None:
+        if self.view is not None:
+            self.update(self._render_view(self.view), layout=False)
 
     def on_mount(self) -> None:
-        self.app.theme_changed_signal.subscribe(self, lambda _: self._rerender())
-
-    def _rerender(self) -> None:
-        if getattr(self, "_view", None) is not None:
-            self.update(self._render_view(self._view), layout=False)
+        self.app.theme_changed_signal.subscribe(self, lambda _: self.watch_view())
 
     def _render_view(self, v: ModelView) -> Group:
         op, sc, s = v.point, v.scenario, v.settings
         hot, dim = f"bold {color(self, 'text-error')}", "dim"
         good = color(self, "text-success")
-        head = Text.assemble((f"{PARADIGM_LABELS[s.paradigm]}", "bold"), (f" · {sc.mode} mode", dim))
+        head = Text.assemble((s.paradigm.label, "bold"), (f" · {sc.mode} mode", dim))
         table = Table(box=None, padding=(0, 1), pad_edge=False, expand=False, show_edge=False)
         for col, j in (("stage", "left"), ("Θ req/s", "right"), ("ceiling", "right"), ("", "left")):
             table.add_column(col, justify=j, header_style=dim)  # type: ignore[arg-type]
@@ -70,16 +72,28 @@ class ModelPanel(Static):
             lines.append(Text("p 0: nothing crosses the link", style=dim))
         lines.append(Text(f"Eq.7 {num(op.eq7_residual, '{:+.3f}')}   "
                           f"Eq.8 {num(op.eq8_residual, '{:+.3f}')}"))
-        if s.paradigm != "prfaas-pd":
+        if not s.paradigm.threshold_routing:
             lines.append(Text("t, N_p, N_d do not apply to this paradigm", style=dim))
+        lt = v.latency
+        lines.append(Text.assemble(("TTFT ", "bold"), f"P50 {num(lt.p50)} · P90 {num(lt.p90)} s  ",
+                                   (f"P90≤{lt.target:g}s to {lt.slo_rate:.2f}/s",
+                                    hot if settings_over(s.rate, lt.slo_rate) else dim)))
         b = v.optimum.best
         opt = Text.assemble(("optimum ", "bold"),
                             f"t* {format_tokens(b.knobs.t)} · N_p*/N_d* {b.knobs.n_p}/{b.knobs.n_d}"
                             f" · Λ* {b.lambda_max:.2f}\n")
         opt.append("✓ applied" if v.at_optimum else "[o] apply it",
                    style=good if v.at_optimum else "bold")
+        so = lt.slo_optimum
+        opt.append(f"  SLO {format_tokens(so.t)} · {so.n_p}/{so.n_d} · {so.rate:.2f}/s ", style=dim)
+        opt.append("[O]", style="bold")
         lines.append(opt)
         return Group(*lines)
+
+
+def settings_over(rate: float, slo_rate: float) -> bool:
+    """The offered rate is above what meets the SLO (highlighted like an overload)."""
+    return rate > slo_rate
 
 
 class RouterPanel(Static):
@@ -88,18 +102,27 @@ class RouterPanel(Static):
 
     DEFAULT_CSS = "RouterPanel { height: 3; padding: 0 1; }"
 
+    view: reactive[ModelView | None] = reactive(None, repaint=False)  # bound to the screen's
+    tick: reactive[Tick | None] = reactive(None, repaint=False)  # bound to the screen's
+
+    def watch_view(self) -> None:
+        if self.view is not None:
+            self.show(self.view, self.tick.snapshot if self.tick else None)
+
+    def watch_tick(self) -> None:
+        self.watch_view()
+
     def show(self, view: ModelView, snap: Any | None) -> None:
         dim = "dim"
         t = snap.knobs.t if snap is not None else view.scenario.t
-        paradigm = snap.knobs.paradigm if snap is not None else view.settings.paradigm
+        paradigm = Paradigm(snap.knobs.paradigm if snap is not None else view.settings.paradigm)
         out = Text()
         out.append("router ", style="bold")
-        if paradigm == "homogeneous":
-            out.append("all local (homogeneous)")
-        elif paradigm == "naive-heterogeneous":
-            out.append("all → PrfaaS (naive)")
-        else:
+        if paradigm.threshold_routing:
             out.append(f"L > {format_tokens(t)} → PrfaaS")
+        else:
+            where = "all → PrfaaS" if Stage.PRFAAS in paradigm.stages else "all local"
+            out.append(f"{where} ({paradigm.label})")
         out.append(f"\nshare model {view.point.p:.0%}", style=dim)
         if snap is not None:
             pf = snap.stages["prfaas"].served_rate
@@ -119,6 +142,12 @@ class DecisionLog(SizedStatic):
     DecisionLog { height: 1fr; padding: 0 1; color: $text-muted;
                   text-wrap: nowrap; text-overflow: ellipsis; }
     """
+
+    tick: reactive[Tick | None] = reactive(None, repaint=False)  # bound to the screen's
+
+    def watch_tick(self) -> None:
+        if self.tick is not None:
+            self.show(self.tick.snapshot)
 
     def show(self, snap: Any | None) -> None:
         self.remember(snap)

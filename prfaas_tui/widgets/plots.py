@@ -19,8 +19,8 @@ from textual_plotext import PlotextPlot
 
 from emulator.model import STAGES, OperatingPoint
 from emulator.units import K_TOKENS, format_bytes, format_duration, format_tokens, to_gbps
+from prfaas_tui.modelview import Figure5, ModelView
 from prfaas_tui.widgets.model_panel import STAGE_LABELS
-from prfaas_tui.widgets.modelview import Figure5, ModelView
 from prfaas_tui.widgets.theme import rgb
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from prfaas_tui.messages import Tick
+from prfaas_tui.live import Tick
 from prfaas_tui.widgets.controls import speed_text
 from prfaas_tui.widgets.model_panel import STAGE_LABELS
 from prfaas_tui.widgets.theme import SizedStatic, color

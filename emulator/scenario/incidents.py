@@ -1,0 +1,380 @@
+"""Incidents: timed disturbances of a running emulation (link brownout, outage, flap, diurnal
+swing, instance loss, traffic surge, length-mix shift, cache flush), and the `[[incidents]]`
+parser of presets and drills.
+
+An incident is a frozen description. Each kind declares its TOML keys (field metadata), its own
+checks and what it does, expressed against `Faults`: the running emulation's public fault API,
+which composes the effects of every active incident (the link delivers B_out times the product
+of the active link factors, the offered rate is multiplied by every active surge, the newest
+active length shift wins) and never drops a request (a lost instance hands its work back, a dead
+link only stalls its flows). The simulator's `Timeline` starts and stops them; this module knows
+nothing of the simulator.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+from emulator.distributions import LengthDistribution, Reweighted
+from emulator.model import STAGES
+from emulator.scenario.lengths import parse_lengths
+from emulator.scenario.reader import Reader, non_negative, one_of, positive, setting
+from emulator.units import parse_duration, parse_tokens
+
+CLUSTERS = ("prfaas", "pd")
+
+
+class Cancellable(Protocol):
+    def cancel(self) -> None: ...
+
+
+class Faults(Protocol):
+    """What an incident may do to a running emulation (the engine satisfies this). `key` names
+    the incident's contribution, so ending one incident removes only its own."""
+
+    @property
+    def now(self) -> float: ...
+
+    @property
+    def base_lengths(self) -> LengthDistribution:
+        """The scenario's length mix (what a length shift re-weights)."""
+
+    @property
+    def base_threshold(self) -> float:
+        """The scenario's threshold t (a long-request surge's default cut)."""
+
+    def call_at(self, when: float, fn: Callable[..., Any], *args: Any) -> Cancellable: ...
+
+    def set_link_factor(self, key: Hashable, factor: float | None) -> None: ...
+
+    def set_rate_multiplier(self, key: Hashable, factor: float | None) -> None: ...
+
+    def set_length_distribution(self, key: Hashable,
+                                dist: LengthDistribution | None) -> None: ...
+
+    def live_instances(self, stage: str) -> list[int]: ...
+
+    def fail_instance(self, stage: str, idx: int) -> None: ...
+
+    def restore_instance(self, stage: str, idx: int) -> None: ...
+
+    def flush_cache(self, cluster: str | None = None) -> int: ...
+
+
+class Running(Protocol):
+    """One started incident's state in a run (also its key in the fault API)."""
+
+    timer: Cancellable | None  # flap / diurnal ticks
+    machines: list[int]  # instance loss: the instances it failed
+
+    def cancel_timer(self) -> None: ...
+
+
+def _below_one(x: float) -> str | None:
+    return None if 0 <= x < 1 else "must be in [0, 1) (a share of B_out)"
+
+
+# -- the kinds ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Incident:
+    """Starts at `at` (simulated seconds; None = when injected) and lasts `duration` seconds
+    (None = until ended by hand)."""
+
+    at: float | None = setting(None, parse=parse_duration, check=non_negative)
+    duration: float | None = setting(None, parse=parse_duration, check=positive)
+    kind: ClassVar[str] = ""
+    describe: ClassVar[str] = ""
+    instant: ClassVar[bool] = False  # over as soon as it starts (no duration)
+    # keys a scripted incident (TOML) must give, though one built by hand may leave them open
+    required: ClassVar[tuple[str, ...]] = ("at", "duration")
+
+    @property
+    def label(self) -> str:
+        return self.kind
+
+    @property
+    def changes_lengths(self) -> bool:
+        """Whether it changes the length mix (impossible when a trace brings the lengths)."""
+        return False
+
+    @classmethod
+    def read(cls, r: Reader, base_dir: Path) -> dict[str, Any]:
+        """The constructor's arguments from one `[[incidents]]` table (keys from the fields)."""
+        kw = {}
+        for f in fields(cls):
+            meta = f.metadata
+            if "parse" not in meta or (cls.instant and f.name == "duration"):
+                continue
+            if f.name in cls.required and not r.has(f.name):
+                raise r.error(f.name, "missing (required)")
+            kw[f.name] = r.get(f.name, meta["parse"], f.default, check=meta["check"])
+        return kw
+
+    # what it does; `run` is its state in this run and its key in the fault API
+    def start(self, faults: Faults, run: Running) -> None:
+        raise NotImplementedError
+
+    def stop(self, faults: Faults, run: Running) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class Brownout(Incident):
+    factor: float = setting(0.2, check=_below_one)  # share of B_out the link delivers
+    kind: ClassVar[str] = "brownout"
+    required: ClassVar[tuple[str, ...]] = ("at", "duration", "factor")
+    describe: ClassVar[str] = "the link delivers factor x B_out"
+
+    @property
+    def label(self) -> str:
+        return f"link brownout to {self.factor:.0%}"
+
+    def start(self, faults, run):
+        faults.set_link_factor(run, self.factor)
+
+    def stop(self, faults, run):
+        faults.set_link_factor(run, None)
+
+
+@dataclass(frozen=True)
+class Outage(Incident):
+    kind: ClassVar[str] = "outage"
+    describe: ClassVar[str] = "the link delivers nothing (flows stall, nothing is dropped)"
+
+    @property
+    def label(self) -> str:
+        return "link outage"
+
+    def start(self, faults, run):
+        faults.set_link_factor(run, 0.0)
+
+    def stop(self, faults, run):
+        faults.set_link_factor(run, None)
+
+
+@dataclass(frozen=True)
+class Flap(Incident):
+    """The link goes down for `down` seconds, up for `up` seconds, repeatedly."""
+
+    down: float = setting(10.0, parse=parse_duration, check=positive)
+    up: float = setting(20.0, parse=parse_duration, check=positive)
+    kind: ClassVar[str] = "flap"
+    describe: ClassVar[str] = "the link goes down and up repeatedly"
+
+    @property
+    def label(self) -> str:
+        return f"link flap ({self.down:g} s down / {self.up:g} s up)"
+
+    def start(self, faults, run):
+        def toggle(down: bool) -> None:
+            faults.set_link_factor(run, 0.0 if down else None)
+            run.timer = faults.call_at(faults.now + (self.down if down else self.up),
+                                       toggle, not down)
+        toggle(True)
+
+    def stop(self, faults, run):
+        run.cancel_timer()
+        faults.set_link_factor(run, None)
+
+
+@dataclass(frozen=True)
+class Diurnal(Incident):
+    """Link capacity follows a cosine between 1 and `low` x B_out over `period` seconds (a
+    compressed day of a shared VPC link), updated every `step` seconds."""
+
+    low: float = setting(0.3, check=_below_one)
+    period: float = setting(1200.0, parse=parse_duration, check=positive)
+    step: float = setting(30.0, parse=parse_duration, check=positive)
+    kind: ClassVar[str] = "diurnal"
+    describe: ClassVar[str] = "link capacity swings between B_out and low x B_out"
+
+    @property
+    def label(self) -> str:
+        return f"diurnal link swing to {self.low:.0%} (period {self.period:g} s)"
+
+    def factor_at(self, elapsed: float) -> float:
+        return 1.0 - (1.0 - self.low) * (1.0 - math.cos(2 * math.pi * elapsed / self.period)) / 2
+
+    def start(self, faults, run):
+        t0 = faults.now
+
+        def tick() -> None:
+            faults.set_link_factor(run, self.factor_at(faults.now - t0))
+            run.timer = faults.call_at(faults.now + self.step, tick)
+        tick()
+
+    def stop(self, faults, run):
+        run.cancel_timer()
+        faults.set_link_factor(run, None)
+
+
+@dataclass(frozen=True)
+class InstanceLoss(Incident):
+    """`count` instances of `stage` die (the highest-numbered live ones) and come back at the
+    end. PrfaaS / PD-P: the prefill in service restarts from the head of the stage's queue and
+    the queue waits for the survivors (or the recovery). PD-D: the batch lost its KV; those
+    requests go back through the router and are prefilled and decoded again (their TTFT counts
+    from the original arrival). Nothing is dropped either way."""
+
+    stage: str = setting("prfaas", parse=str, check=one_of(*STAGES))
+    count: int = setting(1, parse=int, check=positive)
+    kind: ClassVar[str] = "instance-loss"
+    describe: ClassVar[str] = "instances of a stage die and later recover"
+
+    def __post_init__(self) -> None:
+        if self.stage not in STAGES:
+            raise ValueError(f"instance-loss: stage must be one of {', '.join(STAGES)}")
+
+    @property
+    def label(self) -> str:
+        return f"{self.count} {self.stage} instance{'s' if self.count != 1 else ''} lost"
+
+    def start(self, faults, run):
+        run.machines = faults.live_instances(self.stage)[::-1][: self.count]
+        for idx in run.machines:
+            faults.fail_instance(self.stage, idx)
+
+    def stop(self, faults, run):
+        for idx in run.machines:
+            faults.restore_instance(self.stage, idx)
+
+
+def _read_mix(kw: dict[str, Any], other: str, r: Reader, base_dir: Path) -> dict[str, Any]:
+    """`kw` plus exactly one of `other` or long_factor (+ cut)."""
+    if r.has(other) == r.has("long_factor"):
+        raise r.error("long_factor", f"give exactly one of {other} or long_factor")
+    if r.has("long_factor"):
+        kw["long_factor"] = r.get("long_factor", float, check=positive)
+        kw["cut"] = r.get("cut", parse_tokens, None, check=positive)
+    elif other == "factor":
+        kw["factor"] = r.get("factor", float, check=positive)
+    else:
+        kw["lengths"] = parse_lengths(r.section("lengths", required=True), base_dir)
+    return kw
+
+
+def _long_mix(faults: Faults, cut: float | None, factor: float) -> Reweighted:
+    """The scenario's mix with the odds above `cut` (default: its threshold) x `factor`."""
+    return Reweighted.of(faults.base_lengths, faults.base_threshold if cut is None else cut,
+                         factor)
+
+
+@dataclass(frozen=True)
+class Surge(Incident):
+    """The offered rate x `factor`; or, with `long_factor`, only requests longer than `cut`
+    tokens (default: the preset's threshold) arrive `long_factor` times as often (re-weighting
+    the preset's length mix; the newest active length change wins)."""
+
+    factor: float | None = None
+    long_factor: float | None = None
+    cut: float | None = None
+    kind: ClassVar[str] = "surge"
+    describe: ClassVar[str] = "traffic surge: offered rate x factor (or long requests only)"
+
+    @property
+    def label(self) -> str:
+        if self.long_factor is not None:
+            return f"{self.long_factor:g}x long-request surge"
+        return f"{self.factor:g}x traffic surge"
+
+    @property
+    def changes_lengths(self) -> bool:
+        return self.long_factor is not None
+
+    @classmethod
+    def read(cls, r, base_dir):
+        return _read_mix(super().read(r, base_dir), "factor", r, base_dir)
+
+    def start(self, faults, run):
+        if self.long_factor is None:
+            faults.set_rate_multiplier(run, self.factor)
+            return
+        shifted = _long_mix(faults, self.cut, self.long_factor)
+        faults.set_length_distribution(run, shifted)
+        faults.set_rate_multiplier(run, shifted.mass)  # short requests keep their rate
+
+    def stop(self, faults, run):
+        faults.set_rate_multiplier(run, None)
+        faults.set_length_distribution(run, None)
+
+
+@dataclass(frozen=True)
+class LengthShift(Incident):
+    """New requests draw from another length mix at the same rate: the preset's mix with the
+    odds of being longer than `cut` x `long_factor`, or a whole new distribution (`lengths`)."""
+
+    long_factor: float | None = None
+    cut: float | None = None
+    lengths: LengthDistribution | None = field(default=None, compare=False)
+    kind: ClassVar[str] = "length-shift"
+    describe: ClassVar[str] = "length-mix shift at the same rate"
+
+    @property
+    def label(self) -> str:
+        if self.lengths is not None:
+            return f"length mix -> {self.lengths.describe()}"
+        return f"long share odds x{self.long_factor:g}"
+
+    @property
+    def changes_lengths(self) -> bool:
+        return True
+
+    @classmethod
+    def read(cls, r, base_dir):
+        return _read_mix(super().read(r, base_dir), "lengths", r, base_dir)
+
+    def start(self, faults, run):
+        dist = self.lengths
+        if dist is None:
+            dist = _long_mix(faults, self.cut, self.long_factor)
+        faults.set_length_distribution(run, dist)
+
+    def stop(self, faults, run):
+        faults.set_length_distribution(run, None)
+
+
+@dataclass(frozen=True)
+class CacheFlush(Incident):
+    """The prefix cache of `cluster` ("prfaas", "pd"; None: both) is emptied at once
+    (counted even without a [cache])."""
+
+    cluster: str | None = setting(None, parse=str, check=one_of(*CLUSTERS))
+    kind: ClassVar[str] = "cache-flush"
+    describe: ClassVar[str] = "empty the prefix caches"
+    instant: ClassVar[bool] = True
+
+    @property
+    def label(self) -> str:
+        return f"prefix-cache flush ({self.cluster or 'both clusters'})"
+
+    def start(self, faults, run):
+        faults.flush_cache(self.cluster)
+
+
+KINDS: dict[str, type[Incident]] = {c.kind: c for c in (
+    Brownout, Outage, Flap, Diurnal, InstanceLoss, Surge, LengthShift, CacheFlush)}
+
+
+def catalog() -> list[tuple[str, str, Incident]]:
+    """(label, description, a ready-made open-ended incident) for a UI's injection menu; the
+    ones started by hand end with `Emulation.end_manual_incidents()`."""
+    ready = [Brownout(factor=0.2), Outage(), Flap(), Diurnal(), InstanceLoss(stage="prfaas", count=1),
+             InstanceLoss(stage="pd-d", count=1), Surge(factor=1.5), Surge(long_factor=3.0),
+             LengthShift(long_factor=3.0), CacheFlush()]
+    return [(i.label, i.describe, i) for i in ready]
+
+
+# -- parsing [[incidents]] -------------------------------------------------------------------------
+def parse_incidents(items: list[Reader], base_dir: Path) -> tuple[Incident, ...]:
+    """The `[[incidents]]` array of a preset or drill, strictly: every bad key is one line."""
+    out = []
+    for r in items:
+        cls = KINDS[r.get("kind", str, check=one_of(*KINDS))]
+        kw = cls.read(r, base_dir)
+        r.finish()
+        out.append(cls(**kw))
+    return tuple(out)

@@ -1,0 +1,153 @@
+"""Observing a running emulation without perturbing it: cumulative totals, the requests in
+flight (counted in every queue, instance, wire and batch), the accounting, periodic samples for
+windows and the time series, and snapshots for the UI. Reads the engine through `Observed`."""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Mapping
+from typing import Protocol
+
+from emulator.sim.accounting import Accounting
+from emulator.sim.cache_runtime import CacheRuntime
+from emulator.sim.decode import DecodeStage
+from emulator.sim.link import Link
+from emulator.sim.loop import VirtualTimeLoop
+from emulator.sim.metrics import Latencies, TimeSeries, Totals, bottleneck, window
+from emulator.sim.pool import Pool
+from emulator.sim.prefill import PrefillStage
+from emulator.sim.snapshot import LinkSnap, LiveKnobs, Snapshot, StageSnap
+from emulator.sim.timeline import Timeline
+from emulator.sim.workload import Workload
+
+
+class Changes(Protocol):
+    changes: int  # knob changes a controller applied
+
+
+class Observed(Protocol):
+    """What observation reads from the engine."""
+
+    arrived: int
+    completed: int
+    rejected: dict[str, int]
+    prfaas: PrefillStage
+    pdp: PrefillStage
+    pdd: DecodeStage
+    link: Link
+    rdma: Link
+    cache: CacheRuntime | None
+    reverse_link: Link | None
+    latencies: Latencies
+    decisions: deque[str]
+    workload: Workload
+    timeline: Timeline
+
+    @property
+    def now(self) -> float: ...
+
+    @property
+    def events(self) -> int: ...
+
+    @property
+    def stages(self) -> Mapping[str, PrefillStage | DecodeStage]: ...
+
+    @property
+    def knobs(self) -> LiveKnobs: ...
+
+    @property
+    def scheduler(self) -> Changes | None: ...
+
+    def pool_of(self, stage: str) -> Pool: ...
+
+
+class Observer:
+    """Totals, accounting and snapshots of one emulation, and its periodic samples."""
+
+    def __init__(self, emu: Observed, loop: VirtualTimeLoop, sample_interval: float,
+                 window_seconds: float, timeseries_rows: int):
+        self.emu = emu
+        self.loop = loop
+        self.start = self.totals()
+        self._samples: deque[Totals] = deque(
+            [self.start], maxlen=int(math.ceil(window_seconds / sample_interval)) + 1)
+        self.series = TimeSeries(timeseries_rows)
+        self._interval = sample_interval
+        self._marks_every = max(1, round(window_seconds / 2 / sample_interval))
+        self._n_samples = 0
+        emu.latencies.mark(0.0)
+        loop.call_at_quiet(sample_interval, self._sample)
+
+    @property
+    def in_flight(self) -> int:
+        """Requests held anywhere: queues, instances, wires, batches (counted, not derived)."""
+        emu = self.emu
+        n = (emu.prfaas.holding + emu.pdp.holding + emu.pdd.holding
+             + emu.link.propagating_flows + emu.rdma.propagating_flows)
+        if emu.cache is not None:  # cache moves and KV tails the transfer cache holds
+            n += emu.cache.holding + emu.reverse_link.propagating_flows
+        return n
+
+    @property
+    def accounting(self) -> Accounting:
+        emu = self.emu
+        return Accounting(arrived=emu.arrived, completed=emu.completed,
+                          in_flight=self.in_flight, rejected=dict(emu.rejected))
+
+    def totals(self) -> Totals:
+        """Every cumulative counter and integral now (read-only)."""
+        emu = self.emu
+        now = emu.now
+        stages = (emu.prfaas, emu.pdp, emu.pdd)
+        tot = [s.totals(now) for s in stages]
+        sent, cap, sat = emu.link.totals(now)
+        return Totals(
+            t=now, arrived=emu.arrived, completed=emu.completed,
+            rejected=sum(emu.rejected.values()),
+            entered=tuple(s.entered for s in stages), done=tuple(s.done for s in stages),
+            busy=tuple(x[0] for x in tot), online=tuple(x[1] for x in tot),
+            queue=tuple(len(s.queue) for s in stages), compute=emu.prfaas.work_started,
+            link_sent=sent, link_cap=cap, link_sat=sat,
+            link_in_flight=emu.link.bytes_in_flight(now), in_flight=self.in_flight)
+
+    def _sample(self) -> None:
+        """Periodic bookkeeping on the virtual clock: windows, time series, histogram marks."""
+        row = self.totals()
+        self._samples.append(row)
+        self.series.offer(row)
+        self._n_samples += 1
+        if self._n_samples % self._marks_every == 0:
+            self.emu.latencies.mark(row.t)
+        self.loop.call_at_quiet(row.t + self._interval, self._sample)
+
+    def snapshot(self) -> Snapshot:
+        emu = self.emu
+        now_tot = self.totals()
+        base = self._samples[0]
+        w = window(base, now_tot)
+        ttft, tpot, slo = emu.latencies.recent(now_tot.t)
+        stages = {}
+        for i, (name, st) in enumerate(emu.stages.items()):
+            accepting, draining = st.counts()
+            util = w.compute if name == "prfaas" else w.utilization[name]
+            stages[name] = StageSnap(instances=accepting, busy=st.in_service, utilization=util,
+                                     queue=now_tot.queue[i], served_rate=w.stage_rate[name],
+                                     draining=draining, failed=emu.pool_of(name).failed(name))
+        link = emu.link
+        link_snap = LinkSnap(capacity=link.capacity, utilization=w.link,
+                             bytes_in_flight=now_tot.link_in_flight,
+                             queued_bytes=link.queued_bytes(now_tot.t), flows=len(link.flows))
+        scheduler = emu.scheduler
+        return Snapshot(
+            sim_time=now_tot.t, knobs=emu.knobs, offered_rate=w.offered, served_rate=w.served,
+            arrived=emu.arrived, completed=emu.completed, in_flight=now_tot.in_flight,
+            rejected=now_tot.rejected,
+            lost=now_tot.arrived - now_tot.completed - now_tot.in_flight - now_tot.rejected,
+            stages=stages, link=link_snap, ttft_p50=ttft[0], ttft_p90=ttft[1], ttft_p99=ttft[2],
+            tpot_p50=tpot[0], slo_attainment=slo, bottleneck=bottleneck(base, now_tot, w),
+            decisions=tuple(emu.decisions), events=emu.events,
+            incidents=tuple(sorted(emu.timeline.since)), target_rate=emu.workload.rate,
+            cache=emu.cache.snapshot() if emu.cache is not None else None,
+            scheduler_changes=scheduler.changes if scheduler is not None else 0,
+            incident_windows=tuple(emu.timeline.windows()))

@@ -1,0 +1,199 @@
+"""Building a preset for one's own model, GPUs and traffic (what `prfaas-tui new` and the
+dashboard's `n` form both do): roofline profiles that name the model and GPU cards, a length
+law or a trace, and the model's optimum as the initial knobs, written as commented TOML.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import tomlkit
+
+from emulator.cards.gpu import load_gpu
+from emulator.cards.model_card import load_card
+from emulator.optimizer import paradigms, search
+from emulator.scenario import presets
+from emulator.scenario.reader import positive
+from emulator.trace_formats import load_trace, trace_workload
+from emulator.units import parse_bandwidth, parse_duration, parse_tokens, to_gbps
+from prfaas_tui.errors import UsageError, parse_flag
+
+
+@dataclass
+class NewSpec:
+    """Everything `new` needs; the CLI and the dashboard form both fill one."""
+
+    model: str
+    prefill_gpu: str = "h200"
+    local_gpu: str = "h20"
+    parallelism: int = 8
+    prfaas_gpus: int = 32
+    local_gpus: int = 64
+    homogeneous_gpus: int | None = None  # default: prfaas_gpus + local_gpus of the local GPU
+    bandwidth: str = "100 Gbps"
+    lengths: str | None = "lognormal:9.9,1.0"  # lognormal:MU,SIGMA[,LO,HI]
+    trace: str | None = None
+    columns: str | None = None
+    incremental: bool = False
+    t_decode: str = "25 ms"
+    bs_max: int = 20
+    l_out: float | None = None  # default 1024, or the trace's mean output
+    name: str | None = None
+
+
+def _lognormal(raw: str) -> dict:
+    """'lognormal:MU,SIGMA[,LO,HI]' -> the preset's lengths table."""
+    kind, _, rest = raw.partition(":")
+    if kind.strip() != "lognormal" or not rest:
+        raise UsageError(f"--lengths: expected lognormal:MU,SIGMA[,LO,HI], got {raw!r}")
+    parts = [x.strip() for x in rest.split(",")]
+    if len(parts) not in (2, 4):
+        raise UsageError(f"--lengths: expected 2 or 4 numbers after 'lognormal:', got {raw!r}")
+    mu = parse_flag("--lengths", float, parts[0])
+    sigma = parse_flag("--lengths", float, parts[1], positive)
+    lo = parse_flag("--lengths", parse_tokens, parts[2], positive) if len(parts) == 4 else 128
+    hi = parse_flag("--lengths", parse_tokens, parts[3], positive) if len(parts) == 4 else 131072
+    if not (abs(mu) < 50 and lo < hi):
+        raise UsageError(f"--lengths: need |MU| < 50 and LO < HI, got {raw!r}")
+    return {"kind": "lognormal", "mu": mu, "sigma": sigma, "lo": int(lo), "hi": int(hi)}
+
+
+def _ref(value: str, out_dir: Path) -> str:
+    """A card name stays a name; a path is written relative to the preset (absolute if that is
+    impossible), since the preset resolves it from its own folder."""
+    p = Path(value)
+    if not (p.suffix in (".json", ".toml") or "/" in value or p.exists()):
+        return value
+    try:
+        return os.path.relpath(p.resolve(), out_dir.resolve())
+    except ValueError:
+        return str(p.resolve())
+
+
+def build_preset(spec: NewSpec, out: Path) -> tomlkit.TOMLDocument:
+    """The commented preset document (not yet written); every input checked on the way."""
+    model = load_card(spec.model)
+    pf_gpu, lc_gpu = load_gpu(spec.prefill_gpu), load_gpu(spec.local_gpu)
+    par = spec.parallelism
+    for flag, n in (("--prfaas-gpus", spec.prfaas_gpus), ("--local-gpus", spec.local_gpus)):
+        if n <= 0 or n % par:
+            raise UsageError(f"{flag}: {n} GPUs is not a positive whole number of {par}-GPU instances")
+    if not 0 < par <= 4096:
+        raise UsageError(f"--parallelism: must be between 1 and 4096 (got {par})")
+    homo = spec.homogeneous_gpus if spec.homogeneous_gpus is not None else spec.prfaas_gpus + spec.local_gpus
+    if homo < 0 or homo % par:
+        raise UsageError(f"--homogeneous-gpus: {homo} GPUs is not a whole number of {par}-GPU instances")
+    bw = parse_flag("--bandwidth", parse_bandwidth, spec.bandwidth, positive)
+    parse_flag("--t-decode", parse_duration, spec.t_decode, positive)
+    if spec.bs_max <= 0:
+        raise UsageError(f"--bs-max: must be > 0 (got {spec.bs_max})")
+    out_dir = out.parent
+    name = spec.name or f"{model.name}-{pf_gpu.name}-{lc_gpu.name}"
+
+    doc = tomlkit.document()
+    doc.add(tomlkit.comment(f"Written by `prfaas-tui new` for {model.name}: {pf_gpu.name} PrfaaS -> "
+                            f"{lc_gpu.name} local PD. Edit freely; every key is checked on load."))
+    doc["name"] = name
+    doc["description"] = (f"{model.name}: {spec.prfaas_gpus} {pf_gpu.name} PrfaaS + {spec.local_gpus} "
+                          f"{lc_gpu.name} local, {to_gbps(bw):g} Gbps")
+    doc["mode"] = "paper"
+    doc.add(tomlkit.nl())
+
+    profiles = tomlkit.table(is_super_table=True)
+    for key, gpu, src in (("prfaas", pf_gpu, spec.prefill_gpu), ("local", lc_gpu, spec.local_gpu)):
+        t = tomlkit.table()
+        t.add(tomlkit.comment(f"roofline: T = overhead + FLOPs / (P x peak x MFU) on {par} x {gpu.name}"))
+        t.add(tomlkit.comment(f"{gpu.name} calibration: {gpu.calibration.source}"))
+        rl = tomlkit.inline_table()
+        rl.update({"model": _ref(spec.model, out_dir), "gpu": _ref(src, out_dir), "gpus": par})
+        t["roofline"] = rl
+        profiles[key] = t
+    doc["profiles"] = profiles
+
+    if spec.trace:
+        wl = trace_workload(load_trace(spec.trace, spec.columns), spec.incremental)
+        if spec.columns or spec.incremental or Path(spec.trace).suffix not in (".jsonl", ".json", ".csv") \
+                or _is_burst(spec.trace):
+            lengths = {"kind": "empirical", "samples": [int(x) for x in wl.lengths.sorted_values]}
+        else:
+            lengths = {"kind": "empirical", "trace": _ref(spec.trace, out_dir)}
+        rate = wl.rate
+        l_out = spec.l_out if spec.l_out is not None else (wl.mean_output if wl.mean_output > 0 else 1024)
+    else:
+        lengths = _lognormal(spec.lengths or "lognormal:9.9,1.0")
+        rate, l_out = None, spec.l_out if spec.l_out is not None else 1024
+
+    # placeholder knobs, replaced below by the optimum
+    dep = tomlkit.table()
+    dep.update({"prfaas_profile": "prfaas", "local_profile": "local", "parallelism": par,
+                "prfaas_gpus": spec.prfaas_gpus, "local_gpus": spec.local_gpus,
+                "n_p": 1, "n_d": spec.local_gpus // par - 1, "threshold": 0,
+                "bandwidth": f"{to_gbps(bw):g} Gbps", "rdma_bandwidth": "800 Gbps"})
+    doc["deployment"] = dep
+    dec = tomlkit.table()
+    dec.add(tomlkit.comment("decode at the SLO: step time, batch size, mean output tokens"))
+    dec.update({"t_decode": spec.t_decode, "bs_max": spec.bs_max, "l_out": float(l_out)})
+    doc["decode"] = dec
+    work = tomlkit.table()
+    lt = tomlkit.inline_table() if "samples" not in lengths else tomlkit.table()
+    lt.update(lengths)
+    work["lengths"] = lt
+    work["arrival"] = "poisson"
+    if rate is not None and rate > 0:
+        work.add(tomlkit.comment(f"the trace's own arrival rate ({Path(spec.trace).name})"))
+        work["rate"] = round(float(rate), 6)
+    else:
+        work["load"] = 0.9
+    doc["workload"] = work
+    homo_t = tomlkit.table()
+    homo_t.add(tomlkit.comment("the baseline: this many local-type GPUs and no PrfaaS (default: both clusters' count)"))
+    homo_t.update({"gpus": homo, "profile": "local"})
+    if homo:
+        doc["homogeneous"] = homo_t
+    prices = tomlkit.table()
+    prices.add(tomlkit.comment("from the GPU cards' price_per_hour x parallelism: edit the cards"))
+    prices.update({"prfaas_instance_hour": round(pf_gpu.price_per_hour * par, 4),
+                   "local_instance_hour": round(lc_gpu.price_per_hour * par, 4)})
+    doc["prices"] = prices
+    return doc
+
+
+def _is_burst(path: str) -> bool:
+    from emulator.trace_formats import is_burstgpt
+    return is_burstgpt(path)
+
+
+def set_optimum(doc: tomlkit.TOMLDocument, out: Path) -> dict:
+    """Solve the written preset and put its optimum in as the initial knobs; the answer."""
+    sc = presets.from_dict(json.loads(json.dumps(doc.unwrap())), out)
+    found = search(sc.system, sc.mode)
+    best = found.best
+    dep = doc["deployment"]
+    dep["threshold"] = int(round(best.knobs.t))
+    dep["n_p"], dep["n_d"] = best.knobs.n_p, best.knobs.n_d
+    dep["threshold"].comment("the model's optimum (paper mode), from prfaas-tui new")
+    return {"scenario": sc.name, "preset": str(out), "optimum": best.to_dict(),
+            "paradigms": paradigms(sc.system, sc.mode, best)}
+
+
+def write_preset(spec: NewSpec, out: Path | None, force: bool = False) -> dict:
+    """Build, solve, write; returns the answer (with the path written)."""
+    tmp = out or Path.cwd() / "new-preset.toml"
+    doc = build_preset(spec, tmp)
+    if out is None:
+        out = Path.cwd() / f"{doc['name']}.toml"
+        doc = build_preset(spec, out)
+    if out.exists() and not force:
+        raise UsageError(f"--out: {out} exists (pass --force to overwrite)")
+    answer = set_optimum(doc, out)
+    try:
+        out.write_text(tomlkit.dumps(doc), encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"--out: cannot write {out}: {exc.strerror}") from None
+    presets.load(out)  # what was written must load
+    return answer
+
+
