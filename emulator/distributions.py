@@ -123,7 +123,10 @@ class Discrete(LengthDistribution):
         p = np.asarray(probs, dtype=float)
         if v.ndim != 1 or v.shape != p.shape or len(v) == 0:
             raise ValueError("values and probs must be lists of equal, non-zero length")
-        if np.any(p < 0) or not np.isclose(p.sum(), 1.0, atol=1e-6):
+        if not np.all((p >= 0) & (p <= 1)):  # also NaN
+            bad = next(float(x) for x in p if not 0 <= x <= 1)
+            raise ValueError(f"every probability must be in [0, 1], found {bad:g}")
+        if not np.isclose(p.sum(), 1.0, atol=1e-6):
             raise ValueError(f"probs must be >= 0 and sum to 1 (they sum to {p.sum():.6g})")
         if np.any(v <= 0):
             raise ValueError("lengths must be positive")

@@ -2,14 +2,22 @@
 
 Mooncake: one JSON object a line, `timestamp` (ms), `input_length`, `output_length`, `hash_ids`
 (one id per 512-token block; equal ids mean a shared prefix). Azure:
-`TIMESTAMP,ContextTokens,GeneratedTokens` with ISO-like date-times. A malformed record raises
-`TraceError` naming the file and line; nothing is skipped silently.
+`TIMESTAMP,ContextTokens,GeneratedTokens` with ISO-like date-times. Rows need not be sorted:
+requests arrive in timestamp order, ties in file order.
+
+Accepted exactly: UTF-8 text; input lengths whole numbers in [1, MAX_TOKENS]; output lengths in
+[0, MAX_TOKENS]; timestamps finite, >= 0 (Mooncake ms <= MAX_TIMESTAMP_MS) and spanning at most
+MAX_SPAN_S. Anything else raises `TraceError` with one line `file:line: key: expected ...,
+found ...`; nothing is skipped silently. New formats reuse `text_lines`, `check_record` and
+`finish` so that they accept and reject the same way.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -17,6 +25,10 @@ from pathlib import Path
 import numpy as np
 
 MOONCAKE_BLOCK_TOKENS = 512
+MAX_TOKENS = 16 * 1024 * 1024  # 16M tokens: beyond any model's context
+MAX_SPAN_S = 366 * 86400.0  # a year of arrivals; a longer span is a unit or date error
+MAX_TIMESTAMP_MS = 1e15  # ~31,700 years of ms: absolute epoch stamps fit, 1e308 does not
+_MAX_HASH = 2**63 - 1
 
 
 class TraceError(ValueError):
@@ -48,79 +60,193 @@ class Trace:
                      self.output_lengths, self.hash_ids)
 
 
+# -- shared checks (every reader, including formats added later) --------------------------------
+def _shown(value: object) -> str:
+    text = repr(value) if not isinstance(value, float) else f"{value:g}"
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _num(x: float) -> str:
+    return f"{int(x)}" if float(x).is_integer() and abs(x) < 1e16 else f"{x:g}"
+
+
+def _bad(path, line: int | None, key: str, expected: str, value: object) -> TraceError:
+    return TraceError(path, line, f"{key}: expected {expected}, found {_shown(value)}")
+
+
+def check_number(path: str | Path, line: int | None, key: str, value: object, *,
+                 lo: float, hi: float, whole: bool = False, unit: str = "") -> float:
+    """`value` as a finite number in [lo, hi] (a whole one if `whole`), or TraceError. Strings
+    are accepted (CSV cells); bools and non-finite values are not."""
+    x = value
+    if isinstance(x, str):
+        try:
+            x = int(x) if whole else float(x)
+        except ValueError:
+            try:  # "12.0" is a whole number written as a float
+                x = float(x)
+            except ValueError:
+                x = None
+    if (isinstance(x, bool) or not isinstance(x, int | float)
+            or (isinstance(x, float) and not math.isfinite(x))
+            or not lo <= x <= hi  # int vs float compares exactly: huge ints cannot overflow
+            or (whole and x != int(x))):
+        what = f"{'a whole number' if whole else 'a number'}{unit} in [{_num(lo)}, {_num(hi)}]"
+        raise _bad(path, line, key, what, value)
+    return float(x)
+
+
+def check_record(path: str | Path, line: int | None, timestamp: object, input_length: object,
+                 output_length: object, *,
+                 keys: tuple[str, str, str] = ("timestamp", "input_length", "output_length"),
+                 units_per_second: float = 1.0, unit: str = "s") -> tuple[float, int, int]:
+    """One request's (arrival seconds, input tokens, output tokens), checked as every reader
+    checks them; `timestamp` is a number of `unit` (`units_per_second` a second; Mooncake: ms,
+    1000), or None when the format's own parser bounds it (Azure's date-times)."""
+    t = 0.0
+    if timestamp is not None:
+        t = check_number(path, line, keys[0], timestamp, lo=0.0,
+                         hi=MAX_TIMESTAMP_MS / 1000.0 * units_per_second, unit=f" of {unit}")
+    return t / units_per_second, check_tokens(path, line, keys[1], input_length), \
+        check_tokens(path, line, keys[2], output_length, allow_zero=True)
+
+
+def check_tokens(path: str | Path, line: int | None, key: str, value: object,
+                 allow_zero: bool = False) -> int:
+    """A token count: a whole number in [1 (0 if `allow_zero`), MAX_TOKENS]."""
+    return int(check_number(path, line, key, value, lo=0 if allow_zero else 1, hi=MAX_TOKENS,
+                            whole=True))
+
+
 def _positive_int(value: object, field: str, path, line: int, allow_zero: bool = False) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
-        raise TraceError(path, line, f"{field} must be a whole number, got {value!r}")
-    if value < 0 or (value == 0 and not allow_zero):
-        raise TraceError(path, line, f"{field} must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
-    return int(value)
+    """The pre-issue-11 helper's signature, kept for readers written against it."""
+    return check_tokens(path, line, field, value, allow_zero)
 
 
-def read_mooncake(path: str | Path) -> Trace:
-    ts, ins, outs, hashes = [], [], [], []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
+def text_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """(line number, line) of a UTF-8 text file (a leading BOM dropped); TraceError at the
+    first line that is not UTF-8 or holds a NUL byte (a binary file)."""
+    with open(path, "rb") as fh:
+        for n, raw in enumerate(fh, 1):
             try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise TraceError(path, n, f"not valid JSON ({exc.msg})") from None
-            if not isinstance(rec, dict):
-                raise TraceError(path, n, "each line must be a JSON object")
-            for key in ("timestamp", "input_length", "output_length"):
-                if key not in rec:
-                    raise TraceError(path, n, f"missing field {key!r}")
-            t = rec["timestamp"]
-            if isinstance(t, bool) or not isinstance(t, int | float) or t < 0:
-                raise TraceError(path, n, f"timestamp must be a number of ms >= 0, got {t!r}")
-            ts.append(float(t) / 1000.0)
-            ins.append(_positive_int(rec["input_length"], "input_length", path, n))
-            outs.append(_positive_int(rec["output_length"], "output_length", path, n, allow_zero=True))
-            h = rec.get("hash_ids", [])
-            if not isinstance(h, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in h):
-                raise TraceError(path, n, "hash_ids must be a list of integers")
-            hashes.append(h)
-    return _finish(path, ts, ins, outs, hashes)
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise TraceError(path, n, "expected UTF-8 text, found undecodable bytes") from None
+            if "\x00" in text:
+                raise TraceError(path, n, "expected UTF-8 text, found a NUL byte (a binary file?)")
+            if n == 1:
+                text = text.removeprefix("\ufeff")
+            yield n, text
 
 
-def read_azure(path: str | Path) -> Trace:
-    ts, ins, outs = [], [], []
-    with open(path, encoding="utf-8", newline="") as fh:
-        reader = csv.reader(fh)
-        header = next(reader, None)
-        want = ["TIMESTAMP", "ContextTokens", "GeneratedTokens"]
-        if header is None or [h.strip() for h in header[:3]] != want:
-            raise TraceError(path, 1, f"expected the header {','.join(want)}")
-        t0 = None
-        for n, row in enumerate(reader, 2):
-            if not row or not "".join(row).strip():
-                continue
-            if len(row) < 3:
-                raise TraceError(path, n, f"expected 3 columns, got {len(row)}")
-            try:
-                stamp = datetime.fromisoformat(row[0].strip()[:26])
-            except ValueError:
-                raise TraceError(path, n, f"TIMESTAMP is not a date-time: {row[0]!r}") from None
-            t0 = stamp if t0 is None else t0
-            ts.append((stamp - t0).total_seconds())
-            try:
-                ins.append(_positive_int(int(row[1]), "ContextTokens", path, n))
-                outs.append(_positive_int(int(row[2]), "GeneratedTokens", path, n, allow_zero=True))
-            except ValueError:
-                raise TraceError(path, n, f"token counts must be whole numbers: {row[1]!r}, {row[2]!r}") from None
-    return _finish(path, ts, ins, outs, None)
-
-
-def _finish(path, ts, ins, outs, hashes) -> Trace:
+def finish(path: str | Path, ts: list[float], ins: list[int], outs: list[int],
+           hashes: list[list[int]] | None, lines: list[int] | None = None,
+           key: str = "timestamp") -> Trace:
+    """The Trace of checked records, in timestamp order (ties in file order), from 0 s; a span
+    over MAX_SPAN_S is refused at the line that stretches it."""
     if not ts:
         raise TraceError(path, None, "no requests in the trace")
     arr = np.asarray(ts, dtype=float)
+    lo, hi = int(np.argmin(arr)), int(np.argmax(arr))
+    span = float(arr[hi] - arr[lo])
+    if not span <= MAX_SPAN_S:
+        at = max(lo, hi)
+        raise TraceError(path, lines[at] if lines else None,
+                         f"{key}: expected arrivals spanning at most {MAX_SPAN_S / 86400:g} days, "
+                         f"found a span of {span / 86400:.6g} days")
     order = np.argsort(arr, kind="stable")  # Azure rows are not always sorted
-    arr = arr[order] - arr[order][0]
+    arr = arr[order] - arr[lo]
     h = [hashes[i] for i in order] if hashes is not None else None
     return Trace(str(path), arr, np.asarray(ins, dtype=np.int64)[order],
                  np.asarray(outs, dtype=np.int64)[order], h)
+
+
+_finish = finish  # the name before issue 11
+
+
+# -- the formats -------------------------------------------------------------------------------
+def read_mooncake(path: str | Path) -> Trace:
+    ts, ins, outs, hashes, where = [], [], [], [], []
+    for n, line in text_lines(path):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)  # NaN/Infinity parse here and fail check_record with their key
+        except json.JSONDecodeError as exc:
+            raise TraceError(path, n, f"not valid JSON ({exc.msg})") from None
+        except ValueError:  # Python refuses integers of more than 4,300 digits
+            raise TraceError(path, n, "not valid JSON (an integer too long to read)") from None
+        except RecursionError:
+            raise TraceError(path, n, "not valid JSON (nested too deeply)") from None
+        if not isinstance(rec, dict):
+            raise TraceError(path, n, f"expected a JSON object, found {type(rec).__name__}")
+        for key in ("timestamp", "input_length", "output_length"):
+            if key not in rec:
+                raise TraceError(path, n, f"{key}: expected a number, found no such key")
+        t, n_in, n_out = check_record(path, n, rec["timestamp"], rec["input_length"],
+                                      rec["output_length"], units_per_second=1000.0, unit="ms")
+        h = rec.get("hash_ids", [])
+        if not isinstance(h, list) or not all(
+                isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= _MAX_HASH for x in h):
+            raise _bad(path, n, "hash_ids", "a list of whole numbers in [0, 2^63)", h)
+        ts.append(t)
+        ins.append(n_in)
+        outs.append(n_out)
+        hashes.append(h)
+        where.append(n)
+    return finish(path, ts, ins, outs, hashes, where)
+
+
+def _stamp(path, line: int, cell: str) -> datetime:
+    """A naive UTC date-time from an ISO-like cell (extra fraction digits cut; an offset is
+    subtracted in timedelta arithmetic, which cannot overflow at year 1 or 9999)."""
+    text = cell.strip()
+    try:
+        stamp = datetime.fromisoformat(text)
+    except ValueError:
+        try:  # Azure writes 7 fraction digits; Python reads up to 6
+            stamp = datetime.fromisoformat(text[:26])
+        except ValueError:
+            raise _bad(path, line, "TIMESTAMP", "a date-time like 2023-11-16 18:15:46.680",
+                       cell) from None
+    offset = stamp.utcoffset()
+    if not offset:
+        return stamp.replace(tzinfo=None)
+    try:
+        return stamp.replace(tzinfo=None) - offset
+    except OverflowError:
+        raise _bad(path, line, "TIMESTAMP", "a date-time within years 1-9999 in UTC", cell) from None
+
+
+def read_azure(path: str | Path) -> Trace:
+    ts, ins, outs, where = [], [], [], []
+    want = ["TIMESTAMP", "ContextTokens", "GeneratedTokens"]
+    lines = (text for _, text in text_lines(path))
+    reader = csv.reader(lines)
+    t0: datetime | None = None
+    try:
+        header = next(reader, None)
+        if header is None or [h.strip() for h in header[:3]] != want:
+            raise TraceError(path, 1, f"header: expected {','.join(want)}, found "
+                             f"{_shown(','.join(header or []))}")
+        for row in reader:
+            n = reader.line_num
+            if not row or not "".join(row).strip():
+                continue
+            if len(row) < 3:
+                raise TraceError(path, n, f"row: expected 3 columns, found {len(row)}")
+            stamp = _stamp(path, n, row[0])
+            t0 = stamp if t0 is None else t0  # seconds from the first row: exact for close rows
+            secs = (stamp - t0).total_seconds()
+            _, n_in, n_out = check_record(path, n, None, row[1].strip(), row[2].strip(),
+                                          keys=("TIMESTAMP", *want[1:]))
+            ts.append(secs)
+            ins.append(n_in)
+            outs.append(n_out)
+            where.append(n)
+    except csv.Error as exc:
+        raise TraceError(path, reader.line_num, f"not valid CSV ({exc})") from None
+    return finish(path, ts, ins, outs, None, where, key="TIMESTAMP")
 
 
 def read_trace(path: str | Path) -> Trace:
@@ -128,8 +254,11 @@ def read_trace(path: str | Path) -> Trace:
     p = Path(path)
     if not p.is_file():
         raise TraceError(path, None, "no such file")
-    if p.suffix in (".jsonl", ".json"):
-        return read_mooncake(p)
-    if p.suffix == ".csv":
-        return read_azure(p)
+    try:
+        if p.suffix in (".jsonl", ".json"):
+            return read_mooncake(p)
+        if p.suffix == ".csv":
+            return read_azure(p)
+    except OSError as exc:
+        raise TraceError(path, None, f"cannot read ({exc.strerror or exc})") from None
     raise TraceError(path, None, "unknown trace format (expected .jsonl Mooncake or .csv Azure)")

@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import NoReturn
 
+from emulator.budget import BudgetError
 from emulator.cards import CardError
 from emulator.scenario.reader import PresetError
 from emulator.torch_prefill import TorchUnavailable
@@ -22,8 +24,17 @@ COMMANDS = ("presets", "solve", "run", "drill", "profile", "plan", "snapshot", "
 DEFAULT_PRESET = "paper-case-study"
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with a one-line error: `prfaas-tui SUBCOMMAND: error: ...`, exit 2 (the usage
+    block argparse prints first would make it 3-4 lines, unlike every other error). Subparsers
+    inherit the class."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
+
+
 def _parser(argv: list[str]) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="prfaas-tui",
         description="What-if dashboard, emulator and throughput model for cross-datacenter "
                     "prefill-decode serving (PrfaaS-PD). Without a subcommand, opens the dashboard.")
@@ -54,13 +65,19 @@ def _parser(argv: list[str]) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = _parser(argv)
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # named by the subcommand that got them, like its other errors
+        subs = next((a.choices for a in parser._actions
+                     if isinstance(a, argparse._SubParsersAction)), {})
+        subs.get(getattr(args, "command", None), parser).error(
+            f"unrecognized arguments: {' '.join(extra)}")
     try:
         if getattr(args, "func", None) is None:
             from prfaas_tui.app import run_app
             return run_app(args.preset, plan=args.plan, drill=args.drill)
         return int(args.func(args) or 0)
-    except (PresetError, TraceError, UnitError, UsageError, TorchUnavailable, CardError) as exc:
+    except (PresetError, TraceError, UnitError, UsageError, TorchUnavailable, BudgetError,
+            CardError) as exc:
         print(f"prfaas-tui: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -12,6 +12,7 @@ from functools import cached_property
 
 import numpy as np
 
+from emulator import budget
 from emulator.latency import SLOOptimum, predict, slo_rate, slo_search
 from emulator.model import OperatingPoint, ceilings, evaluate, split_stats
 from emulator.optimizer import SearchResult, homogeneous, naive, search
@@ -74,6 +75,15 @@ class Settings:
         except KnobError as exc:
             raise Refused(_reason(exc, changes)) from None
         except ValueError as exc:  # an unknown paradigm
+            raise Refused(str(exc)) from None
+        try:  # the CLI's work caps (emulator.budget) on what this change adds
+            if "n_prfaas" in changes:
+                budget.check_instances({"N_prfaas": new.n_prfaas})
+            duration = self.scenario.sim.duration
+            if new.rate != self.rate:
+                budget.check("requests", budget.run_requests(new.rate, duration),
+                             f"rate x the run's {duration:g} s")
+        except budget.BudgetError as exc:
             raise Refused(str(exc)) from None
         return replace(self.running(t=new.t, n_p=new.n_p, n_d=new.n_d, n_prfaas=new.n_prfaas,
                                     bandwidth=new.bandwidth, paradigm=paradigm),

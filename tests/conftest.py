@@ -34,3 +34,9 @@ def paper():
 @pytest.fixture(scope="session")
 def dense():
     return presets.load("dense-contrast")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--fuzz-budget", default=None, metavar="SECONDS",
+                     help="run the long fuzz profile (-m fuzz) for this many seconds per test "
+                          "(or set PRFAAS_FUZZ_BUDGET); without it those tests skip")

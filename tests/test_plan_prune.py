@@ -47,16 +47,26 @@ def test_auto_threshold_is_the_best_for_the_split(paper):
             assert s.lambda_max >= op.lambda_max - 1e-9
 
 
+def _rec(key: str, goodput: float) -> dict:
+    """A plan record with every field the store checks."""
+    return {"key": key, "label": key, "binding": "prfaas", "goodput": goodput,
+            "goodput_lo": goodput, "goodput_hi": goodput, "lambda_max": 4.0, "utilization": 0.5,
+            "cost_per_hour": 10.0, "goodput_per_cost": goodput / 10,
+            "candidate": {"paradigm": "prfaas-pd", "n_prfaas": 1, "n_p": 1, "n_d": 2,
+                          "t": 8192.0, "bandwidth": 1e10}}
+
+
 def test_results_file_resumes_and_rejects_another_plan(tmp_path):
     path = tmp_path / "plan.jsonl"
-    rf = ResultsFile(path, {"scenario": "x", "seeds": [1]})
-    rf.append({"key": "a", "goodput": 1.0})
-    rf.append({"key": "b", "goodput": 2.0})
+    with ResultsFile(path, {"scenario": "x", "seeds": [1]}) as rf:
+        rf.append(_rec("a", 1.0))
+        rf.append(_rec("b", 2.0))
     with path.open("a") as fh:
         fh.write('{"key": "c", "goo')  # an interrupt mid-write
     again = ResultsFile(path, {"scenario": "x", "seeds": [1]})
     assert set(again.done) == {"a", "b"}
-    again.append({"key": "c", "goodput": 3.0})
+    again.append(_rec("c", 3.0))
+    again.close()
     lines = path.read_text().splitlines()
     assert [json.loads(x).get("key") for x in lines[1:]] == ["a", "b", "c"]
     with pytest.raises(ValueError, match="another plan"):

@@ -74,7 +74,7 @@ def test_malformed_line_is_rejected_with_its_number(tmp_path, capsys):
     lines = path.read_text().splitlines()
     lines[2] = '{"timestamp": 5, "input_length": -3, "output_length": 1}'
     path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(TraceError, match=r"bad.jsonl:3: input_length must be > 0"):
+    with pytest.raises(TraceError, match=r"bad.jsonl:3: input_length: expected a whole number in \[1, 16777216\], found -3"):
         Emulation(load("toy"), trace=str(path))
     rc, out, err = cli(capsys, "--preset", "toy", "--trace", str(path))
     assert rc == 2 and out == ""

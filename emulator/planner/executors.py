@@ -38,6 +38,9 @@ def run_local(tasks: list[Task], workers: int) -> Iterator[tuple[str, Any]]:
             raise
 
 
+CONNECT_TIMEOUT = "5s"  # no scheduler at the address: one line after this, not a long hang
+
+
 class LocalPool:
     """A process pool kept across several batches of tasks (the planner's waves), so each batch
     does not pay for spawning workers again; one worker runs in this process."""
@@ -80,7 +83,7 @@ def run_dask(tasks: list[Task], address: str | Any) -> Iterator[tuple[str, Any]]
     except ImportError:
         raise RuntimeError("the Dask executor needs the optional extra: "
                            "pip install 'prfaas-tui[dask]'") from None
-    client = address if isinstance(address, Client) else Client(address, timeout="10s")
+    client = address if isinstance(address, Client) else Client(address, timeout=CONNECT_TIMEOUT)
     own = client is not address
     try:
         futs = {client.submit(fn, *args, key=f"plan-{key}", pure=False): key

@@ -31,6 +31,39 @@ class SLO:
         return self.tpot_p90 is None or (tpot_p90 is not None and tpot_p90 <= self.tpot_p90)
 
 
+def too_short(sc: Scenario, duration: float) -> str | None:
+    """Why no run of `duration` seconds can count as keeping up, or None. The requests that
+    arrive in the last (decode time) seconds are still in flight at the end, so a run serves
+    at most 1 - (l_out x t_decode) / duration of what it was offered: below KEEPS_UP every
+    candidate gets goodput 0, silently."""
+    dec = sc.system.decode
+    latency = dec.l_out * dec.t_decode  # a lower bound of any request's time in the system
+    if duration * (1 - KEEPS_UP) >= latency:
+        return None
+    need = latency / (1 - KEEPS_UP)
+    return (f"a run of {duration:g} s serves at most {1 - latency / duration:.0%} of what it is "
+            f"offered (a request decodes for {latency:.3g} s), under the {KEEPS_UP:.0%} a "
+            f"candidate must serve: every goodput will be 0; use --duration of at least "
+            f"{math.ceil(need)} s")
+
+
+def unmeetable(sc: Scenario, slo: SLO) -> str | None:
+    """Why no candidate can meet `slo` whatever its size, or None: a TTFT target below the
+    fastest prefill of the shortest request, or a TPOT target below the decode step (constant
+    t_decode: every output token takes exactly one step)."""
+    s = sc.system
+    lo = s.lengths.support[0]
+    profiles = [p for p in (s.prfaas, s.local, s.homogeneous_profile) if p is not None]
+    fastest = min(float(p.t_prefill(max(lo, 1.0))) for p in profiles)
+    if slo.ttft_p90 < fastest:
+        return (f"--slo-ttft: {slo.ttft_p90:g} s is below the fastest prefill ({fastest:.3g} s "
+                f"for {lo:.0f} tokens): no candidate can meet it, every goodput will be 0")
+    if slo.tpot_p90 is not None and sc.sim.step is None and slo.tpot_p90 < s.decode.t_decode:
+        return (f"--slo-tpot: {slo.tpot_p90:g} s is below the decode step t_decode = "
+                f"{s.decode.t_decode:g} s: no candidate can meet it, every goodput will be 0")
+    return None
+
+
 @dataclass(frozen=True)
 class Settings:
     slo: SLO

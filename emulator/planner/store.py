@@ -1,55 +1,213 @@
 """The plan's results file (JSON lines): a header describing the plan, then one line per finished
 candidate, appended and flushed as each one finishes so that an interrupted sweep resumes without
-redoing any of them."""
+redoing any of them.
+
+Reading is total: a line that is not a plan record is named `file:line: not a plan record (key:
+expected ..., found ...)`. A resumed sweep reports such lines, keeps them in `<file>.bad`, and
+redoes their candidates; a read-only reader (the dashboard) refuses the file. One planner writes a
+file at a time: `ResultsFile` holds an flock on the sidecar `<file>.lock`, which the kernel
+releases when the process ends, so a dead planner's lock never blocks the next one.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import math
+import os
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
+from emulator.paradigm import Paradigm
 
-def _parse(path: Path) -> tuple[dict, dict[str, dict], bool]:
-    """(header, records by key, whether the last line was cut short by an interrupt)."""
+
+class PlanFileError(ValueError):
+    """A results file that cannot be used or written; str() is one line naming the file (and
+    line, or flag)."""
+
+
+def _shown(x: object) -> str:
+    text = repr(x)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _number(x: object, allow_inf: bool = False) -> bool:
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return False
+    return math.isfinite(x) or (allow_inf and x == math.inf)
+
+
+def record_problem(rec: object) -> str | None:
+    """Why a result line is not a plan record (`key: expected ..., found ...`), or None. The
+    fields are those the sweep's summary, the CLI table and CSV, and the dashboard read."""
+    if not isinstance(rec, dict):
+        return f"expected a JSON object, found {type(rec).__name__}"
+    for k in ("key", "label", "binding"):
+        if not isinstance(rec.get(k), str):
+            return f"{k}: expected a string, found {_shown(rec.get(k, 'no such key'))}"
+    for k in ("goodput", "goodput_lo", "goodput_hi", "lambda_max", "utilization"):
+        if not (_number(rec.get(k)) and rec[k] >= 0):
+            return f"{k}: expected a finite number >= 0, found {_shown(rec.get(k, 'no such key'))}"
+    for k in ("cost_per_hour", "goodput_per_cost"):
+        if rec.get(k) is not None and not _number(rec[k]):
+            return f"{k}: expected a finite number or null, found {_shown(rec[k])}"
+    c = rec.get("candidate")
+    if not isinstance(c, dict):
+        return f"candidate: expected an object, found {_shown(c if 'candidate' in rec else 'no such key')}"
+    if c.get("paradigm") not in tuple(Paradigm):
+        return f"candidate.paradigm: expected one of {', '.join(tuple(Paradigm))}, found {_shown(c.get('paradigm'))}"
+    for k in ("n_prfaas", "n_p", "n_d"):
+        v = c.get(k)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            return f"candidate.{k}: expected a whole number >= 0, found {_shown(v)}"
+    for k in ("t", "bandwidth"):
+        v = c.get(k)
+        if not (_number(v, allow_inf=True) and v >= 0):
+            return f"candidate.{k}: expected a number >= 0, found {_shown(v)}"
+    return None
+
+
+def _lines(path: Path) -> list[str]:
     try:
-        lines = path.read_text().splitlines()
+        data = path.read_bytes()
+    except OSError as exc:
+        raise PlanFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        return data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise PlanFileError(f"{path}:{line}: not a prfaas-tui plan results file "
+                            "(expected UTF-8 text)") from None
+
+
+def _header(path: Path, lines: list[str]) -> dict:
+    try:
         header = json.loads(lines[0])["header"]
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, IndexError, TypeError):
-        raise ValueError(f"{path}:1: not a prfaas-tui plan results file") from None
+    except (json.JSONDecodeError, ValueError, RecursionError, KeyError, IndexError, TypeError):
+        header = None
     if not isinstance(header, dict):
-        raise ValueError(f"{path}:1: not a prfaas-tui plan results file")
+        raise PlanFileError(f"{path}:1: not a prfaas-tui plan results file")
+    return header
+
+
+def _parse(path: Path, strict: bool) -> tuple[dict, dict[str, dict], list[tuple[int, str]], bool]:
+    """(header, records by key, [(line, problem)], whether the last line was cut short by an
+    interrupt). `strict` raises at the first problem instead of collecting it."""
+    lines = _lines(path)
+    header = _header(path, lines)
     done: dict[str, dict] = {}
+    bad: list[tuple[int, str]] = []
     for n, line in enumerate(lines[1:], 2):
         if not line.strip():
             continue
         try:
             rec = json.loads(line)
-            done[rec["key"]] = rec
-        except (json.JSONDecodeError, KeyError, TypeError):
+        except (ValueError, RecursionError):
             if n == len(lines):  # cut short by an interrupt: that candidate is redone
-                return header, done, True
-            raise ValueError(f"{path}:{n}: malformed result line") from None
-    return header, done, False
+                return header, done, bad, True
+            why = "not valid JSON"
+        else:
+            why = record_problem(rec)
+        if why is None:
+            done[rec["key"]] = rec
+            continue
+        if strict:
+            raise PlanFileError(f"{path}:{n}: not a plan record ({why})")
+        bad.append((n, why))
+    return header, done, bad, False
+
+
+def check_writable(path: str | Path, flag: str = "--out") -> None:
+    """Pre-flight for an output file, before any work: its folder exists and it is (or can be
+    created as) a writable regular file. PlanFileError naming the flag otherwise."""
+    p = Path(path).expanduser()
+    folder = p.parent
+    if p.is_dir():
+        raise PlanFileError(f"{flag}: {path} is a folder, expected a file name")
+    if not folder.is_dir():
+        raise PlanFileError(f"{flag}: the folder {str(folder) or '.'} does not exist (create it "
+                            "first)")
+    if p.exists():
+        if not os.access(p, os.W_OK):
+            raise PlanFileError(f"{flag}: {path} is not writable")
+    elif not os.access(folder, os.W_OK | os.X_OK):
+        raise PlanFileError(f"{flag}: the folder {folder} is not writable")
+
+
+def _stderr(message: str) -> None:
+    print(f"prfaas-tui: warning: {message}", file=sys.stderr)
 
 
 class ResultsFile:
-    """A results file opened for writing: created with its header, or resumed."""
+    """A results file opened for writing: created with its header, or resumed. Holds the
+    planner lock until `close()` (or the process ends)."""
 
-    def __init__(self, path: str | Path, header: dict):
+    def __init__(self, path: str | Path, header: dict,
+                 report: Callable[[str], None] | None = _stderr):
         self.path = Path(path)
         self.header = header
         self.done: dict[str, dict] = {}
+        self.problems: list[str] = []  # one line per result line skipped on resume
+        check_writable(self.path)
+        self._lock = self._acquire()
+        try:
+            self._open(report)
+        except BaseException:
+            self.close()
+            raise
+
+    def _acquire(self):
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        try:
+            fh = open(lock_path, "a+")  # noqa: SIM115 (held for the object's lifetime)
+        except OSError as exc:
+            raise PlanFileError(f"{lock_path}: cannot create the planner lock "
+                                f"({exc.strerror or exc})") from None
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.seek(0)
+            pid = fh.read().strip()[:20] or "?"
+            fh.close()
+            raise PlanFileError(f"{self.path}: another planner (pid {pid}) is writing this file; "
+                                "wait for it to finish or use another --out") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        return fh
+
+    def _open(self, report: Callable[[str], None] | None) -> None:
         if not (self.path.exists() and self.path.stat().st_size):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.path.write_text(json.dumps({"header": header}, sort_keys=True) + "\n")
+            self.path.write_text(json.dumps({"header": self.header}, sort_keys=True) + "\n")
             return
-        first, self.done, cut = _parse(self.path)
-        if first != header:
-            diff = sorted(k for k in set(first) | set(header) if first.get(k) != header.get(k))
-            raise ValueError(f"{self.path}: belongs to another plan (differs in {', '.join(diff)}); "
-                             "use another --out or delete it")
-        if cut:  # drop the partial line before appending after it
-            lines = self.path.read_text().splitlines()
-            self.path.write_text("\n".join(lines[:-1]) + "\n")
+        first, self.done, bad, cut = _parse(self.path, strict=False)
+        if first != self.header:
+            diff = sorted(k for k in set(first) | set(self.header)
+                          if first.get(k) != self.header.get(k))
+            raise PlanFileError(f"{self.path}: belongs to another plan (differs in "
+                                f"{', '.join(diff)}); use another --out or delete it")
+        if not (cut or bad):
+            return
+        lines = self.path.read_text(encoding="utf-8").splitlines()
+        if cut:
+            lines = lines[:-1]
+        if bad:
+            skipped = {n for n, _ in bad}
+            with open(self.path.with_name(self.path.name + ".bad"), "a", encoding="utf-8") as fh:
+                fh.writelines(lines[n - 1] + "\n" for n in sorted(skipped))
+            lines = [x for n, x in enumerate(lines, 1) if n not in skipped]
+            for n, why in bad:
+                msg = (f"{self.path}:{n}: not a plan record ({why}); moved to "
+                       f"{self.path.name}.bad, that candidate is redone")
+                self.problems.append(msg)
+                if report is not None:
+                    report(msg)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        os.replace(tmp, self.path)  # the valid records survive a crash mid-rewrite
 
     def append(self, rec: dict) -> None:
         self.done[rec["key"]] = rec
@@ -57,8 +215,27 @@ class ResultsFile:
             fh.write(json.dumps(rec, sort_keys=True) + "\n")
             fh.flush()
 
+    def close(self) -> None:
+        """Release the planner lock (the kernel also does when the process ends)."""
+        if self._lock is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(self._lock.fileno(), fcntl.LOCK_UN)
+            self._lock.close()
+            self._lock = None
+
+    def __enter__(self) -> ResultsFile:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
 
 def read_results(path: str | Path) -> tuple[dict, list[dict]]:
-    """(header, finished records) of a plan results file, read only (a sweep may be writing it)."""
-    header, done, _ = _parse(Path(path))
+    """(header, finished records) of a plan results file, read only (a sweep may be writing it:
+    a cut last line is skipped); PlanFileError at the first line that is not a record."""
+    header, done, _, _ = _parse(Path(path), strict=True)
     return header, list(done.values())

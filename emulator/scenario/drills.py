@@ -25,7 +25,14 @@ from pathlib import Path
 
 from emulator.scenario.drill import EXPECT_MAX, EXPECT_MIN, Drill, Scoring
 from emulator.scenario.presets import from_dict, presets_dir, resolve
-from emulator.scenario.reader import PresetError, Reader, between, non_negative, read_fields
+from emulator.scenario.reader import (
+    PresetError,
+    Reader,
+    between,
+    non_negative,
+    read_fields,
+    read_toml,
+)
 from emulator.units import parse_duration
 
 DRILL_KEYS = ("name", "description", "preset", "expect", "score")
@@ -41,7 +48,7 @@ def list_drills() -> list[tuple[str, str]]:
     for p in sorted(drills_dir().glob("*.toml")):
         try:
             desc = str(tomllib.loads(p.read_text(encoding="utf-8")).get("description", ""))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             desc = f"(unreadable: {exc})"
         out.append((p.stem, desc))
     return out
@@ -59,13 +66,7 @@ def load_drill(name_or_path: str | Path) -> Drill:
             raise PresetError(raw, "", f"no drill of that name (shipped: {known})")
     if not p.is_file():
         raise PresetError(p, "", "no such drill file")
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise PresetError(p, "", f"cannot read: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise PresetError(p, "", f"malformed TOML: {exc}") from None
-    return drill_from_dict(data, p)
+    return drill_from_dict(read_toml(p), p)
 
 
 def drill_from_dict(data: dict, path: Path) -> Drill:
@@ -77,9 +78,9 @@ def drill_from_dict(data: dict, path: Path) -> Drill:
         ref = str(path.parent / ref)
     try:
         base = resolve(ref)
-        base_data = tomllib.loads(base.read_text(encoding="utf-8"))
+        base_data = read_toml(base)
         from_dict(base_data, base)  # a broken base is the base's error, reported as such
-    except (PresetError, OSError, tomllib.TOMLDecodeError) as exc:
+    except PresetError as exc:
         raise r.error("preset", f"{ref!r}: {exc}") from None
     overrides = {k: v for k, v in data.items() if k not in DRILL_KEYS}
     merged = merge(base_data, overrides)

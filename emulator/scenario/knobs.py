@@ -16,6 +16,10 @@ from emulator.model import Knobs, System
 from emulator.paradigm import Paradigm
 from emulator.units import parse_bandwidth, parse_tokens, to_gbps
 
+# the knobs' one range (preset keys, flags, the dashboard and the engine alike)
+MAX_INSTANCES = 100_000  # instances of one pool; the work cap (emulator.budget) is lower
+MAX_BANDWIDTH = 1e15  # bytes/s: 8 Pbps
+
 
 class KnobError(ValueError):
     """An impossible knob setting. `reason` is the phrase after the knob's name (what a preset
@@ -117,8 +121,13 @@ class Controls:
             raise KnobError("n_p", why)
         if self.n_prfaas < 0:
             raise KnobError("n_prfaas", f"must be >= 0 (got {self.n_prfaas})")
+        if self.n_prfaas > MAX_INSTANCES:
+            raise KnobError("n_prfaas", f"must be at most {MAX_INSTANCES} (got {self.n_prfaas})")
         if not (self.bandwidth > 0 and math.isfinite(self.bandwidth)):
             raise KnobError("bandwidth", f"must be > 0 (got {to_gbps(self.bandwidth):g} Gbps)")
+        if self.bandwidth > MAX_BANDWIDTH:
+            raise KnobError("bandwidth", f"must be at most {to_gbps(MAX_BANDWIDTH):g} Gbps "
+                                         f"(got {to_gbps(self.bandwidth):g} Gbps)")
         lo, hi = system.lengths.support
         if not (0 <= self.t <= hi):
             raise KnobError("t", f"{self.t:.0f} tokens lies outside the length distribution's "

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from emulator.distributions import Discrete, Empirical, LengthDistribution, TruncatedLogNormal
 from emulator.scenario.reader import Reader, at_most, one_of, positive
-from emulator.traces import TraceError, read_trace
+from emulator.traces import MAX_TOKENS, TraceError, read_trace
 from emulator.units import parse_tokens
-
-MAX_TOKENS = 16 * 1024 * 1024  # 16M tokens: anything longer is a typo
 
 
 def parse_lengths(r: Reader, base_dir: Path) -> LengthDistribution:
@@ -39,10 +39,18 @@ def parse_lengths(r: Reader, base_dir: Path) -> LengthDistribution:
         hi = r.get("hi", parse_tokens, check=lambda x: positive(x) or at_most(MAX_TOKENS, "16M tokens")(x))
         if lo >= hi:
             raise r.error("hi", f"must be above lo ({lo:.0f})")
+        key = "sigma" if sigma * sigma > abs(mu) else "mu"  # the one that overflows
         try:
-            dist = TruncatedLogNormal(mu, sigma, lo, hi)
+            with np.errstate(all="ignore"):
+                dist = TruncatedLogNormal(mu, sigma, lo, hi)
+                finite = all(np.all(np.isfinite(m)) for m in dist.partial_moments(lo, hi))
         except ValueError as exc:
-            raise r.error("mu", str(exc)) from None
+            raise r.error(key, str(exc)) from None
+        except OverflowError:
+            finite = False
+        if not finite:  # exp(k mu + k^2 sigma^2 / 2) of the moment formula overflows
+            raise r.error(key, f"mu = {mu:g}, sigma = {sigma:g} overflow the distribution's "
+                          "moments (a log-normal of log-tokens has sigma of a few units)")
     else:
         if r.has("samples"):
             try:

@@ -14,6 +14,7 @@ import numpy as np
 
 from emulator.model import DecodeSpec, System
 from emulator.profiles import BEYOND_RULES, Curve, Profile
+from emulator.scenario.knobs import MAX_BANDWIDTH, MAX_INSTANCES
 from emulator.scenario.lengths import MAX_TOKENS, parse_lengths
 from emulator.scenario.reader import (
     PresetError,
@@ -24,6 +25,7 @@ from emulator.scenario.reader import (
     one_of,
     positive,
     read_fields,
+    read_toml,
 )
 from emulator.scenario.scenario import Scenario, check_knobs
 from emulator.scenario.sim import parse_sim_config
@@ -33,9 +35,6 @@ from emulator.units import (
     parse_duration,
     parse_tokens,
 )
-
-MAX_INSTANCES = 100_000
-MAX_BANDWIDTH = 1e15  # 8 Pbps
 
 
 def presets_dir() -> Path:
@@ -72,7 +71,7 @@ def list_presets() -> list[tuple[str, str, Path]]:
         try:
             data = tomllib.loads(p.read_text(encoding="utf-8"))
             desc = str(data.get("description", ""))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             desc = f"(unreadable: {exc})"
         out.append((p.stem, desc, p))
     return out
@@ -80,15 +79,7 @@ def list_presets() -> list[tuple[str, str, Path]]:
 
 def load(name_or_path: str | Path) -> Scenario:
     path = resolve(str(name_or_path))
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise PresetError(path, "", f"cannot read: {exc.strerror}") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise PresetError(path, "", f"malformed TOML: {exc}") from None
-    return from_dict(data, path)
+    return from_dict(read_toml(path), path)
 
 
 def from_dict(data: dict, path: str | Path | None = None) -> Scenario:
@@ -104,15 +95,15 @@ def from_dict(data: dict, path: str | Path | None = None) -> Scenario:
     def instances(r: Reader, key: str, gpus_key: str) -> int:
         if r.has(key) and r.has(gpus_key):
             raise r.error(gpus_key, f"give either {key} or {gpus_key}, not both")
-        if r.has(gpus_key):
-            gpus = r.get(gpus_key, int, check=non_negative)
+        cap = at_most(MAX_INSTANCES, f"{MAX_INSTANCES} instances")
+        if r.has(gpus_key):  # the same instance cap, in GPUs (a huge count must not slip by)
+            gpus = r.get(gpus_key, int, check=lambda x: non_negative(x) or cap(x / par))
             if gpus % par:
                 raise r.error(gpus_key, f"{gpus} GPUs is not a whole number of {par}-GPU instances")
             return gpus // par
         if not r.has(key):
             raise r.error(key, f"missing (required; or give {gpus_key})")
-        return r.get(key, int, check=lambda x: non_negative(x) or
-                     at_most(MAX_INSTANCES, f"{MAX_INSTANCES} instances")(x))
+        return r.get(key, int, check=lambda x: non_negative(x) or cap(x))
 
     def profile_ref(r: Reader, key: str, default: str | None = None) -> Profile:
         ref = r.get(key, str, default)
@@ -143,6 +134,12 @@ def from_dict(data: dict, path: str | Path | None = None) -> Scenario:
     work = root.section("workload", required=True)
     lengths = parse_lengths(work.section("lengths", required=True), base_dir)
     sim = parse_sim_config(root, work, dec, base_dir, lengths)
+    for i, inc in enumerate(sim.incidents):  # a drill must not claim more than there are
+        have = n_prfaas if getattr(inc, "stage", "prfaas") == "prfaas" else pool
+        if inc.kind == "instance-loss" and inc.count > have:
+            where = "PrfaaS instances" if inc.stage == "prfaas" else "local instances in the pool"
+            raise root.error(f"incidents[{i}].count", f"loses {inc.count} {inc.stage} instances "
+                             f"but the deployment has {have} {where}")
     work.finish()
     dec.finish()
 
@@ -247,13 +244,9 @@ def _inline_profile(r: Reader, pname: str) -> Profile:
 def _profile_file(r: Reader, base_dir: Path) -> Profile:
     p = Path(r.get("file", str))
     p = p if p.is_absolute() else base_dir / p
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except OSError:
-        raise r.error("file", f"cannot read profile file {p}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise PresetError(p, "", f"malformed TOML: {exc}") from None
-    root = Reader(data, p)
+    if not p.is_file():
+        raise r.error("file", f"cannot read profile file {p}")
+    root = Reader(read_toml(p), p)
     sec = root.section("profile", required=True)
     prof = _inline_profile(sec, sec.get("name", str, p.stem))
     sec.get("source", str, "")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -29,6 +30,22 @@ class PresetError(ValueError):
     def __init__(self, path: str | Path | None, key: str, message: str):
         self.path, self.key, self.message = str(path) if path else "<preset>", key, message
         super().__init__(f"{self.path}: {key}: {message}" if key else f"{self.path}: {message}")
+
+
+def read_toml(path: str | Path) -> dict:
+    """A TOML file's table; PresetError (one line naming the file) when it cannot be read, is
+    not UTF-8 text (a binary file) or is malformed TOML."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PresetError(path, "", f"cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise PresetError(path, "", f"expected UTF-8 text, found byte 0x{exc.object[exc.start]:02x} "
+                          f"at offset {exc.start}") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PresetError(path, "", f"malformed TOML: {exc}") from None
 
 
 class Reader:
@@ -182,3 +199,11 @@ def between(lo: float, hi: float) -> Callable[[float], str | None]:
 
 def one_of(*options: str) -> Callable[[str], str | None]:
     return lambda x: None if x in options else f"must be one of {', '.join(options)}"
+
+
+MAX_SEED = 2**63 - 1  # numpy's SeedSequence and torch.manual_seed both take it
+
+
+def a_seed(x: int) -> str | None:
+    """The one range of a random seed (preset emulator.seed, every --seed flag)."""
+    return None if 0 <= x <= MAX_SEED else f"must be between 0 and 2^63 - 1 ({MAX_SEED})"

@@ -34,6 +34,7 @@ from emulator.scenario.lengths import parse_lengths
 from emulator.scenario.prefill import PrefillBackendConfig, parse_prefill
 from emulator.scenario.reader import (
     Reader,
+    a_seed,
     at_least,
     between,
     non_negative,
@@ -74,7 +75,7 @@ class SimConfig:
     replay: str | None = None  # trace path
     replay_time_scale: float = setting(1.0, check=positive, section=WORK)
     duration: float = setting(600.0, parse=parse_duration, check=positive, section=EMU)  # s
-    seed: int = setting(0, parse=int, check=non_negative, section=EMU)
+    seed: int = setting(0, parse=int, check=a_seed, section=EMU)
     # admission control: queued requests per stage / expected queueing time
     max_queue: int | None = setting(None, parse=int, check=positive, section=EMU)
     max_queue_seconds: float | None = setting(None, parse=parse_duration, check=positive,
@@ -147,6 +148,14 @@ def parse_sim_config(root: Reader, work: Reader, dec: Reader, base_dir: Path,
         slo.finish()
     kw["scheduler"] = parse_scheduler(root.section("scheduler"))
     kw["incidents"] = parse_incidents(root.sections("incidents"), base_dir)
+    if lengths is not None:  # a cut with nothing on one side has nothing to re-weight
+        for i, inc in enumerate(kw["incidents"]):
+            cut = getattr(inc, "cut", None)
+            if cut is not None and not 0 < lengths.p_above(cut) < 1:
+                lo, hi = lengths.support
+                raise root.error(f"incidents[{i}].cut", f"{cut:.6g} tokens leaves no lengths on "
+                                 f"one side: give a cut inside the lengths' support "
+                                 f"[{lo:.0f}, {hi:.0f}]")
     if kw.get("replay") is not None or kw.get("sessions") is not None:
         for i, inc in enumerate(kw["incidents"]):
             if inc.changes_lengths:

@@ -67,6 +67,8 @@ class DecodeStage(Stage):
         return self.bs_max
 
     def _recount(self) -> None:
+        if self._deferred:
+            return
         super()._recount()
         self._accepting = [w for w in self.workers if w.accepting and w.machine.alive]
 

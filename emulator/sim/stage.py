@@ -8,7 +8,8 @@ Theta = instances / mean service time); a worker takes the head of the queue whe
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 
 class Worker:
@@ -81,7 +82,23 @@ class Stage:
     def _slots(self, w) -> int:
         return 1
 
+    _deferred = False  # inside counted_once(): activations skip the recount
+
+    @contextmanager
+    def counted_once(self) -> Iterator[None]:
+        """Recount once after a batch of activations instead of after each (the initial
+        layout: start-up O(n) in instances, not O(n^2)). Only while the stage holds no request,
+        so nothing reads the counts in between."""
+        self._deferred = True
+        try:
+            yield
+        finally:
+            self._deferred = False
+            self._recount()
+
     def _recount(self) -> None:
+        if self._deferred:
+            return
         now = self.loop.now
         self._account(now)
         up = [w for w in self.workers if w.machine.alive]

@@ -5,15 +5,23 @@ dashboard and the engine use too)."""
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from emulator import budget
+from emulator.budget import CAPS, FLAGS, BudgetError, Caps
 from emulator.optimizer import starting_split
 from emulator.paradigm import Paradigm
-from emulator.scenario.knobs import KNOBS, Controls, KnobError
+from emulator.scenario.knobs import KNOBS, Controls, KnobError, number
 from emulator.scenario.presets import load
 from emulator.scenario.scenario import Scenario
 from prfaas_tui.errors import UsageError, parse_flag
+
+if TYPE_CHECKING:
+    from emulator.scenario.incidents import Incident
+    from emulator.sim.engine import Emulation
+    from emulator.traces import Trace
 
 # the knobs every scenario command takes; `run` adds rate and paradigm
 DEPLOYMENT_KNOBS = ("t", "n_p", "n_d", "n_prfaas", "bandwidth")
@@ -62,3 +70,86 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
     sc = load(args.preset)
     c, _ = controls_from_args(sc, args)
     return sc.with_controls(c)
+
+
+# -- bounded work (issue 11): the caps of emulator.budget, raised by --max-* flags ----------------
+def add_budget_flags(p: argparse.ArgumentParser, names: Iterable[str]) -> None:
+    """One `--max-*` flag per cap in `names` (fields of emulator.budget.Caps)."""
+    for name in names:
+        p.add_argument(FLAGS[name], dest=f"max_{name}", metavar="N",
+                       help=f"raise the cap on {name.replace('_', ' ')} "
+                            f"(default {getattr(CAPS, name):,.0f})")
+
+
+def caps_from_args(args: argparse.Namespace) -> Caps:
+    """The caps with the `--max-*` flags given applied; a bad value is a UsageError."""
+    raw = {name: getattr(args, f"max_{name}", None) for name in FLAGS}
+    values = {name: parse_flag(FLAGS[name], number, v) for name, v in raw.items()}
+    try:
+        return CAPS.raised(**values)
+    except BudgetError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def check_scenario_instances(sc: Scenario, caps: Caps) -> None:
+    """Every pool an emulation of `sc` builds, before it is built (start-up work grows with
+    instances)."""
+    system = sc.system
+    budget.check_instances({"deployment.n_prfaas (--n-prfaas)": system.n_prfaas,
+                            "deployment.local_pool": system.local_pool,
+                            "homogeneous.pool": system.homogeneous_pool}, caps)
+
+
+def _incident_params(inc: Incident) -> dict[str, float]:
+    return {k: float(v) for k in ("down", "up", "step")
+            if isinstance(v := getattr(inc, k, None), int | float)}
+
+
+def check_emulation(emu: Emulation, caps: Caps, *, trace: Trace | None = None,
+                    until: float | None = None, rate_flag: str = "--rate/--load",
+                    duration_flag: str = "--duration") -> None:
+    """The work an emulation built (not yet run) will do up to `until` (default: its end):
+    requests at the peak rate (every surge factor), sampling ticks, scheduler timers and
+    incident timers; a replay by its trace's requests and simulated span."""
+    sim = emu.scenario.sim
+    end = emu.duration if until is None else until
+    rate = emu.workload.rate
+    if trace is not None:
+        budget.check_trace(len(trace), end, None, None, sample_interval=sim.sample_interval,
+                           rate_flag=rate_flag, caps=caps)
+    factors = [f for inc in sim.incidents for f in (getattr(inc, "factor", None),
+                                                     getattr(inc, "long_factor", None))
+               if isinstance(f, int | float) and inc.kind == "surge"]
+    periods = {}
+    if sim.scheduler.enabled:
+        periods["scheduler.period"] = sim.scheduler.period
+        if sim.scheduler.long_period > 0:
+            periods["scheduler.long_period"] = sim.scheduler.long_period
+    budget.check_run(budget.peak_rate(rate, factors) if trace is None else 0.0, end,
+                     sample_interval=sim.sample_interval, periods=periods,
+                     rate_flag=rate_flag + (" (x surge factors)" if factors else ""),
+                     duration_flag=duration_flag, caps=caps)
+    budget.check_incidents(
+        [(f"incidents[{i}] ({inc.kind})", inc.kind,
+          math.inf if inc.duration is None else inc.duration, _incident_params(inc))
+         for i, inc in enumerate(sim.incidents)], end, caps)
+
+
+def check_capacity(emu: Emulation) -> None:
+    """Refuse a run with nothing to emulate: a stage that gets traffic but (by the model, at the
+    run's knobs and paradigm) cannot serve one request in the whole run -- no PD-P instance
+    under threshold routing, no PrfaaS instance or a 1e-300 Gbps link for remote traffic.
+    Such a run reports 0 req/s (or a queue that only grows) with exit 0 otherwise."""
+    op = emu.model_point("exact")
+    if op.lambda_max * emu.duration >= 1:
+        return
+    stage = str(op.binding)
+    if stage == "prfaas":
+        source = ("--bandwidth (deployment.bandwidth)" if op.prfaas_term == "bandwidth"
+                  else "--n-prfaas (deployment.n_prfaas / prfaas_gpus)")
+    else:
+        source = {"pd-p": "--np (deployment.n_p)", "pd-d": "--nd (deployment.n_d)"}[stage]
+    raise UsageError(f"{source}: nothing to emulate: the {stage} stage gets traffic but serves "
+                     f"{op.lambda_max:.3g} req/s of it (Lambda_max, exact mode), not one "
+                     f"request in {emu.duration:g} s; give it capacity or route traffic away "
+                     "(--t, --paradigm)")

@@ -13,13 +13,22 @@ import math
 import sys
 import time
 
-from emulator.scenario.drills import Drill, list_drills, load_drill
+from emulator.budget import BudgetError, Caps
+from emulator.scenario.drill import Drill
+from emulator.scenario.drills import list_drills, load_drill
 from emulator.scenario.knobs import whole
-from emulator.scenario.reader import non_negative
+from emulator.scenario.reader import a_seed
 from emulator.sim.accounting import AccountingError
-from emulator.sim.drills import run_drill
+from emulator.sim.drills import drill_emulation, run_drill
 from emulator.units import format_duration
-from prfaas_tui.errors import parse_flag
+from prfaas_tui.commands.common import (
+    add_budget_flags,
+    caps_from_args,
+    check_capacity,
+    check_emulation,
+    check_scenario_instances,
+)
+from prfaas_tui.errors import UsageError, parse_flag
 
 HELP = "run an incident drill (presets/drills) and print its scorecard"
 
@@ -33,6 +42,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true",
                    help="print the run object plus `scorecard` (with --compare: an object with "
                         "keys `scheduler` and `static`)")
+    add_budget_flags(p, ("requests", "events", "instances"))
     p.set_defaults(func=main)
     return p
 
@@ -40,8 +50,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def main(args) -> int:
     if args.name is None:
         return _list()
-    seed = parse_flag("--seed", whole, args.seed, non_negative)
+    seed = parse_flag("--seed", whole, args.seed, a_seed)
+    caps = caps_from_args(args)
     drill = load_drill(args.name)
+    _check_work(drill, seed, caps)
     started = time.perf_counter()
     try:
         if args.compare:
@@ -66,6 +78,19 @@ def main(args) -> int:
         print(f"prfaas-tui drill: {drill.name}: missed {', '.join(missed)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _check_work(drill: Drill, seed: int | None, caps: Caps) -> None:
+    """Refuse a drill over a cap before it runs (an emulation built, not run, is cheap)."""
+    check_scenario_instances(drill.scenario, caps)
+    emu, _ = drill_emulation(drill, seed)
+    with emu:
+        try:
+            check_emulation(emu, caps, rate_flag="workload.rate/load",
+                            duration_flag="emulator.duration")
+            check_capacity(emu)
+        except (BudgetError, UsageError) as exc:
+            raise UsageError(f"{drill.path}: {exc}") from None
 
 
 def _list() -> int:

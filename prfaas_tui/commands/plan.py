@@ -8,36 +8,87 @@ import csv
 import json
 import os
 import sys
+from collections.abc import Sequence
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from emulator import budget
+from emulator.budget import Caps
+from emulator.model import evaluate
 from emulator.paradigm import Paradigm
-from emulator.planner.goodput import SLO, Settings
+from emulator.planner.goodput import SLO, Settings, too_short, unmeetable
 from emulator.planner.space import AUTO_T, Space
+from emulator.planner.store import check_writable
 from emulator.planner.sweep import Plan, run_plan
 from emulator.scenario import presets
+from emulator.scenario.knobs import KnobError, whole
+from emulator.scenario.reader import positive
 from emulator.units import parse_bandwidth, parse_duration, parse_tokens
+from prfaas_tui.commands.common import add_budget_flags, caps_from_args, knob_error
 from prfaas_tui.commands.trace_flags import add_trace_flags, with_workload, workload_from_args
-from prfaas_tui.errors import UsageError
+from prfaas_tui.errors import UsageError, parse_flag
 
 
-def _ints(flag: str, text: str | None) -> tuple[int, ...] | None:
-    """'2:6' (inclusive) or '2,4,8'."""
+def _ints(flag: str, text: str | None) -> range | tuple[int, ...] | None:
+    """'2:6' (inclusive, kept as a range: a 0:100000000 is counted, never built) or '2,4,8'."""
     if text is None:
         return None
     try:
         if ":" in text:
             a, b = (int(x) for x in text.split(":", 1))
-            vals = tuple(range(a, b + 1))
+            vals: range | tuple[int, ...] = range(a, b + 1)
         else:
             vals = tuple(int(x) for x in text.split(","))
     except ValueError:
         raise UsageError(f"{flag}: expected a range like 2:6 or a list like 2,4,8, got {text!r}") from None
-    if not vals or min(vals) < 0:
+    if not vals or _lowest(vals) < 0:
         raise UsageError(f"{flag}: values must be >= 0 and the range non-empty, got {text!r}")
     return vals
+
+
+def _lowest(vals: Sequence[int]) -> int:
+    """min() in O(1) for a range (min over range(0, 10**8) walks all of it)."""
+    return vals[0] if isinstance(vals, range) else min(vals)
+
+
+def _highest(vals: Sequence[int]) -> int:
+    return (vals[-1] if vals else 0) if isinstance(vals, range) else max(vals, default=0)
+
+
+def _count(flag: str, raw: str | None, lo: int) -> int | None:
+    """A whole-number flag >= lo (None when not given)."""
+    return parse_flag(flag, whole, raw, lambda n: None if n >= lo else f"must be >= {lo}")
+
+
+def _check_work(sc, space_kw: dict, settings_kw: dict, per_config: int, caps: Caps) -> None:
+    """The sweep's size before any list of candidates is built: instances per run, candidates
+    (counted on the ranges), emulation runs and each run's requests (at most the largest
+    candidate's Lambda_max, estimated as the base's scaled by its instances, x --duration)."""
+    s = sc.system
+    pools = space_kw["pools"] or (s.local_pool,)
+    remote = space_kw["n_prfaas"] or (s.n_prfaas,)
+    homo = space_kw["homogeneous_pools"] or ((s.homogeneous_pool,) if s.homogeneous_pool else ())
+    top_pool, top_remote, top_homo = _highest(pools), _highest(remote), _highest(homo)
+    budget.check_instances({"--pool": top_pool, "--n-prfaas": top_remote,
+                            "--homogeneous-pool": top_homo}, caps)
+    paradigms = [str(p) for p in space_kw["paradigms"]]
+    candidates = budget.space_size(
+        n_prfaas=remote, pools=pools, homogeneous_pools=homo,
+        thresholds=len(space_kw["thresholds"]),
+        bandwidths=len(space_kw["bandwidths"] or (s.bandwidth,)), paradigms=paradigms)
+    configs = len(remote) * len(pools) * len(space_kw["bandwidths"] or (1,)) + len(homo)
+    scale = max(1.0, top_pool / max(s.local_pool, 1), top_remote / max(s.n_prfaas, 1),
+                top_homo / max(s.homogeneous_pool, 1))
+    lam = evaluate(s, sc.knobs, "exact").lambda_max * scale
+    try:
+        budget.check_plan(candidates=candidates, seeds=settings_kw["seeds"],
+                          steps=settings_kw["steps"], per_config=per_config, configs=configs,
+                          requests_per_run=budget.run_requests(lam, settings_kw["duration"]),
+                          caps=caps)
+    except budget.BudgetError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _list(flag: str, text: str | None, conv) -> tuple[float, ...] | None:
@@ -64,16 +115,17 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--paradigm", default=",".join(Paradigm), help="comma list of paradigms")
     p.add_argument("--slo-ttft", default="5 s", help="P90 TTFT target (default 5 s)")
     p.add_argument("--slo-tpot", default=None, help="P90 TPOT target, e.g. '30 ms'")
-    p.add_argument("--seeds", type=int, default=3, help="seeds per candidate (default 3)")
+    p.add_argument("--seeds", default="3", help="seeds per candidate (default 3)")
     p.add_argument("--duration", default="10 min", help="simulated time per run (default 10 min)")
-    p.add_argument("--steps", type=int, default=7, help="bisection steps on the rate (default 7)")
-    p.add_argument("--per-config", type=int, default=3, help="model-stage survivors per hardware configuration")
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="local processes (default: all cores)")
+    p.add_argument("--steps", default="7", help="bisection steps on the rate (default 7)")
+    p.add_argument("--per-config", default="3", help="model-stage survivors per hardware configuration")
+    p.add_argument("--workers", default=None, help="local processes (default: all cores)")
     p.add_argument("--dask", metavar="ADDRESS", help="run on a Dask cluster, e.g. tcp://10.0.0.1:8786")
     p.add_argument("--out", help="results file (JSON lines); an existing one is resumed")
     p.add_argument("--csv", help="also write the ranked candidates as CSV")
-    p.add_argument("--top", type=int, default=10, help="rows in the table")
+    p.add_argument("--top", default="10", help="rows in the table")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_budget_flags(p, ("candidates", "runs", "requests", "instances"))
     add_trace_flags(p)
     return p
 
@@ -87,26 +139,37 @@ def build_plan(args: argparse.Namespace) -> Plan:
     except ValueError as exc:
         raise UsageError(f"--paradigm: {exc}") from None
     t = (AUTO_T,) if args.t == "auto" else _list("--t", args.t, parse_tokens)
-    try:
-        slo = SLO(parse_duration(args.slo_ttft),
-                  parse_duration(args.slo_tpot) if args.slo_tpot else None)
-        duration = parse_duration(args.duration)
-    except ValueError as exc:
-        raise UsageError(f"--slo-ttft/--slo-tpot/--duration: {exc}") from None
-    if not (slo.ttft_p90 > 0 and duration > 0 and args.seeds >= 1 and args.steps >= 1):
-        raise UsageError("--slo-ttft, --duration, --seeds and --steps must be positive")
-    space = Space.around(sc, n_prfaas=_ints("--n-prfaas", args.n_prfaas),
-                         pools=_ints("--pool", args.pool),
-                         homogeneous_pools=_ints("--homogeneous-pool", args.homogeneous_pool),
-                         thresholds=t, bandwidths=_list("--bandwidth", args.bandwidth, parse_bandwidth),
-                         paradigms=paradigms)
-    settings = Settings(slo=slo, seeds=tuple(range(1, args.seeds + 1)), duration=duration,
-                        steps=args.steps)
-    return Plan(sc, space, settings, per_config=args.per_config)
+    for x in t if t != (AUTO_T,) else ():  # the knob's one range check (Controls.validate)
+        try:
+            sc.controls.changed(sc.system, t=x)
+        except KnobError as exc:
+            raise knob_error(exc) from None
+    slo = SLO(parse_flag("--slo-ttft", parse_duration, args.slo_ttft, positive),
+              parse_flag("--slo-tpot", parse_duration, args.slo_tpot, positive))
+    duration = parse_flag("--duration", parse_duration, args.duration, positive)
+    seeds, steps = _count("--seeds", args.seeds, 1), _count("--steps", args.steps, 1)
+    per_config = _count("--per-config", args.per_config, 1)
+    space_kw = dict(n_prfaas=_ints("--n-prfaas", args.n_prfaas), pools=_ints("--pool", args.pool),
+                    homogeneous_pools=_ints("--homogeneous-pool", args.homogeneous_pool),
+                    thresholds=t, bandwidths=_list("--bandwidth", args.bandwidth, parse_bandwidth),
+                    paradigms=paradigms)
+    _check_work(sc, space_kw, {"seeds": seeds, "steps": steps, "duration": duration},
+                per_config, caps_from_args(args))
+    space = Space.around(sc, **{k: tuple(v) if isinstance(v, range) else v
+                                for k, v in space_kw.items()})
+    settings = Settings(slo=slo, seeds=tuple(range(1, seeds + 1)), duration=duration,
+                        steps=steps)
+    return Plan(sc, space, settings, per_config=per_config)
 
 
 def main(args: argparse.Namespace) -> int:
     plan = build_plan(args)
+    if (why := too_short(plan.scenario, plan.settings.duration)) is not None:
+        print(f"prfaas-tui plan: warning: --duration: {why}", file=sys.stderr)
+    if (why := unmeetable(plan.scenario, plan.settings.slo)) is not None:
+        print(f"prfaas-tui plan: warning: {why}", file=sys.stderr)
+    workers = _count("--workers", args.workers, 1) or os.cpu_count() or 1
+    top = _count("--top", args.top, 0)
     out = args.out or f"plan-{plan.scenario.name}.jsonl"
     err = Console(stderr=True)
     progress = Progress(TextColumn("plan"), BarColumn(), MofNCompleteColumn(),
@@ -119,18 +182,26 @@ def main(args: argparse.Namespace) -> int:
         task = progress.add_task("plan", total=total, completed=done)
 
     try:
+        check_writable(out, "--out")  # before the sweep, not after it (issue 11)
+        if args.csv:
+            check_writable(args.csv, "--csv")
         with progress:
-            summary = run_plan(plan, out=out, workers=args.workers, dask=args.dask,
+            summary = run_plan(plan, out=out, workers=workers, dask=args.dask,
                                on_start=on_start,
                                on_result=lambda rec: progress.advance(task))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    except OSError as exc:  # Dask: no scheduler at the address (after the client's timeout)
+        if args.dask is None:
+            raise
+        raise UsageError(f"--dask: cannot reach a Dask scheduler at {args.dask}: "
+                         f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
     if args.csv:
         write_csv(summary["ranked"], args.csv)
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
-    render(summary, Console(), args.top, out)
+    render(summary, Console(), top, out)
     return 0
 
 

@@ -16,10 +16,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from emulator import torch_prefill
+from emulator import budget, torch_prefill
+from emulator.budget import CAPS
+from emulator.scenario.knobs import number
+from emulator.scenario.reader import MAX_SEED
 from emulator.torch_prefill.config import MODEL_NAMES, counterpart, get_config
+from emulator.traces import MAX_TOKENS
 from emulator.units import parse_tokens
-from prfaas_tui.errors import UsageError
+from prfaas_tui.errors import UsageError, parse_flag
 
 BACKENDS = ("torch",)
 PROG = "prfaas-tui"
@@ -53,15 +57,21 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                         "and print the dense/hybrid Phi_kv ratio")
     p.add_argument("--out", default=None, help="write the --model profile here (TOML)")
     p.add_argument("--compare-out", default=None, help="write the --compare profile here")
+    p.add_argument("--max-profile-tokens", default=None, metavar="N",
+                   help=f"raise the cap on prefill tokens computed (default "
+                        f"{CAPS.profile_tokens:,.0f})")
 
 
-def _int(flag: str, value: str, lo: int) -> int:
+MAX_THREADS = 4096
+
+
+def _int(flag: str, value: str, lo: int, hi: int = MAX_SEED) -> int:
     try:
         n = int(value)
     except (TypeError, ValueError):
         raise UsageError(f"{flag}: expected a whole number, got {value!r}") from None
-    if n < lo:
-        raise UsageError(f"{flag}: must be >= {lo}, got {n}")
+    if not lo <= n <= hi:
+        raise UsageError(f"{flag}: must be between {lo} and {hi}, got {n}")
     return n
 
 
@@ -73,8 +83,9 @@ def parse_lengths(text: str) -> list[int]:
             x = parse_tokens(item.strip())
         except (ValueError, TypeError) as exc:
             raise UsageError(f"--lengths: {exc}") from None
-        if x < 1 or x != int(x):
-            raise UsageError(f"--lengths: need whole token counts >= 1, got {item.strip()!r}")
+        if not 1 <= x <= MAX_TOKENS or x != int(x):
+            raise UsageError(f"--lengths: need whole token counts from 1 to {MAX_TOKENS:,}, "
+                             f"got {item.strip()!r}")
         out.append(int(x))
     return sorted(set(out))
 
@@ -136,7 +147,13 @@ def _run(args: argparse.Namespace) -> int:
     repeats = _int("--repeats", args.repeats, 1)
     warmup = _int("--warmup", args.warmup, 0)
     seed = _int("--seed", args.seed, 0)
-    threads = None if args.threads is None else _int("--threads", args.threads, 1)
+    threads = None if args.threads is None else _int("--threads", args.threads, 1, MAX_THREADS)
+    try:
+        caps = CAPS.raised(profile_tokens=None if args.max_profile_tokens is None
+                           else parse_flag("--max-profile-tokens", number, args.max_profile_tokens))
+        budget.check_profile(lengths, repeats, warmup, caps)
+    except budget.BudgetError as exc:
+        raise UsageError(str(exc)) from None
     other = None
     if args.compare is not None:
         other = _model("--compare", counterpart(model) if args.compare == "auto" else args.compare)
@@ -175,7 +192,9 @@ def _run(args: argparse.Namespace) -> int:
 def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
     """Run `profile`; returns the exit status (2: bad input or torch missing, 1: failed run)."""
     if not isinstance(args, argparse.Namespace):
-        parser = argparse.ArgumentParser(prog=f"{PROG} profile")
+        from prfaas_tui.cli import OneLineParser
+
+        parser = OneLineParser(prog=f"{PROG} profile")
         _add_arguments(parser)
         args = parser.parse_args(args)
     try:

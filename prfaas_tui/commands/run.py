@@ -8,10 +8,11 @@ import sys
 import time
 from dataclasses import replace
 
+from emulator.budget import BudgetError
 from emulator.scenario.knobs import KNOBS, whole
 from emulator.scenario.prefill import PrefillBackendConfig, check_device
 from emulator.scenario.presets import load
-from emulator.scenario.reader import PresetError, non_negative, positive
+from emulator.scenario.reader import PresetError, a_seed, positive
 from emulator.scenario.scenario import Scenario
 from emulator.sim.accounting import AccountingError
 from emulator.sim.engine import Emulation
@@ -19,9 +20,17 @@ from emulator.sim.result import RunResult
 from emulator.torch_prefill import TorchUnavailable
 from emulator.torch_prefill.config import get_config
 from emulator.trace_formats import load_trace
-from emulator.traces import TraceError
+from emulator.traces import TraceError, read_trace
 from emulator.units import parse_duration
-from prfaas_tui.commands.common import add_scenario_flags, controls_from_args
+from prfaas_tui.commands.common import (
+    add_budget_flags,
+    add_scenario_flags,
+    caps_from_args,
+    check_capacity,
+    check_emulation,
+    check_scenario_instances,
+    controls_from_args,
+)
 from prfaas_tui.commands.trace_flags import add_trace_flags
 from prfaas_tui.errors import UsageError, parse_flag
 
@@ -55,6 +64,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--torch-device", metavar="cpu|cuda", help="torch backend device")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--csv", metavar="FILE", help="write the time series (one row per sample)")
+    add_budget_flags(p, ("requests", "events", "instances"))
     p.set_defaults(func=main)
     return p
 
@@ -64,7 +74,8 @@ def build(args) -> Emulation:
     sc: Scenario = load(args.preset)
     duration = parse_flag("--duration", parse_duration, args.duration, positive)
     load_ = parse_flag("--load", float, args.load, positive)
-    seed = parse_flag("--seed", whole, args.seed, non_negative)
+    seed = parse_flag("--seed", whole, args.seed, a_seed)
+    caps = caps_from_args(args)
     controls, given = controls_from_args(sc, args)
     if controls.rate is not None and load_ is not None:
         raise UsageError("--rate/--load: give one or the other")
@@ -72,14 +83,27 @@ def build(args) -> Emulation:
         raise UsageError("--columns: needs --trace FILE")
     # the split flags go to the engine, which starts each paradigm from its own split
     sc = _prefill_backend(sc.with_controls(replace(controls, n_p=sc.n_p, n_d=sc.n_d)), args)
+    check_scenario_instances(sc, caps)  # before the pools are built
+    if args.trace is not None:  # read once: the budget check counts its requests and span
+        trace = load_trace(args.trace, args.columns)
+    else:
+        trace = read_trace(sc.sim.replay) if sc.sim.replay is not None else None
     try:
-        return Emulation(sc, seed=seed, rate=controls.rate, load=load_, duration=duration,
-                         paradigm=controls.paradigm, n_p=given.get("n_p"), n_d=given.get("n_d"),
-                         trace=load_trace(args.trace, args.columns) if args.trace else None)
+        emu = Emulation(sc, seed=seed, rate=controls.rate, load=load_, duration=duration,
+                        paradigm=controls.paradigm, n_p=given.get("n_p"), n_d=given.get("n_d"),
+                        trace=trace)
     except TraceError:
         raise
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    try:  # built, not run: the arrival and timer chains have only their first events
+        check_emulation(emu, caps, trace=trace,  # a replay's span: --duration, or the rate
+                        rate_flag="--duration" if duration is not None else "--rate/--load")
+        check_capacity(emu)
+    except BaseException:
+        emu.close()
+        raise
+    return emu
 
 
 def _prefill_backend(sc: Scenario, args) -> Scenario:
@@ -108,7 +132,7 @@ def _prefill_backend(sc: Scenario, args) -> Scenario:
 def main(args) -> int:
     try:
         emu = build(args)
-    except (UsageError, PresetError, TraceError, TorchUnavailable) as exc:
+    except (UsageError, PresetError, TraceError, TorchUnavailable, BudgetError) as exc:
         print(f"prfaas-tui run: error: {exc}", file=sys.stderr)
         return 2
     with emu:

@@ -24,8 +24,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from emulator.budget import BudgetError
+from emulator.planner.store import check_writable
+from emulator.scenario import presets
+from emulator.scenario.knobs import whole
+from emulator.scenario.reader import a_seed
 from emulator.units import parse_duration
-from prfaas_tui.errors import UsageError
+from prfaas_tui.commands.common import (
+    add_budget_flags,
+    caps_from_args,
+    check_emulation,
+    check_scenario_instances,
+)
+from prfaas_tui.errors import UsageError, parse_flag
 
 CHAR_WIDTH = 12.2  # Rich's SVG export: 0.61 x its 20 px font
 _ID = re.compile(r"terminal-\d+")
@@ -45,7 +56,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="simulated time to render at: seconds, or '5 min'")
     p.add_argument("--size", default="160x48", metavar="COLSxROWS", help="terminal size (160x48)")
     p.add_argument("--theme", default="textual-dark", help="Textual theme (textual-dark)")
-    p.add_argument("--seed", type=int, default=None, help="workload seed (default: the preset's)")
+    p.add_argument("--seed", default=None, help="workload seed (default: the preset's)")
     p.add_argument("--press", default="", metavar="KEYS",
                    help="comma-separated keys to press before the capture, e.g. 'c' or 'f1'")
     p.add_argument("--format", choices=FORMATS, default=None,
@@ -54,6 +65,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     out = p.add_mutually_exclusive_group(required=True)
     out.add_argument("--out", metavar="FILE", help="write it here")
     out.add_argument("--check", metavar="FILE", help="compare with this file; exit 1 if it differs")
+    add_budget_flags(p, ("requests", "events", "instances"))
     return p
 
 
@@ -178,6 +190,33 @@ def _format_of(args: argparse.Namespace) -> str:
     return ext if ext in FORMATS else "svg"
 
 
+def _check_theme(name: str) -> str | None:
+    from textual.theme import BUILTIN_THEMES
+
+    return None if name in BUILTIN_THEMES else f"no such theme (choose from " \
+        f"{', '.join(sorted(BUILTIN_THEMES))})"
+
+
+def _check_work(args: argparse.Namespace, at: float, seed: int | None) -> None:
+    """Refuse an --at (or a preset) whose run up to `at` is over a cap, before the app starts:
+    the dashboard runs the emulator synchronously to `at`."""
+    from emulator.scenario.drills import load_drill
+    from emulator.sim.engine import Emulation
+
+    caps = caps_from_args(args)
+    sc = load_drill(args.drill).scenario if args.drill else presets.load(args.preset)
+    check_scenario_instances(sc, caps)
+    try:
+        emu = Emulation(sc, seed=seed)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    with emu:
+        try:
+            check_emulation(emu, caps, until=at, duration_flag="--at")
+        except BudgetError as exc:
+            raise UsageError(str(exc)) from None
+
+
 def main(args: argparse.Namespace) -> int:
     size = parse_size(args.size)
     try:
@@ -186,22 +225,38 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--at: {exc}") from None
     if not at >= 0:
         raise UsageError(f"--at: must be >= 0 seconds (got {args.at})")
+    seed = parse_flag("--seed", whole, args.seed, a_seed)
+    parse_flag("--theme", str, args.theme, _check_theme)
+    if args.out:
+        try:
+            check_writable(args.out, "--out")
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    expected = None
+    if args.check:
+        try:
+            expected = Path(args.check).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"--check: cannot read {args.check}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise UsageError(f"--check: {args.check}: expected UTF-8 text") from None
+    _check_work(args, at, seed)
     os.environ.pop("NO_COLOR", None)  # it changes the colors, so the SVG
     press = tuple(k.strip() for k in args.press.split(",") if k.strip())
     fmt = _format_of(args)
     cap = asyncio.run(capture(args.preset, at, size, drill=args.drill, theme=args.theme,
-                              seed=args.seed, press=press))
+                              seed=seed, press=press))
     if fmt == "json" and cap.data is None:
         raise UsageError("--format json: the emulator produced no snapshot")
     text = cap.as_format(fmt)
     if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
+        try:
+            Path(args.out).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"--out: cannot write {args.out}: {exc.strerror}") from None
         print(f"wrote {args.out} ({fmt}, {size[0]}x{size[1]}, simulated {at:g} s)")
         return 0
-    try:
-        expected = Path(args.check).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"--check: cannot read {args.check}: {exc.strerror}") from None
+    assert expected is not None
     same = normalize(expected) == text if fmt == "svg" else expected == text
     if same:
         print(f"{args.check}: same")

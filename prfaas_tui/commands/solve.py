@@ -15,7 +15,13 @@ from emulator.model import MODES, STAGES, Knobs, evaluate
 from emulator.optimizer import paradigms, search
 from emulator.scenario.reader import positive
 from emulator.units import format_tokens, parse_duration
-from prfaas_tui.commands.common import add_scenario_flags, scenario_from_args
+from prfaas_tui.commands.common import (
+    add_budget_flags,
+    add_scenario_flags,
+    caps_from_args,
+    check_scenario_instances,
+    scenario_from_args,
+)
 from prfaas_tui.commands.trace_flags import add_trace_flags, with_workload, workload_from_args
 from prfaas_tui.errors import UsageError, parse_flag
 
@@ -36,6 +42,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="what `optimum` maximizes: lambda (Lambda_max, default) or slo (the "
                         "SLO-bound rate; needs --slo-ttft)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_budget_flags(p, ("instances",))
     add_trace_flags(p)
     # '--slo-ttft -5ms' must reach the value check (one line, exit 2), not argparse's usage
     # dump: no solve flag looks like a negative number, so treat '-<digit>...' as a value
@@ -95,6 +102,7 @@ def solve(args: argparse.Namespace) -> dict:
     wl = workload_from_args(args)
     if wl is not None:
         sc = with_workload(sc, wl)
+    check_scenario_instances(sc, caps_from_args(args))  # the search walks every split of the pool
     target, q, objective = slo_flags(args)
     mode = args.mode or sc.mode
     op = evaluate(sc.system, sc.knobs, mode)
