@@ -7,7 +7,11 @@ and model, never the simulator or the UI.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
+
+C = TypeVar("C")
 
 
 class CardError(ValueError):
@@ -19,3 +23,23 @@ class CardError(ValueError):
 
 
 CARDS_DIR = Path(__file__).resolve().parent
+
+
+def shipped_cards(kind: str, suffix: str) -> list[str]:
+    """Names of the cards shipped in CARDS_DIR/kind (files ending in `suffix`)."""
+    return sorted(p.stem for p in (CARDS_DIR / kind).glob(f"*{suffix}"))
+
+
+def load_named(name_or_path: str | Path, kind: str, suffix: str,
+               read: Callable[[Path, str | None], C], what: str) -> C:
+    """A shipped card by name (CARDS_DIR/kind/NAME+suffix) or, for anything that looks like a
+    path, that file; CardError naming the shipped ones otherwise."""
+    s = str(name_or_path)
+    p = Path(s)
+    if p.suffix == suffix or "/" in s or p.exists():
+        return read(p, None)
+    cand = CARDS_DIR / kind / f"{s}{suffix}"
+    if cand.is_file():
+        return read(cand, s)
+    raise CardError(s, "", f"no {what} of that name (shipped: "
+                    f"{', '.join(shipped_cards(kind, suffix))}; or give a {suffix} path)")

@@ -12,7 +12,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from emulator.cards import CARDS_DIR, CardError
+from emulator.cards import CARDS_DIR, CardError, load_named, shipped_cards
 
 # key -> (unit for messages, absurd ceiling)
 _SPEC = {"bf16_tflops": ("TFLOPS", 1e6), "fp8_tflops": ("TFLOPS", 1e6),
@@ -124,17 +124,11 @@ def shipped_dir() -> Path:
 
 
 def shipped() -> list[str]:
-    return sorted(p.stem for p in shipped_dir().glob("*.toml"))
+    return shipped_cards("gpus", ".toml")
 
 
 def load_gpu(name_or_path: str | Path) -> GpuCard:
     """A shipped GPU card by name (case-insensitive: h200, H20...) or a TOML path."""
     s = str(name_or_path)
-    p = Path(s)
-    if p.suffix == ".toml" or "/" in s or p.exists():
-        return read_gpu(p)
-    cand = shipped_dir() / f"{s.lower()}.toml"
-    if cand.is_file():
-        return read_gpu(cand, s.lower())
-    raise CardError(s, "", f"no GPU card of that name (shipped: {', '.join(shipped())}; or give "
-                    "a TOML path)")
+    return load_named(s if Path(s).suffix or "/" in s or Path(s).exists() else s.lower(), "gpus", ".toml",
+                      read_gpu, "GPU card")

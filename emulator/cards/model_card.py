@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from emulator.cards import CARDS_DIR, CardError
+from emulator.cards import CARDS_DIR, CardError, load_named, shipped_cards
 
 KINDS = ("gqa", "mla", "swa", "linear")
 DTYPE_BYTES = {"bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "half": 2, "float32": 4,
@@ -451,17 +451,9 @@ def shipped_dir() -> Path:
 
 
 def shipped() -> list[str]:
-    return sorted(p.stem for p in shipped_dir().glob("*.json"))
+    return shipped_cards("models", ".json")
 
 
 def load_card(name_or_path: str | Path) -> ModelCard:
     """A shipped card by name (emulator/cards/models/NAME.json) or a config.json path."""
-    s = str(name_or_path)
-    p = Path(s)
-    if p.suffix == ".json" or "/" in s or p.exists():
-        return read_config(p)
-    cand = shipped_dir() / f"{s}.json"
-    if cand.is_file():
-        return read_config(cand, s)
-    raise CardError(s, "", f"no model card of that name (shipped: {', '.join(shipped())}; or "
-                    "give a config.json path)")
+    return load_named(name_or_path, "models", ".json", read_config, "model card")

@@ -20,7 +20,6 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Label, Static
 
-from emulator.paradigm import Paradigm
 from emulator.planner.goodput import scenario_from_record
 from emulator.planner.store import read_results
 from emulator.scenario.reader import PresetError
@@ -42,32 +41,6 @@ class PlanError(UsageError):
 def _num(x: object, finite: bool = True) -> bool:
     return (isinstance(x, int | float) and not isinstance(x, bool)
             and (not finite or math.isfinite(x)))
-
-
-def _problem(rec: object) -> str | None:
-    """What makes a result line unusable here, or None."""
-    if not isinstance(rec, dict):
-        return "not an object"
-    if not isinstance(rec.get("label"), str) or not isinstance(rec.get("binding"), str):
-        return "no label or binding"
-    for k in ("goodput", "goodput_lo", "goodput_hi", "lambda_max", "utilization"):
-        if not _num(rec.get(k)):
-            return f"{k} missing or not a number"
-    for k in ("cost_per_hour", "goodput_per_cost"):
-        if rec.get(k) is not None and not _num(rec[k]):
-            return f"{k} not a number"
-    c = rec.get("candidate")
-    if not isinstance(c, dict):
-        return "no candidate"
-    if c.get("paradigm") not in tuple(Paradigm):
-        return f"unknown paradigm {c.get('paradigm')!r}"
-    for k in ("n_prfaas", "n_p", "n_d"):
-        if not isinstance(c.get(k), int) or isinstance(c.get(k), bool):
-            return f"candidate {k} missing or not a whole number"
-    for k in ("t", "bandwidth"):
-        if not _num(c.get(k), finite=False):
-            return f"candidate {k} missing or not a number"
-    return None
 
 
 @dataclass(frozen=True)
@@ -146,9 +119,6 @@ def open_plan(path: str | Path) -> PlanFile:
         raise PlanError(f"{path}: {exc.strerror or exc}") from None
     if not isinstance(header, dict) or not isinstance(header.get("scenario"), str):
         raise PlanError(f"{path}: not a prfaas-tui plan results file (no base scenario)")
-    for rec in records:
-        if (why := _problem(rec)) is not None:
-            raise PlanError(f"{path}: a result line is not a plan record ({why})")
     ranked = sorted(records, key=lambda r: (-r["goodput"], str(r.get("key", ""))))
     return PlanFile(p, str(path), header, ranked)
 

@@ -114,14 +114,8 @@ class ModelPanel(Static):
                                  if cap != state.bandwidth else "")))
         else:
             lines.append(Text("p 0: nothing crosses the link", style=dim))
-        lines.append(Text(f"Eq.7 {num(op.eq7_residual, '{:+.3f}')}   "
-                          f"Eq.8 {num(op.eq8_residual, '{:+.3f}')}"))
-        if not s.paradigm.threshold_routing:
-            lines.append(Text("t, N_p, N_d do not apply to this paradigm", style=dim))
+        lines += self._residuals_and_latency(v, op, hot, dim)
         lt = v.latency
-        lines.append(Text.assemble(("TTFT ", "bold"), f"P50 {num(lt.p50)} · P90 {num(lt.p90)} s  ",
-                                   (f"P90≤{lt.target:g}s to {lt.slo_rate:.2f}/s",
-                                    hot if settings_over(s.rate, lt.slo_rate) else dim)))
         best = live.optimum.get(mode)
         if best is not None:
             t, n_p, n_d = targets_for(best, state)
@@ -137,6 +131,20 @@ class ModelPanel(Static):
             opt.append("[O]", style="bold")
             lines.append(opt)
         return Group(*lines)
+
+    @staticmethod
+    def _residuals_and_latency(v: ModelView, op: Any, hot: str, dim: str) -> list[Text]:
+        """Eqs. 7-8 residuals, the paradigm note and the predicted TTFT / SLO-bound rate (at the
+        operator's settings), shared by the live and the settings view."""
+        s, lt = v.settings, v.latency
+        lines = [Text(f"Eq.7 {num(op.eq7_residual, '{:+.3f}')}   "
+                      f"Eq.8 {num(op.eq8_residual, '{:+.3f}')}")]
+        if not s.paradigm.threshold_routing:
+            lines.append(Text("t, N_p, N_d do not apply to this paradigm", style=dim))
+        lines.append(Text.assemble(("TTFT ", "bold"), f"P50 {num(lt.p50)} · P90 {num(lt.p90)} s  ",
+                                   (f"P90≤{lt.target:g}s to {lt.slo_rate:.2f}/s",
+                                    hot if settings_over(s.rate, lt.slo_rate) else dim)))
+        return lines
 
     def _render_view(self, v: ModelView) -> Group:
         op, sc, s = v.point, v.scenario, v.settings
@@ -166,14 +174,8 @@ class ModelPanel(Static):
                               f"Gbps ({num(op.link_utilization(), '{:.0%}')})"))
         else:
             lines.append(Text("p 0: nothing crosses the link", style=dim))
-        lines.append(Text(f"Eq.7 {num(op.eq7_residual, '{:+.3f}')}   "
-                          f"Eq.8 {num(op.eq8_residual, '{:+.3f}')}"))
-        if not s.paradigm.threshold_routing:
-            lines.append(Text("t, N_p, N_d do not apply to this paradigm", style=dim))
+        lines += self._residuals_and_latency(v, op, hot, dim)
         lt = v.latency
-        lines.append(Text.assemble(("TTFT ", "bold"), f"P50 {num(lt.p50)} · P90 {num(lt.p90)} s  ",
-                                   (f"P90≤{lt.target:g}s to {lt.slo_rate:.2f}/s",
-                                    hot if settings_over(s.rate, lt.slo_rate) else dim)))
         b = v.optimum.best
         opt = Text.assemble(("optimum ", "bold"),
                             f"t* {format_tokens(b.knobs.t)} · N_p*/N_d* {b.knobs.n_p}/{b.knobs.n_d}"
