@@ -19,25 +19,6 @@ def run_serial(tasks: Iterable[Task]) -> Iterator[tuple[str, Any]]:
         yield key, fn(*args)
 
 
-def run_local(tasks: list[Task], workers: int) -> Iterator[tuple[str, Any]]:
-    """A process pool over `workers` cores; results stream back as they finish."""
-    if workers <= 1:
-        yield from run_serial(tasks)
-        return
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor, as_completed  # noqa: TID251
-
-    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
-        futs = {pool.submit(fn, *args): key for key, fn, args in tasks}
-        try:
-            for fut in as_completed(futs):
-                yield futs[fut], fut.result()
-        except BaseException:
-            for f in futs:
-                f.cancel()
-            raise
-
-
 CONNECT_TIMEOUT = "5s"  # no scheduler at the address: one line after this, not a long hang
 
 
