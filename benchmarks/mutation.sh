@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Mutation score (mutmut 3) of the closed-form model, the link and the router, each against its
+# Mutation score (mutmut 3) of the closed-form model, the link, the router and the knob check
+# (the dashboard's, the CLI's and the engine's one validation), each against its
 # own tests so that a run takes minutes on 2 cores. Results: benchmarks/RESULTS-mutation.md.
 #
 #   pip install -e '.[test,mutation]'
-#   benchmarks/mutation.sh [model|link|router]...     # default: all three
+#   benchmarks/mutation.sh [model|link|router|knobs]...     # default: all four
 #
 # Each target runs in a scratch copy of the working tree (tracked and untracked, not ignored
 # files), so the repository gets no mutants/ folder and no [mutmut] config. Prints one line per
@@ -18,18 +19,20 @@ declare -A SOURCE=(
   [model]=emulator/model.py
   [link]=emulator/sim/link.py
   [router]=emulator/sim/router.py
+  [knobs]=emulator/scenario/knobs.py
 )
 declare -A TESTS=(
   [model]="tests/test_model_exact.py tests/test_model_paper.py tests/test_model_units.py tests/test_model_point.py"
   [link]="tests/test_sim_link.py"
   [router]="tests/test_sim_router.py"
+  [knobs]="tests/test_paradigm_knobs.py tests/test_cli_knobs.py tests/test_sim_apply.py tests/test_knob_bounds.py"
 )
 
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(model link router)
+[[ ${#targets[@]} -gt 0 ]] || targets=(model link router knobs)
 
 for target in "${targets[@]}"; do
-  src=${SOURCE[$target]:?"unknown target $target (model, link, router)"}
+  src=${SOURCE[$target]:?"unknown target $target (model, link, router, knobs)"}
   work=$(mktemp -d "${TMPDIR:-/tmp}/mutation-$target.XXXXXX")
   (cd "$root" && git ls-files -co --exclude-standard -z | tar --null -T - -cf -) | tar -xf - -C "$work"
   {
