@@ -37,6 +37,6 @@ def dense():
 
 
 def pytest_addoption(parser):
-    parser.addoption("--fuzz-budget", default=None, metavar="SECONDS",
-                     help="run the long fuzz profile (-m fuzz) for this many seconds per test "
+    parser.addoption("--fuzz-budget", default=None, metavar="INPUTS",
+                     help="run the long fuzz profile (-m fuzz) over this many inputs per test "
                           "(or set PRFAAS_FUZZ_BUDGET); without it those tests skip")

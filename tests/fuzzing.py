@@ -1,14 +1,16 @@
 """Shared Hypothesis strategies for the fuzz tests (issue 11): values that are extreme, of the
 wrong type or not finite, and byte-level mutations (flips, insertions, deletions, truncation)
-of a valid file. `budget_loop` runs a property for a fixed wall-clock budget (the long `-m fuzz`
-profile) and returns how many inputs it tried."""
+of a valid file. `long_profile` runs a property over a fixed number of inputs (the long
+`-m fuzz` profile: a count, not a wall-clock budget, so a loaded machine runs the same inputs)
+and reports how many it tried."""
 
 from __future__ import annotations
 
 import os
-import time
+import sys
 from collections.abc import Callable
 
+import pytest
 from hypothesis import HealthCheck, seed, settings
 from hypothesis import strategies as st
 
@@ -56,19 +58,24 @@ def default_settings(n: int) -> settings:
                                            HealthCheck.function_scoped_fixture])
 
 
-def fuzz_budget(config) -> float | None:
-    """Seconds for the long profile: --fuzz-budget, else $PRFAAS_FUZZ_BUDGET, else None (skip)."""
+def fuzz_budget(config) -> int | None:
+    """Inputs for the long profile: --fuzz-budget, else $PRFAAS_FUZZ_BUDGET, else None (skip)."""
     value = config.getoption("--fuzz-budget") or os.environ.get("PRFAAS_FUZZ_BUDGET")
-    return float(value) if value else None
+    return int(value) if value else None
 
 
-def budget_loop(make_test: Callable[[settings], Callable[[], None]], seconds: float,
-                counter: list[int], batch: int = 200) -> int:
-    """Run `make_test(settings)()` in batches of `batch` examples with fresh seeds until
-    `seconds` of wall time are spent; `counter[0]` counts inputs (the property increments it)."""
-    end = time.monotonic() + seconds
+def long_profile(request, what: str, make_test: Callable[[settings], Callable[[], None]],
+                 counter: list[int], batch: int = 200) -> int:
+    """Run `make_test(settings)()` in batches of `batch` examples with fresh seeds until the
+    property has counted (`counter[0]`) the --fuzz-budget inputs; skips without a budget."""
+    inputs = fuzz_budget(request.config)
+    if inputs is None:
+        pytest.skip("the long fuzz profile: pass --fuzz-budget INPUTS or set PRFAAS_FUZZ_BUDGET")
     n = 0
-    while time.monotonic() < end:
+    while counter[0] < inputs:
         n += 1
         seed(n)(make_test(default_settings(batch)))()
+    with request.config.pluginmanager.getplugin("capturemanager").global_and_fixture_disabled():
+        print(f"\nfuzz {what}: {counter[0]:,} inputs, every one loaded or refused in one line",
+              file=sys.stderr)
     return counter[0]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,9 +17,9 @@ from emulator.paradigm import Paradigm
 from emulator.planner.store import PlanFileError, ResultsFile, read_results, record_problem
 from tests.fuzzing import (
     HOSTILE_VALUES,
-    budget_loop,
     default_settings,
     fuzz_budget,
+    long_profile,
     mutated_bytes,
 )
 
@@ -125,9 +124,6 @@ def test_an_almost_valid_plan_file_works_or_says_where(workdir, data):
 
 @pytest.mark.fuzz
 def test_fuzz_plan_files_for_a_budget(request, tmp_path):
-    seconds = fuzz_budget(request.config)
-    if seconds is None:
-        pytest.skip("the long fuzz profile: pass --fuzz-budget SECONDS or set PRFAAS_FUZZ_BUDGET")
     counter = [0]
 
     def make(s):
@@ -137,8 +133,4 @@ def test_fuzz_plan_files_for_a_budget(request, tmp_path):
             read_and_resume(tmp_path / "p.jsonl", data, counter)
         return prop
 
-    n = budget_loop(make, seconds, counter)
-    with request.config.pluginmanager.getplugin("capturemanager").global_and_fixture_disabled():
-        print(f"\nfuzz plan files: {n:,} inputs in {seconds:g} s, every one read or refused in "
-              "one line", file=sys.stderr)
-    assert n > 0
+    assert long_profile(request, "plan files", make, counter) >= fuzz_budget(request.config)

@@ -1,14 +1,12 @@
 """Fuzzed traces (issue 11): valid and almost-valid Mooncake JSONL and Azure CSV files (hostile
 values, swapped types, missing keys, mutated bytes, truncation) either load exactly what they
 hold or raise the project's one-line TraceError naming the file; nothing else, and no record is
-ever dropped silently. `-m fuzz --fuzz-budget SECONDS` runs the long profile."""
+ever dropped silently. `-m fuzz --fuzz-budget INPUTS` runs the long profile."""
 
 from __future__ import annotations
 
 import csv
 import json
-import math
-import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -20,9 +18,9 @@ from hypothesis import strategies as st
 from emulator.traces import MAX_SPAN_S, MAX_TOKENS, TraceError, read_trace
 from tests.fuzzing import (
     HOSTILE_VALUES,
-    budget_loop,
     default_settings,
     fuzz_budget,
+    long_profile,
     mutated_bytes,
 )
 
@@ -175,9 +173,6 @@ def test_random_bytes_load_or_say_where(workdir, data, suffix):
 # -- the long profile --------------------------------------------------------------------------------
 @pytest.mark.fuzz
 def test_fuzz_traces_for_a_budget(request, tmp_path):
-    seconds = fuzz_budget(request.config)
-    if seconds is None:
-        pytest.skip("the long fuzz profile: pass --fuzz-budget SECONDS or set PRFAAS_FUZZ_BUDGET")
     counter = [0]
 
     def make(s):
@@ -189,8 +184,4 @@ def test_fuzz_traces_for_a_budget(request, tmp_path):
             loads_or_one_line(tmp_path / "a.csv", az, counter)
         return prop
 
-    n = budget_loop(make, seconds, counter)
-    with request.config.pluginmanager.getplugin("capturemanager").global_and_fixture_disabled():
-        print(f"\nfuzz traces: {n:,} inputs in {seconds:g} s, every one loaded or refused in one "
-              "line", file=sys.stderr)
-    assert n > 0 and math.isfinite(n)
+    assert long_profile(request, "traces", make, counter) >= fuzz_budget(request.config)
