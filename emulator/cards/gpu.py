@@ -12,7 +12,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from emulator.cards import CARDS_DIR, CardError, load_named, shipped_cards
+from emulator.cards import CardError, load_named, shipped_cards
 
 # key -> (unit for messages, absurd ceiling)
 _SPEC = {"bf16_tflops": ("TFLOPS", 1e6), "fp8_tflops": ("TFLOPS", 1e6),
@@ -117,10 +117,6 @@ def read_gpu(path: str | Path, name: str | None = None) -> GpuCard:
     except tomllib.TOMLDecodeError as exc:
         raise CardError(p, "", f"malformed TOML: {exc}") from None
     return from_dict(data, p, name)
-
-
-def shipped_dir() -> Path:
-    return CARDS_DIR / "gpus"
 
 
 def shipped() -> list[str]:

@@ -33,7 +33,8 @@ def _shown(x: object) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _number(x: object, allow_inf: bool = False) -> bool:
+def is_number(x: object, allow_inf: bool = False) -> bool:
+    """A real number (not a bool), finite unless `allow_inf` lets +inf through."""
     if isinstance(x, bool) or not isinstance(x, int | float):
         return False
     return math.isfinite(x) or (allow_inf and x == math.inf)
@@ -48,10 +49,10 @@ def record_problem(rec: object) -> str | None:
         if not isinstance(rec.get(k), str):
             return f"{k}: expected a string, found {_shown(rec.get(k, 'no such key'))}"
     for k in ("goodput", "goodput_lo", "goodput_hi", "lambda_max", "utilization"):
-        if not (_number(rec.get(k)) and rec[k] >= 0):
+        if not (is_number(rec.get(k)) and rec[k] >= 0):
             return f"{k}: expected a finite number >= 0, found {_shown(rec.get(k, 'no such key'))}"
     for k in ("cost_per_hour", "goodput_per_cost"):
-        if rec.get(k) is not None and not _number(rec[k]):
+        if rec.get(k) is not None and not is_number(rec[k]):
             return f"{k}: expected a finite number or null, found {_shown(rec[k])}"
     c = rec.get("candidate")
     if not isinstance(c, dict):
@@ -64,7 +65,7 @@ def record_problem(rec: object) -> str | None:
             return f"candidate.{k}: expected a whole number >= 0, found {_shown(v)}"
     for k in ("t", "bandwidth"):
         v = c.get(k)
-        if not (_number(v, allow_inf=True) and v >= 0):
+        if not (is_number(v, allow_inf=True) and v >= 0):
             return f"candidate.{k}: expected a number >= 0, found {_shown(v)}"
     return None
 

@@ -9,7 +9,6 @@ or a candidate that does not load, keeps the screen open with a one-line reason.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Label, Static
 
 from emulator.planner.goodput import scenario_from_record
-from emulator.planner.store import read_results
+from emulator.planner.store import is_number, read_results
 from emulator.scenario.reader import PresetError
 from emulator.scenario.scenario import Scenario
 from emulator.units import format_duration
@@ -36,11 +35,6 @@ COLUMNS = ("#", "candidate", "goodput", "95% band", "Λmax", "util", "cost/h", "
 class PlanError(UsageError):
     """A results file or record the dashboard cannot use; str() is the one line shown (a
     UsageError, so the command line reports it and exits 2)."""
-
-
-def _num(x: object, finite: bool = True) -> bool:
-    return (isinstance(x, int | float) and not isinstance(x, bool)
-            and (not finite or math.isfinite(x)))
 
 
 @dataclass(frozen=True)
@@ -69,12 +63,12 @@ class PlanFile:
         h = self.header
         slo = h.get("slo") if isinstance(h.get("slo"), dict) else {}
         parts = [f"base {self.base_name}"]
-        if _num(slo.get("ttft_p90")):
+        if is_number(slo.get("ttft_p90")):
             parts.append(f"SLO P90 TTFT ≤ {format_duration(slo['ttft_p90'])}"
                          + (f", TPOT ≤ {format_duration(slo['tpot_p90'])}"
-                            if _num(slo.get("tpot_p90")) else ""))
+                            if is_number(slo.get("tpot_p90")) else ""))
         seeds, dur = h.get("seeds"), h.get("duration")
-        if isinstance(seeds, list) and _num(dur):
+        if isinstance(seeds, list) and is_number(dur):
             parts.append(f"{len(seeds)} seed{'s' * (len(seeds) != 1)} × {format_duration(dur)}")
         n = len(self.records)
         parts.append(f"{n} candidate{'s' * (n != 1)}")
