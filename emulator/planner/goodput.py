@@ -10,6 +10,7 @@ same whichever worker, process or machine computes it.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -108,21 +109,32 @@ def ok(p: dict, slo: SLO) -> bool:
     return keeps_up and slo.met(p["ttft_p90"], p["tpot_p90"])
 
 
-def slo_goodput(base: Scenario, s: Scored, settings: Settings) -> dict:
-    """Bisection per seed between 0 and the model's Lambda_max (exact mode)."""
+def slo_goodput(base: Scenario, s: Scored, settings: Settings,
+                beaten: Callable[[float], bool] | None = None) -> dict | None:
+    """Bisection per seed between 0 and the model's Lambda_max (exact mode).
+
+    The seeds' bisections advance side by side: a probe depends only on its seed and rate, so
+    the order changes no result. `beaten(bound)`: whether a goodput below `bound` can no longer
+    matter (a finished candidate costing no more does better); after each probe it is asked
+    with the mean of the seeds' current upper ends, above every goodput the bisection can
+    still return (each seed ends below its upper end, and a floating mean is monotone), and
+    the bisection stops with None when it holds."""
     sc = candidate_scenario(base, s)
     hi0 = s.lambda_max
-    per_seed, runs = [], 0
-    for seed in settings.seeds:
-        lo, hi = 0.0, hi0
-        for _ in range(settings.steps):
-            mid = 0.5 * (lo + hi)
+    n = len(settings.seeds)
+    lo, hi = [0.0] * n, [hi0] * n
+    runs = 0
+    for _ in range(settings.steps):
+        for i, seed in enumerate(settings.seeds):
+            mid = 0.5 * (lo[i] + hi[i])
             runs += 1
             if ok(probe(sc, mid, seed, settings.duration), settings.slo):
-                lo = mid
+                lo[i] = mid
             else:
-                hi = mid
-        per_seed.append(lo)
+                hi[i] = mid
+                if beaten is not None and beaten(float(np.asarray(hi).mean())):
+                    return None
+    per_seed = lo
     arr = np.asarray(per_seed)
     mean = float(arr.mean())
     half = float(1.96 * arr.std(ddof=1) / math.sqrt(len(arr))) if len(arr) > 1 else 0.0
