@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from typing import NoReturn
 
@@ -27,10 +28,15 @@ DEFAULT_PRESET = "paper-case-study"
 class OneLineParser(argparse.ArgumentParser):
     """argparse with a one-line error: `prfaas-tui SUBCOMMAND: error: ...`, exit 2 (the usage
     block argparse prints first would make it 3-4 lines, unlike every other error). Subparsers
-    inherit the class."""
+    inherit the class. argparse takes a value that starts with '-' (`--slo-ttft -5ms`) for a
+    flag and reports the flag before it as missing its value; the line then says how to pass
+    such a value (`--slo-ttft=-5ms`), which reaches the flag's own check."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
+        line = " ".join(message.split())
+        if m := re.fullmatch(r"argument (--[\w-]+)(?:/\S+)?: expected one argument", line):
+            line += f" (a value that starts with '-' is written {m.group(1)}=VALUE)"
+        self.exit(2, f"{self.prog}: error: {line}\n")
 
 
 def _parser(argv: list[str]) -> argparse.ArgumentParser:

@@ -31,7 +31,7 @@ from emulator.paradigm import Paradigm
 from emulator.scenario.scenario import Scenario
 from emulator.stability import Row, StabilityReport, assess
 from prfaas_tui.live import Driver, Tick, attach_recorder, make_emulation
-from prfaas_tui.modelview import DEFAULT_SPEED, ModelView, Settings
+from prfaas_tui.modelview import DEFAULT_SPEED, ModelView, Settings, live_latency
 
 if TYPE_CHECKING:
     from emulator.sim.drills import Drill
@@ -176,6 +176,16 @@ class Session:
         if v is None or self.mode not in v.optimum:
             return None
         return targets_for(v.optimum[self.mode], v.state)
+
+    def slo_targets(self) -> tuple[float, int, int] | None:
+        """(t, N_p, N_d) that `O` applies: the SLO optimum of the effective state (the panel's
+        live TTFT line), failed instances kept in their stage. None before the first tick or
+        for a paradigm without t."""
+        v = self.effective
+        if v is None:
+            return None
+        best = live_latency(self.settings, v).slo_optimum
+        return None if best is None else targets_for(best, v.state)
 
     def _follow(self, knobs: Any) -> None:
         """The scheduler moves t and the split of a PrfaaS-PD emulation (other paradigms run

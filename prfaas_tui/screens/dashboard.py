@@ -349,13 +349,21 @@ class Dashboard(Screen):
         self.notify(f"{mode} mode drives the model panel (the live Λmax line stays exact)")
 
     def action_apply_slo_optimum(self) -> None:
-        b = self.view.latency.slo_optimum
-        changes: dict[str, Any] = {"t": b.t, "n_p": b.n_p, "n_d": b.n_d}
+        """The SLO optimum of the live state (as `o`); before the first tick, or for another
+        paradigm, the nominal one."""
+        live = self.session.slo_targets()
+        if live is None:
+            b = self.view.latency.slo_optimum
+            if b is None:  # the settings' view searches PrfaaS-PD whatever the paradigm
+                return
+            live = (b.t, b.n_p, b.n_d)
+        t, n_p, n_d = live
+        changes: dict[str, Any] = {"t": t, "n_p": n_p, "n_d": n_d}
         if self.settings.paradigm != Paradigm.PRFAAS_PD:
             changes["paradigm"] = Paradigm.PRFAAS_PD
         if self.request(**changes):
-            self.notify(f"applied the SLO optimum: t = {KNOBS[0].show(self.settings)}, "
-                        f"N_p/N_d = {b.n_p}/{b.n_d}, {b.rate:.2f} req/s within the SLO")
+            self.notify(f"applied the SLO optimum of the live state: t = "
+                        f"{KNOBS[0].show(self.settings)}, N_p/N_d = {n_p}/{n_d}")
 
     def action_cycle_paradigm(self) -> None:
         i = tuple(Paradigm).index(self.settings.paradigm)
