@@ -98,7 +98,8 @@ def build(args) -> Emulation:
         raise UsageError(str(exc)) from None
     try:  # built, not run: the arrival and timer chains have only their first events
         check_emulation(emu, caps, trace=trace,  # a replay's span: --duration, or the rate
-                        rate_flag="--duration" if duration is not None else "--rate/--load")
+                        rate_flag="--duration" if trace is not None and duration is not None
+                        else "--rate/--load")
         check_capacity(emu)
     except BaseException:
         emu.close()
