@@ -264,6 +264,38 @@ def check_incidents(incidents: Iterable[tuple[str, str, float, Mapping[str, floa
     return check("events", total, "incidents (all together)", caps)
 
 
+def incident_params(incident: object) -> dict[str, float]:
+    """The timer periods of an incident (emulator.scenario.incidents; read by attribute, so
+    this module stays below the scenario layer): flap down/up, diurnal step."""
+    return {k: float(v) for k in ("down", "up", "step")
+            if isinstance(v := getattr(incident, k, None), int | float)
+            and not isinstance(v, bool)}
+
+
+def surge_factors(incidents: Iterable[object]) -> list[float]:
+    """Every surge's factor and long factor (each multiplies the offered rate at most)."""
+    return [f for inc in incidents if getattr(inc, "kind", None) == "surge"
+            for f in (getattr(inc, "factor", None), getattr(inc, "long_factor", None))
+            if isinstance(f, int | float) and not isinstance(f, bool)]
+
+
+def check_hand_incident(incident: object, *, rate: float, run_duration: float,
+                        caps: Caps = CAPS) -> None:
+    """An incident started by hand in a running emulation, as a drill's incident is checked:
+    its timers over the run (open-ended: the whole run) and, for a surge, the requests at the
+    surged rate. Sources name the incident's own keys (e.g. `flap.down + up`)."""
+    kind = getattr(incident, "kind", "")
+    duration = getattr(incident, "duration", None)
+    lasts = run_duration if duration is None else min(duration, run_duration)
+    keys = {"flap": "down + up", "diurnal": "step"}
+    check_incidents([(f"{kind}.{keys.get(kind, 'duration')}", kind, lasts,
+                      incident_params(incident))], run_duration, caps)
+    if factors := surge_factors([incident]):
+        check("requests", run_requests(peak_rate(rate, factors), lasts),
+              f"{kind}.{'long_factor' if getattr(incident, 'long_factor', None) else 'factor'}"
+              f" x the rate x {_fmt(lasts)} s", caps)
+
+
 def check_trace(n_requests: int, trace_span: float, rate: float | None,
                 duration: float | None, *, sample_interval: float = 1.0,
                 rate_flag: str = "--rate/--load", caps: Caps = CAPS) -> float:

@@ -19,7 +19,6 @@ from emulator.scenario.scenario import Scenario
 from prfaas_tui.errors import UsageError, parse_flag
 
 if TYPE_CHECKING:
-    from emulator.scenario.incidents import Incident
     from emulator.sim.engine import Emulation
     from emulator.traces import Trace
 
@@ -104,11 +103,6 @@ def check_scenario_instances(sc: Scenario, caps: Caps) -> None:
                             "homogeneous.pool": system.homogeneous_pool}, caps)
 
 
-def _incident_params(inc: Incident) -> dict[str, float]:
-    return {k: float(v) for k in ("down", "up", "step")
-            if isinstance(v := getattr(inc, k, None), int | float)}
-
-
 def check_emulation(emu: Emulation, caps: Caps, *, trace: Trace | None = None,
                     until: float | None = None, rate_flag: str = "--rate/--load",
                     duration_flag: str = "--duration", copies: int = 1) -> None:
@@ -121,9 +115,7 @@ def check_emulation(emu: Emulation, caps: Caps, *, trace: Trace | None = None,
     if trace is not None:
         budget.check_trace(len(trace), end, None, None, sample_interval=sim.sample_interval,
                            rate_flag=rate_flag, caps=caps)
-    factors = [f for inc in sim.incidents for f in (getattr(inc, "factor", None),
-                                                     getattr(inc, "long_factor", None))
-               if isinstance(f, int | float) and inc.kind == "surge"]
+    factors = budget.surge_factors(sim.incidents)
     solves = {}
     if sim.scheduler.enabled:
         solves["scheduler.period"] = sim.scheduler.period
@@ -137,7 +129,7 @@ def check_emulation(emu: Emulation, caps: Caps, *, trace: Trace | None = None,
                      duration_flag=duration_flag, caps=caps)
     budget.check_incidents(
         [(f"incidents[{i}] ({inc.kind})", inc.kind,
-          math.inf if inc.duration is None else inc.duration, _incident_params(inc))
+          math.inf if inc.duration is None else inc.duration, budget.incident_params(inc))
          for i, inc in enumerate(sim.incidents)], end, caps)
 
 
