@@ -32,7 +32,6 @@ from tests.fuzzing import (
 )
 
 
-
 def small(doc: dict) -> dict:
     """A shipped preset or drill shrunk to seconds of simulated time (incidents at 5 s for
     5 s), so that it runs within the tiny caps below: what the fuzzer edits is then a file
