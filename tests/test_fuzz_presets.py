@@ -117,9 +117,10 @@ def almost(draw, docs: dict[str, dict]) -> bytes:
         if how == "add":
             table = draw(st.sampled_from([p for p in [()] + paths
                                           if isinstance(_at(doc, p), dict)]))
-            doc = replaced(doc, (*table, draw(st.sampled_from(["bogus", "at", "count",
-                                                              "factor", "kind"]))),
-                           draw(HOSTILE)) if table else {**doc, "bogus": draw(HOSTILE)}
+            key = draw(st.one_of(st.sampled_from(["bogus", "at", "count", "factor", "kind"]),
+                                 st.text(max_size=4)))  # control characters included
+            doc = replaced(doc, (*table, key), draw(HOSTILE)) if table else \
+                {**doc, key: draw(HOSTILE)}
         elif paths:
             path = draw(st.sampled_from(paths))
             if how == "drop":
@@ -209,6 +210,16 @@ def test_an_almost_valid_preset_runs_or_exits_2(workdir, capsys, data):
     rc = cli_runs_or_one_line(capsys, ["run", "--preset", str(path), "--duration", "5",
                                        "--json", *TINY])
     assert rc in (0, 2)
+
+
+@pytest.mark.parametrize("key", ["a\nb", "\x1e", "\u2028", "\x00", "tab\there"])
+def test_an_unknown_key_with_control_characters_is_one_line(workdir, capsys, key):
+    """Found by the long profile: `"\x1e" = 0` under [emulator] printed the raw key, which
+    splits the line (a newline in a key would split it on a terminal too)."""
+    path = workdir / "k.toml"
+    data = toml_bytes({**PRESETS["toy"], "emulator": {**PRESETS["toy"]["emulator"], key: 0}})
+    assert loads_or_one_line(presets.load, path, data) is None
+    assert cli_runs_or_one_line(capsys, ["run", "--preset", str(path), *TINY]) == 2
 
 
 # -- drills ---------------------------------------------------------------------------------------------
