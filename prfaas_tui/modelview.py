@@ -77,13 +77,14 @@ class Settings:
             raise Refused(_reason(exc, changes)) from None
         except ValueError as exc:  # an unknown paradigm
             raise Refused(str(exc)) from None
+        caps = budget.caps_for("dashboard")
         try:  # the CLI's work caps (emulator.budget) on what this change adds
             if "n_prfaas" in changes:
-                budget.check_instances({"N_prfaas": new.n_prfaas})
+                budget.check_instances({"N_prfaas": new.n_prfaas}, caps)
             duration = self.scenario.sim.duration
             if new.rate != self.rate:
                 budget.check("requests", budget.run_requests(new.rate, duration),
-                             f"rate x the run's {duration:g} s")
+                             f"rate x the run's {duration:g} s", caps)
         except budget.BudgetError as exc:
             raise Refused(str(exc)) from None
         return replace(self.running(t=new.t, n_p=new.n_p, n_d=new.n_d, n_prfaas=new.n_prfaas,

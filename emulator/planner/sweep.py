@@ -89,6 +89,10 @@ def run_plan(plan: Plan, *, out: str | Path, workers: int = 1, dask: str | objec
             skipped = emulate_in_waves(plan, survivors, store.done, rates, emulate)
         else:
             emulate(todo)
+    except BaseException:  # Ctrl-C above all: end now, not after the running tasks
+        if pool is not None:
+            pool.terminate()
+        raise
     finally:
         if pool is not None:
             pool.close()

@@ -79,7 +79,7 @@ class Observer:
         self.start = self.totals()
         self._samples: deque[Totals] = deque(
             [self.start], maxlen=int(math.ceil(window_seconds / sample_interval)) + 1)
-        self.series = TimeSeries(timeseries_rows)
+        self.series = TimeSeries(timeseries_rows, self.start)
         self._interval = sample_interval
         self._marks_every = max(1, round(window_seconds / 2 / sample_interval))
         self._n_samples = 0
