@@ -1,0 +1,107 @@
+"""The pictures view (`g`): utilization gauges, the heat map of Λmax over (t, N_p), the length
+CDF and the TTFT CDF, all at the live state the session holds.
+
+Nothing is computed while the view is hidden. The heat map is rebuilt only when the live state
+or the driving mode changes (cached by state), the analytic TTFT only when the state or the
+offered rate does; when live, redraws happen at most REDRAW_HZ and never shortly after a
+keypress, so a key never waits on a picture.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+
+from prfaas_tui.pictures import (
+    HeatMap,
+    Topology,
+    heat_map,
+    length_cdf,
+    live_lengths,
+    predicted_ttft,
+    ttft_cdf,
+)
+from prfaas_tui.widgets.cdf import LengthCDFChart, TTFTCDFChart
+from prfaas_tui.widgets.gauges import Gauges
+from prfaas_tui.widgets.heatmap import HeatMapView
+
+if TYPE_CHECKING:
+    from prfaas_tui.session import Session
+
+REDRAW_HZ = 2.0
+INPUT_QUIET_S = 0.15  # no redraw this long after a keypress
+
+
+class PicturesView(Vertical):
+    DEFAULT_CSS = """
+    PicturesView { display: none; }
+    PicturesView > Horizontal { height: 1fr; }
+    PicturesView #pic-cdfs { width: 1fr; }
+    PicturesView HeatMapView { width: 1fr; }
+    """
+
+    def __init__(self, session: Session, *, live: bool, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.session = session
+        self.live = live
+        self.last_input = 0.0  # perf_counter of the last keypress (the dashboard sets it)
+        self._heat_key: Any = None
+        self._heat: HeatMap | None = None
+        self._model_key: Any = None
+        self._model: tuple[float, float] | None = None
+        self._pending = False
+
+    def compose(self) -> ComposeResult:
+        yield Gauges(id="gauges")
+        with Horizontal():
+            yield HeatMapView(id="heatmap")
+            with Vertical(id="pic-cdfs"):
+                yield LengthCDFChart(id="length-cdf")
+                yield TTFTCDFChart(id="ttft-cdf")
+
+    def on_mount(self) -> None:
+        if self.live:
+            self.set_interval(1 / REDRAW_HZ, self._due)
+
+    def show(self, now: bool = False) -> None:
+        """New live state to draw: at once when not live (or `now`), else at the next slot."""
+        if not self.display:
+            return
+        if self.live and not now:
+            self._pending = True
+        else:
+            self.redraw()
+
+    def _due(self) -> None:
+        if self._pending and self.display and time.perf_counter() - self.last_input > INPUT_QUIET_S:
+            self.redraw()
+
+    def redraw(self) -> None:
+        self._pending = False
+        s = self.session
+        view, tick = s.effective, s.tick
+        if view is None or tick is None:
+            self.query_one(HeatMapView).show(None)
+            return
+        state, system = view.state, s.system
+        key = (id(system), state, s.mode)
+        if key != self._heat_key:  # the expensive part: only when the live state changed
+            self._heat_key, self._heat = key, heat_map(system, state, s.mode)
+        top = Topology.of(view)
+        self.query_one(Gauges).show(tick.snapshot, top)
+        self.query_one(HeatMapView).show(self._heat)
+        lengths = live_lengths(system, state)
+        self.query_one(LengthCDFChart).set_data(length_cdf(lengths, state.t),
+                                                (id(lengths), state.t))
+        rate = s.settings.rate
+        mkey = (id(system), state, rate)
+        if mkey != self._model_key:
+            self._model_key = mkey
+            self._model = predicted_ttft(system, state, rate, s.settings.scenario.sim)
+        snap = tick.snapshot
+        self.query_one(TTFTCDFChart).set_data(
+            ttft_cdf(snap, s.view.latency.target, self._model),
+            (snap.sim_time, snap.ttft_cdf, self._model))
