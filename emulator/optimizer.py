@@ -29,7 +29,7 @@ class SearchResult:
     evaluated: int  # grid points
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # arrays: compared by identity
 class Grid:
     """Lambda_max over every (threshold, split): what the search maximizes and the heat map
     draws. `lambda_max[i, j]` is at t = t_values[i], N_p = n_p_values[j], N_d = pool - N_p."""

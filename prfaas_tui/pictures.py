@@ -86,7 +86,7 @@ def topology_segments(top: Topology, width: int) -> list[Segment]:
     if top.remote:
         chain += [stage("prfaas"), (" ══ ", ""),
                   (f"link {top.link_now_gbps:.3g}/{top.link_gbps:.3g} Gbps", "link"),
-                  (" ══▶ ", "")]
+                  (" ══ ", "")]
     chain += [stage("pd-p"), (" │ ", ""), stage("pd-d")]
     used = sum(len(t) for t, _ in chain)
     extras: list[list[Segment]] = [  # the binding stage first, then Λmax, long or short
@@ -103,7 +103,7 @@ def topology_segments(top: Topology, width: int) -> list[Segment]:
 
 
 # -- heat map ---------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # holds arrays: compared by identity
 class HeatMap:
     """Λmax over (t, N_p) at the live state, with where the deployment runs and the optimum
     (the grid's argmax: `emulator.effective.effective_optimum`)."""
@@ -177,8 +177,10 @@ def heat_cells(hm: HeatMap, cols: int, rows: int) -> HeatCells:
     lam = hm.grid.lambda_max
     tc = axis_cells(lam.shape[0], cols)
     pc = axis_cells(lam.shape[1], rows)[::-1]
-    values = np.array([[float(np.max(lam[t.start:t.stop, p.start:p.stop])) for t in tc]
-                       for p in pc]).reshape(len(pc), len(tc))
+    # the max over each cell's block; reduceat on a run's start takes the run up to the next
+    # start, and a repeated start (an item drawn in several cells) takes that item alone
+    by_t = np.maximum.reduceat(lam, [r.start for r in tc], axis=0)
+    values = np.maximum.reduceat(by_t, [r.start for r in pc[::-1]], axis=1).T[::-1]
 
     def at(point: tuple[int, int]) -> tuple[int, int]:
         return cell_of(pc, point[1]), cell_of(tc, point[0])
@@ -227,13 +229,12 @@ class TTFTCDF:
 
 
 def share_within(seconds: np.ndarray, q: np.ndarray, limit: float) -> float | None:
-    """P(TTFT <= limit) read off the quantile points (linear between them, 0 or 1 outside)."""
+    """P(TTFT <= limit) read off the quantile points: linear between them; 0 below the first;
+    beyond the last its q (0.99: at least that share, the tail above is not known)."""
     if not len(q):
         return None
     if limit < seconds[0]:
-        return 0.0 if seconds[0] > 0 else float(q[0])
-    if limit >= seconds[-1]:
-        return 1.0 if q[-1] >= 0.99 else float(q[-1])
+        return 0.0
     return float(np.interp(limit, seconds, q))
 
 

@@ -50,13 +50,16 @@ class TTFTCDFChart(Chart):
         self.title(plt, full if len(full) <= self.size.width - 2 else medium,
                    f"TTFT P90 {p90} · {met} ≤ SLO {format_duration(d.slo)}")
         self.line(plt, d.seconds, d.q, "primary", "emulated")
+        # the scale is the emulated TTFTs' and the SLO's: a model P90 far out near saturation
+        # (minutes at 99% load) stays in the title instead of squashing the curve
+        right = max(d.slo * 1.2, *(d.seconds[-1:] * 1.05))
         if steady:
-            plt.scatter([d.model_p50, d.model_p90], [0.5, 0.9], color=self.c("success"),
-                        marker="●", label="model P50/P90" if self.roomy else None)
+            pts = [(x, q) for x, q in ((d.model_p50, 0.5), (d.model_p90, 0.9)) if x <= right]
+            if pts:
+                plt.scatter([x for x, _ in pts], [q for _, q in pts], color=self.c("success"),
+                            marker="●", label="model P50/P90" if self.roomy else None)
         plt.vline(d.slo, color=self.c("error"))
         plt.hline(0.9, color=self.c("warning"))
-        right = max([d.slo * 1.2, *(d.seconds[-1:] * 1.05),
-                     *((d.model_p90 * 1.1,) if steady else ())])
         plt.xlim(0, right)
         plt.ylim(0, 1.05)
         plt.xlabel("seconds")

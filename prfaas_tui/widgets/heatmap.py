@@ -28,8 +28,13 @@ def shade(value: float, top: float) -> int:
 class HeatMapView(SizedStatic):
     DEFAULT_CSS = "HeatMapView { height: 1fr; width: 1fr; min-height: 6; padding: 0 1; }"
 
+    _drawn: tuple | None = None
+
     def show(self, hm: HeatMap | None) -> None:
         self.remember(hm)
+        if self._drawn is not None and self._drawn[0] is hm and self._drawn[1] == self.size:
+            return  # the same map at the same size: nothing to redo
+        self._drawn = (hm, self.size)
         if hm is None:
             self.update("Λmax over (t, N_p): waiting for the emulator…", layout=False)
             return
