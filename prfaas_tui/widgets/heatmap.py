@@ -14,15 +14,17 @@ from prfaas_tui.widgets.theme import SizedStatic
 # viridis in 9 steps: ordered in lightness, readable on dark and light themes
 PALETTE = ("#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c", "#28ae80", "#5ec962",
            "#addc30", "#fde725")
+STYLES = tuple(f"bold {'#000000' if k >= 5 else '#ffffff'} on {c}" for k, c in enumerate(PALETTE))
 GUTTER = 4  # the N_p labels
 NOW, BEST = "◆", "★"
 
 
-def shade(value: float, top: float) -> int:
-    """The palette step of a value against the grid's maximum."""
-    if not (top > 0 and np.isfinite(value)):
-        return 0
-    return int(np.clip(round(value / top * (len(PALETTE) - 1)), 0, len(PALETTE) - 1))
+def shades(values: np.ndarray, top: float) -> np.ndarray:
+    """The palette step of each value against the grid's maximum (0 where undefined)."""
+    if not top > 0:
+        return np.zeros(np.shape(values), dtype=int)
+    k = np.rint(np.nan_to_num(np.asarray(values, float) / top) * (len(PALETTE) - 1))
+    return np.clip(k, 0, len(PALETTE) - 1).astype(int)
 
 
 class HeatMapView(SizedStatic):
@@ -52,16 +54,21 @@ class HeatMapView(SizedStatic):
         short = f"Λmax {NOW}{hm.now_value:.2f} {BEST}{hm.best_value:.2f}"
         out.append(next(x for x in (title, medium, short) if len(x) <= width or x is short)[:width],
                    style="bold")
+        steps = shades(cells.values, top).tolist()
         for r, n_p in enumerate(cells.n_p_cells):
             first = r == 0 or cells.n_p_cells[r - 1] != n_p
             out.append("\n")
             out.append(f"{n_p.start:>3} " if first and len(n_p) == 1 else
                        f"{n_p.start:>3}+" if first else " " * GUTTER, style="dim")
-            for c, v in enumerate(cells.values[r]):
-                k = shade(float(v), top)
+            run, style = "", ""  # cells of one colour appended together (a row has few runs)
+            for c, k in enumerate(steps[r]):
                 mark = BEST if (r, c) == cells.best else NOW if (r, c) == cells.now else " "
-                fg = "#000000" if k >= 5 else "#ffffff"
-                out.append(mark, style=f"bold {fg} on {PALETTE[k]}")
+                cell = STYLES[k]
+                if cell != style and run:
+                    out.append(run, style=style)
+                    run = ""
+                run, style = run + mark, cell
+            out.append(run, style=style)
         out.append("\n" + " " * GUTTER + self._axis(hm, cells.t_cells, cols), style="dim")
         head = "N_p ↑ t → · Λmax 0 " if cols >= 40 else "Λ 0 "
         out.append("\n" + " " * GUTTER + head, style="dim")
