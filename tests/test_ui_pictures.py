@@ -188,3 +188,17 @@ async def test_plan_screen_draws_the_planners_pareto_front(priced_plan):
         await pilot.pause()
         assert chart.data.selected["key"] == ranked[1]["key"]
         assert f"Pareto front: {len(want)} of 6" in screen_text(app)
+
+
+async def test_another_paradigm_has_no_heat_map_and_says_why():
+    app = PrfaasApp("paper-case-study", live=False, at=60.0)
+    async with app.run_test(size=BIG) as pilot:
+        await pilot.pause()
+        await show_pictures(pilot)
+        await pilot.press("m")  # homogeneous: one local pool, no t
+        await pilot.pause()
+        d = dash(app)
+        assert d.session.effective.state.paradigm == "homogeneous"
+        assert d.query_one(PicturesView)._heat is None
+        assert "has no t" in str(d.query_one(HeatMapView).content)
+        assert "PrfaaS" not in d.query_one(TopologyStrip).content.plain  # PD-P | PD-D only

@@ -354,7 +354,7 @@ class Dashboard(Screen):
         mode = self.session.toggle_mode()
         self.query_one(ModelPanel).watch_view()
         self.show_figures()
-        self.query_one(PicturesView).show(now=True)
+        self.query_one(PicturesView).show()
         self.notify(f"{mode} mode drives the model panel (the live Λmax line stays exact)")
 
     def action_apply_slo_optimum(self) -> None:

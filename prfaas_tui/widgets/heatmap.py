@@ -32,13 +32,15 @@ class HeatMapView(SizedStatic):
 
     _drawn: tuple | None = None
 
-    def show(self, hm: HeatMap | None) -> None:
-        self.remember(hm)
-        if self._drawn is not None and self._drawn[0] is hm and self._drawn[1] == self.size:
+    def show(self, hm: HeatMap | None, note: str | None = None) -> None:
+        """Draw the map, or without one the `note` saying why there is none."""
+        self.remember(hm, note)
+        if self._drawn is not None and self._drawn[0] is hm \
+                and self._drawn[1:] == (note, self.size):
             return  # the same map at the same size: nothing to redo
-        self._drawn = (hm, self.size)
+        self._drawn = (hm, note, self.size)
         if hm is None:
-            self.update("Λmax over (t, N_p): waiting for the emulator…", layout=False)
+            self.update(note or "", layout=False)
             return
         width, height = max(self.size.width - 2, 20), max(self.size.height, 6)
         cols, rows = width - GUTTER, max(height - 3, 1)

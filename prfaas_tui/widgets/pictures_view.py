@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 
+from emulator.paradigm import Paradigm
 from prfaas_tui.pictures import (
     HeatMap,
     Topology,
@@ -31,6 +32,7 @@ from prfaas_tui.widgets.heatmap import HeatMapView
 if TYPE_CHECKING:
     from prfaas_tui.session import Session
 
+PRFAAS_PD = Paradigm.PRFAAS_PD
 REDRAW_HZ = 2.0
 INPUT_QUIET_S = 0.15  # no redraw this long after a keypress
 
@@ -67,13 +69,16 @@ class PicturesView(Vertical):
             self.set_interval(1 / REDRAW_HZ, self._due)
 
     def show(self, now: bool = False) -> None:
-        """New live state to draw: at once when not live (or `now`), else at the next slot."""
+        """New live state to draw: at once when not live; live, at the next slot, or with
+        `now` (the view was just opened) right after the screen has answered the key."""
         if not self.display:
             return
-        if self.live and not now:
-            self._pending = True
-        else:
+        if not self.live:
             self.redraw()
+        elif now:
+            self.call_after_refresh(self.redraw)
+        else:
+            self._pending = True
 
     def _due(self) -> None:
         if self._pending and self.display and time.perf_counter() - self.last_input > INPUT_QUIET_S:
@@ -84,15 +89,18 @@ class PicturesView(Vertical):
         s = self.session
         view, tick = s.effective, s.tick
         if view is None or tick is None:
-            self.query_one(HeatMapView).show(None)
+            self.query_one(HeatMapView).show(None, "Λmax over (t, N_p): waiting for the emulator…")
             return
         state, system = view.state, s.system
         key = (id(system), state, s.mode)
         if key != self._heat_key:  # the expensive part: only when the live state changed
-            self._heat_key, self._heat = key, heat_map(system, state, s.mode)
+            self._heat_key = key
+            self._heat = heat_map(system, state, s.mode) if state.paradigm == PRFAAS_PD else None
         top = Topology.of(view)
         self.query_one(Gauges).show(tick.snapshot, top)
-        self.query_one(HeatMapView).show(self._heat)
+        self.query_one(HeatMapView).show(self._heat, None if self._heat else (
+            f"{Paradigm(state.paradigm).label} runs its own split and has no t: the heat map "
+            f"is PrfaaS-PD's (t, N_p) plane (m switches back)"))
         lengths = live_lengths(system, state)
         self.query_one(LengthCDFChart).set_data(length_cdf(lengths, state.t),
                                                 (id(lengths), state.t))
