@@ -202,3 +202,19 @@ async def test_another_paradigm_has_no_heat_map_and_says_why():
         assert d.query_one(PicturesView)._heat is None
         assert "has no t" in str(d.query_one(HeatMapView).content)
         assert "PrfaaS" not in d.query_one(TopologyStrip).content.plain  # PD-P | PD-D only
+
+
+async def test_length_cdf_follows_a_surge_of_long_requests():
+    """The long-surge drill triples the long requests: the CDF drawn is the live mix, its p
+    the share the router sends at t now, not the preset's."""
+    app = PrfaasApp(drill="long-surge", live=False, at=MID)
+    async with app.run_test(size=BIG) as pilot:
+        await pilot.pause()
+        await show_pictures(pilot)
+        d = dash(app)
+        cdf, snap = d.query_one(LengthCDFChart).data, d.tick.snapshot
+        preset = d.session.system.lengths
+        assert snap.lengths is not preset  # the surge's mix
+        assert cdf.p == pytest.approx(float(snap.lengths.p_above(cdf.t)))
+        assert cdf.p == pytest.approx(d.session.effective.point.p)
+        assert cdf.p > float(preset.p_above(cdf.t)) + 0.1
