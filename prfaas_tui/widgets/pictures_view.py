@@ -69,19 +69,30 @@ class PicturesView(Vertical):
             self.set_interval(1 / REDRAW_HZ, self._due)
 
     def show(self, now: bool = False) -> None:
-        """New live state to draw: at once when not live; live, at the next slot, or with
-        `now` (the view was just opened) right after the screen has answered the key."""
+        """A new tick to draw: at once when not live. Live: with `now` (the view was just
+        opened) right after the screen has answered the key; when the live state changed
+        (instances, link, mix, knobs: rare) at once, so the pictures agree with the topology
+        strip; otherwise (new TTFTs, utilizations) at the next slot."""
         if not self.display:
             return
         if not self.live:
             self.redraw()
         elif now:
             self.call_after_refresh(self.redraw)
+        elif self._state_key() != self._heat_key and self._quiet():
+            self.redraw()
         else:
             self._pending = True
 
+    def _state_key(self) -> Any:
+        s = self.session
+        return None if s.effective is None else (id(s.system), s.effective.state, s.mode)
+
+    def _quiet(self) -> bool:
+        return time.perf_counter() - self.last_input > INPUT_QUIET_S
+
     def _due(self) -> None:
-        if self._pending and self.display and time.perf_counter() - self.last_input > INPUT_QUIET_S:
+        if self._pending and self.display and self._quiet():
             self.redraw()
 
     def redraw(self) -> None:
@@ -92,7 +103,7 @@ class PicturesView(Vertical):
             self.query_one(HeatMapView).show(None, "Λmax over (t, N_p): waiting for the emulator…")
             return
         state, system = view.state, s.system
-        key = (id(system), state, s.mode)
+        key = self._state_key()
         if key != self._heat_key:  # the expensive part: only when the live state changed
             self._heat_key = key
             self._heat = heat_map(system, state, s.mode) if state.paradigm == PRFAAS_PD else None
