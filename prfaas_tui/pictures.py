@@ -17,15 +17,8 @@ from typing import Any
 import numpy as np
 
 from emulator.distributions import LengthDistribution
-from emulator.effective import (
-    EffectiveView,
-    LiveState,
-    effective_grid,
-    effective_knobs,
-    effective_system,
-)
+from emulator.effective import EffectiveView, LiveState, effective_grid, effective_system
 from emulator.figure5 import flat_segments, with_corners
-from emulator.latency import predict
 from emulator.model import System
 from emulator.optimizer import Grid
 from emulator.paradigm import Paradigm, Stage
@@ -214,7 +207,8 @@ def live_lengths(system: System, state: LiveState) -> LengthDistribution:
 @dataclass(frozen=True)
 class TTFTCDF:
     """The emulated TTFT distribution over the window against the P90 SLO target, with the
-    analytic P50/P90 at the live state (None where the model has none)."""
+    analytic P50/P90 at the live state (`modelview.live_latency`, the model panel's; infinite
+    at or above the live Λmax)."""
 
     seconds: np.ndarray
     q: np.ndarray
@@ -245,23 +239,6 @@ def ttft_cdf(snap: Any, slo: float, model: tuple[float, float] | None = None) ->
     s = np.maximum.accumulate(np.array([v for _, v in pts], dtype=float)) if pts else np.array([])
     p50, p90 = model if model is not None else (None, None)
     return TTFTCDF(s, q, slo, share_within(s, q, slo), p50, p90)
-
-
-def predicted_ttft(system: System, state: LiveState, rate: float, sim: Any) -> tuple[float, float] | None:
-    """The analytic TTFT (P50, P90) at the live state and offered rate (PrfaaS-PD only; about
-    6 ms): infinite at or above the live Λmax (no steady state), None where the model has no
-    answer (a paradigm without t)."""
-    if state.paradigm != Paradigm.PRFAAS_PD:
-        return None
-    try:
-        pred = predict(effective_system(system, state), effective_knobs(state), rate,
-                       link_latency=sim.link_latency, rdma_latency=sim.rdma_latency)
-    except (ValueError, ZeroDivisionError, FloatingPointError):
-        return None
-    p50, p90 = float(pred.p50), float(pred.p90)
-    if math.isnan(p50) or math.isnan(p90) or p50 < 0:
-        return math.inf, math.inf
-    return p50, p90
 
 
 # -- gauges -----------------------------------------------------------------------------------

@@ -2,9 +2,10 @@
 CDF and the TTFT CDF, all at the live state the session holds.
 
 Nothing is computed while the view is hidden. The heat map is rebuilt only when the live state
-or the driving mode changes (cached by state), the analytic TTFT only when the state or the
-offered rate does; when live, redraws happen at most REDRAW_HZ and never shortly after a
-keypress, so a key never waits on a picture.
+or the driving mode changes (cached by state); the analytic TTFT is the model panel's
+(`modelview.live_latency`, cached on the state and the rate). When live, a new live state is
+drawn at once and new measurements at most REDRAW_HZ, never shortly after a keypress, so a key
+never waits on a picture.
 """
 
 from __future__ import annotations
@@ -16,13 +17,13 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 
 from emulator.paradigm import Paradigm
+from prfaas_tui.modelview import live_latency
 from prfaas_tui.pictures import (
     HeatMap,
     Topology,
     heat_map,
     length_cdf,
     live_lengths,
-    predicted_ttft,
     ttft_cdf,
 )
 from prfaas_tui.widgets.cdf import LengthCDFChart, TTFTCDFChart
@@ -52,8 +53,6 @@ class PicturesView(Vertical):
         self.last_input = 0.0  # perf_counter of the last keypress (the dashboard sets it)
         self._heat_key: Any = None
         self._heat: HeatMap | None = None
-        self._model_key: Any = None
-        self._model: tuple[float, float] | None = None
         self._pending = False
 
     def compose(self) -> ComposeResult:
@@ -115,12 +114,8 @@ class PicturesView(Vertical):
         lengths = live_lengths(system, state)
         self.query_one(LengthCDFChart).set_data(length_cdf(lengths, state.t),
                                                 (id(lengths), state.t))
-        rate = s.settings.rate
-        mkey = (id(system), state, rate)
-        if mkey != self._model_key:
-            self._model_key = mkey
-            self._model = predicted_ttft(system, state, rate, s.settings.scenario.sim)
+        lat = live_latency(s.settings, view)  # the model panel's TTFT line (cached on state)
+        model = (lat.p50, lat.p90)
         snap = tick.snapshot
-        self.query_one(TTFTCDFChart).set_data(
-            ttft_cdf(snap, s.view.latency.target, self._model),
-            (snap.sim_time, snap.ttft_cdf, self._model))
+        self.query_one(TTFTCDFChart).set_data(ttft_cdf(snap, lat.target, model),
+                                              (snap.sim_time, snap.ttft_cdf, model, lat.target))
