@@ -35,7 +35,7 @@ from emulator.model import (
     evaluate,
     split_stats,
 )
-from emulator.optimizer import search
+from emulator.optimizer import Grid, grid, search
 from emulator.profiles import Profile
 from emulator.units import format_tokens, to_gbps
 
@@ -182,14 +182,24 @@ def effective_point(system: System, state: LiveState, mode: str = DRIVING_MODE) 
                           state.paradigm)
 
 
+def _search_space(state: LiveState) -> dict:
+    """The optimizer's inputs at the live state: alive PrfaaS, the link now, the alive pool."""
+    return {"n_prfaas": state.alive.prfaas, "bandwidth": state.link_capacity,
+            "pool": max(state.local_alive, 1)}
+
+
 def effective_optimum(system: System, state: LiveState,
                       mode: str = DRIVING_MODE) -> OperatingPoint:
     """Best (t, N_p, N_d) for the alive instances, the link now and the live mix: what `o`
     applies during an incident. N_p + N_d span the alive local instances; turn the split into
     configured targets with `targets_for`."""
-    eff = effective_system(system, state)
-    return search(eff, mode, n_prfaas=state.alive.prfaas, bandwidth=state.link_capacity,
-                  pool=max(state.local_alive, 1)).best
+    return search(effective_system(system, state), mode, **_search_space(state)).best
+
+
+def effective_grid(system: System, state: LiveState, mode: str = DRIVING_MODE) -> Grid:
+    """Lambda_max over every (t, N_p) the effective optimum searches (the heat map's data):
+    its argmax is `effective_optimum`."""
+    return grid(effective_system(system, state), mode, **_search_space(state))
 
 
 def effective_best_threshold(system: System, state: LiveState,
@@ -252,9 +262,8 @@ def effective_slo(system: System, state: LiveState, target: float, q: float = 0.
         eff = effective_system(system, state)
         knobs, profiles = _paradigm_knobs(eff, effective_knobs(state), state.paradigm)
         rate = slo_rate(eff, knobs, target, q, profiles=profiles, **delays.kwargs())
-        best = (slo_search(eff, target, q, n_prfaas=state.alive.prfaas,
-                           bandwidth=state.link_capacity, pool=max(state.local_alive, 1),
-                           **delays.kwargs()) if state.paradigm == "prfaas-pd" else None)
+        best = (slo_search(eff, target, q, **_search_space(state), **delays.kwargs())
+                if state.paradigm == "prfaas-pd" else None)
         _SLOS[key] = (system, (rate, best))  # pins id(system)
     return _SLOS[key][1]
 

@@ -25,6 +25,7 @@ from emulator.scenario.scenario import Scenario
 from prfaas_tui.live import load_drill
 from prfaas_tui.modelview import DEFAULT_SPEED
 from prfaas_tui.widgets.live_charts import LiveCharts
+from prfaas_tui.widgets.pictures_view import PicturesView
 
 DEFAULT_PRESET = "paper-case-study"
 DEFAULT_THEME = "textual-dark"
@@ -79,7 +80,7 @@ class PrfaasApp(App):
         if isinstance(event, events.Key | events.MouseDown) and not event.is_forwarded:
             now = time.perf_counter()
             for screen in self.screen_stack:  # input first: charts and emulator wait
-                for charts in screen.query(LiveCharts):
+                for charts in (*screen.query(LiveCharts), *screen.query(PicturesView)):
                     charts.last_input = now
                 driver = getattr(screen, "driver", None)
                 if driver is not None:

@@ -18,6 +18,7 @@ from emulator.sim.request import Request
 from emulator.units import to_gbps
 
 QUANTILES = (0.5, 0.9, 0.99)
+CDF_QUANTILES = (0.01, *(i / 20 for i in range(1, 20)), 0.99)  # a TTFT CDF in 21 points
 
 
 class Totals(NamedTuple):
@@ -131,13 +132,16 @@ class Latencies:
         self._marks.append((now, self.ttft.snapshot_counts(), self.tpot.snapshot_counts(),
                             self.slo_met, self.ttft.n))
 
-    def recent(self, now: float) -> tuple[list[float], list[float], float | None]:
-        """(TTFT quantiles, TPOT quantiles, SLO attainment) over roughly the last window."""
-        base = None
+    def _base(self, now: float) -> tuple | None:
+        """The oldest mark within the last window (None: the whole record is the window)."""
         for m in self._marks:
             if m[0] >= now - self.window_seconds:
-                base = m
-                break
+                return m
+        return None
+
+    def recent(self, now: float) -> tuple[list[float], list[float], float | None]:
+        """(TTFT quantiles, TPOT quantiles, SLO attainment) over roughly the last window."""
+        base = self._base(now)
         if base is None:
             return (self.ttft.quantiles(QUANTILES), self.tpot.quantiles(QUANTILES),
                     self.attainment())
@@ -147,6 +151,15 @@ class Latencies:
         count = self.ttft.n - n
         slo = (self.slo_met - met) / count if self.has_slo and count else None
         return ttft, tpot, slo
+
+    def ttft_cdf(self, now: float) -> tuple[tuple[float, float], ...]:
+        """(q, TTFT seconds) at CDF_QUANTILES over the same window as `recent`: the emulated
+        TTFT distribution the dashboard draws against the SLO (empty before any request)."""
+        base = self._base(now)
+        counts = None if base is None else self.ttft.snapshot_counts() - base[1]
+        values = self.ttft.quantiles(CDF_QUANTILES, counts)
+        return tuple((q, v) for q, v in zip(CDF_QUANTILES, values, strict=True)
+                     if not math.isnan(v))
 
     def attainment(self) -> float | None:
         if not self.has_slo or self.ttft.n == 0:

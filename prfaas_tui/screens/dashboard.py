@@ -40,9 +40,11 @@ from prfaas_tui.session import Session
 from prfaas_tui.widgets.controls import KNOB_BY_KEY, KNOBS, ControlPanel, Knob
 from prfaas_tui.widgets.live_charts import LiveCharts
 from prfaas_tui.widgets.model_panel import DecisionLog, ModelPanel, RouterPanel
+from prfaas_tui.widgets.pictures_view import PicturesView
 from prfaas_tui.widgets.plots import CeilingsVsTChart, Figure5Data, LambdaVsNpChart
 from prfaas_tui.widgets.status import StatusLine
 from prfaas_tui.widgets.timeline import DrillTimeline
+from prfaas_tui.widgets.topology import TopologyStrip
 
 if TYPE_CHECKING:
     from emulator.sim.drills import Drill
@@ -91,6 +93,8 @@ class Dashboard(Screen):
                 tooltip="Compare paradigms on the same seeded workload"),
         Binding("v", "toggle_view", "View", show=False, id="view",
                 tooltip="Narrow terminals: switch between live charts and the model"),
+        Binding("g", "toggle_pictures", "Pictures", show=False, id="pictures",
+                tooltip="Pictures: gauges, Λmax heat map over (t, N_p), length and TTFT CDFs"),
         Binding("ctrl+s", "save", "Save", show=False, id="save-preset",
                 tooltip="Save the current scenario as a preset TOML"),
         Binding("e", "export", "Export", show=False, id="export-metrics",
@@ -134,6 +138,7 @@ class Dashboard(Screen):
     # -- layout ----------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False, icon="◆")
+        yield TopologyStrip(id="topology")
         with Horizontal(id="body"):
             with Vertical(id="side"):
                 yield ControlPanel(self.session, id="controls").data_bind(Dashboard.view)
@@ -147,6 +152,7 @@ class Dashboard(Screen):
                 with Container(id="fig5"):
                     yield LambdaVsNpChart(id="fig5a")
                     yield CeilingsVsTChart(id="fig5b")
+            yield PicturesView(self.session, live=self.live, id="pictures")
         yield StatusLine(id="status")
         yield Footer(compact=True)
 
@@ -193,6 +199,8 @@ class Dashboard(Screen):
                        if report is not None and live is not None else None)
         charts.show(tick)
         self.show_figures()
+        self.query_one(TopologyStrip).show(self.session.effective)
+        self.query_one(PicturesView).show()
 
     def load_scenario(self, scenario: Scenario, drill: Drill | None = None, *,
                       paradigm: Paradigm = Paradigm.PRFAAS_PD, split: tuple[int, int] | None = None,
@@ -346,6 +354,7 @@ class Dashboard(Screen):
         mode = self.session.toggle_mode()
         self.query_one(ModelPanel).watch_view()
         self.show_figures()
+        self.query_one(PicturesView).show()
         self.notify(f"{mode} mode drives the model panel (the live Λmax line stays exact)")
 
     def action_apply_slo_optimum(self) -> None:
@@ -373,6 +382,15 @@ class Dashboard(Screen):
 
     def action_toggle_view(self) -> None:
         self.toggle_class("-show-model")
+
+    def action_toggle_pictures(self) -> None:
+        """The pictures in place of the charts and the model (drawn only while shown)."""
+        self.toggle_class("-pictures")
+        pictures = self.query_one(PicturesView)
+        pictures.display = self.has_class("-pictures")
+        pictures.show(now=True)
+        if not pictures.display:  # a narrow screen hid the knobs with the pictures
+            self.query_one(ControlPanel).focus()
 
     def action_presets(self) -> None:
         def done(sc: Scenario | None) -> None:
