@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from prfaas_tui.events import parse_decision
 from prfaas_tui.timeaxis import (
     Span,
     TimeWindow,
@@ -14,7 +15,6 @@ from prfaas_tui.timeaxis import (
     covering_window,
     decision_markers,
     incident_spans,
-    parse_decision,
     relative_label,
     relative_ticks,
     rescale_y,
@@ -65,13 +65,17 @@ def test_the_compare_window_spans_the_whole_incident():
     assert covering_window([], now=2400) == TimeWindow(2100, 2400)
 
 
-def test_decisions_become_markers_by_kind():
-    lines = ["    600.0s link brownout to 20%", "    610.0s scheduler (short): egress -> t 19K",
+def test_changes_become_markers_by_who_made_them():
+    lines = ["    600.0s incident: link brownout to 20%",
+             "    610.0s scheduler (short): egress 6.0 of 6 Gbps -> t 19K",
+             "    610.0s threshold -> 19000 tokens",
+             "    615.0s scheduler (short): headroom -> kept",
              "    620.0s threshold -> 28000 tokens", "    100.0s split -> N_p 3 / N_d 5",
              "garbage"]
-    assert parse_decision(lines[2]) == (620.0, "threshold -> 28000 tokens")
+    assert parse_decision(lines[4]) == (620.0, "threshold -> 28000 tokens")
     ms = decision_markers(lines, TimeWindow(500, 800))
-    assert [(m.x, m.kind) for m in ms] == [(-200, "incident"), (-190, "scheduler"), (-180, "knob")]
+    # the incident is a span, the no-op decision no change: neither is a marker
+    assert [(m.x, m.kind) for m in ms] == [(-190, "scheduler"), (-180, "knob")]
 
 
 def test_link_axis_follows_a_bandwidth_change_at_once():
