@@ -8,13 +8,16 @@ import pytest
 
 from prfaas_tui.events import parse_decision
 from prfaas_tui.timeaxis import (
+    SCALE_KNOBS,
     Span,
     TimeWindow,
     YAxis,
     clip,
     covering_window,
     decision_markers,
+    frame,
     incident_spans,
+    last_change,
     relative_label,
     relative_ticks,
     rescale_y,
@@ -101,3 +104,20 @@ def test_brownout_keeps_the_axis_until_the_old_level_leaves_the_window():
     assert ax.top == pytest.approx(33.0)
     ax = rescale_y(ax, [300, 301], [6.0, 6.0], hint=6.0)
     assert ax.top == pytest.approx(6.6)
+
+
+def test_a_frame_holds_the_window_its_ticks_spans_and_changes():
+    f = frame(TimeWindow(600, 900), [(700, None, "brownout")],
+              ["  650.0s incident: brownout", "  800.0s bandwidth -> 10.00 Gbps"], max_ticks=4)
+    assert f.ticks == ((-240, "-4m"), (-120, "-2m"), (0, "now"))
+    assert f.spans == (Span(-200, 0, "brownout", True),)
+    assert [(m.x, m.kind) for m in f.markers] == [(-100, "knob")]
+
+
+def test_the_last_scale_change_is_the_newest_matching_note():
+    lines = ["   10.0s bandwidth -> 30.00 Gbps", "   20.0s threshold -> 19000 tokens",
+             "   30.0s bandwidth -> 10.00 Gbps", "   40.0s incident: link brownout to 20%"]
+    assert last_change(lines, SCALE_KNOBS["link"]) == 30.0
+    assert last_change(lines, SCALE_KNOBS["throughput"]) == 30.0
+    assert last_change(lines[:2], SCALE_KNOBS["link"]) == 10.0
+    assert last_change(lines[3:], SCALE_KNOBS["link"]) is None  # an incident is no knob

@@ -461,7 +461,10 @@ class Dashboard(Screen):
             except OSError as exc:
                 self.notify(f"not exported: {exc}", severity="error")
                 return
-            self.notify("exported " + " and ".join(str(p) for p in paths), timeout=10)
+            rec = self.session.record
+            self.notify(f"exported {paths[0]} and its .json: {len(rec)} rows from 0 s"
+                        + (f", every {rec.stride}th snapshot" if rec.stride > 1 else ""),
+                        timeout=10)
 
         self.app.push_screen(ValuePrompt("export the run's time series to the folder",
                                          str(self.export_dir),

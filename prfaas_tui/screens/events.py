@@ -16,10 +16,10 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from emulator.units import format_duration
 from prfaas_tui.events import EXPORT_SUFFIXES, KINDS, Event, select, write_events
 from prfaas_tui.metrics_export import fresh_base
 from prfaas_tui.screens.prompt import ValuePrompt, steady_input
+from prfaas_tui.widgets.status import clock
 
 RELOAD_S = 1.0  # a live run's events are read again this often (wall seconds)
 KIND_STYLE = {"knob": "bold", "incident": "bold yellow", "scheduler": "cyan"}
@@ -87,15 +87,20 @@ class EventsScreen(Screen):
         follow = table.row_count == 0 or table.cursor_row >= table.row_count - 1
         table.clear()
         for e in self.shown:
-            table.add_row(format_duration(e.t), Text(e.kind, style=KIND_STYLE[e.kind]),
+            table.add_row(clock(e.t), Text(e.kind, style=KIND_STYLE[e.kind]),
                           " ".join(e.text.split()))
         if follow and self.shown:
             table.move_cursor(row=len(self.shown) - 1)
-        on = " ".join(f"[{k[0]}] {k}" if k in self.kinds else f"[{k[0]}] ({k} hidden)"
-                      for k in KINDS)
-        text = f" · text '{self.text}'" if self.text else ""
-        self.query_one("#events-head", Static).update(
-            f"events · {len(self.shown)} of {len(self.events)} shown · {on}{text}")
+        head = Text(f"events · {len(self.shown)} of {len(self.events)} shown ·")
+        for k in KINDS:
+            head.append(f" [{k[0]}] ")
+            if k in self.kinds:
+                head.append(k, style=KIND_STYLE[k])
+            else:
+                head.append(f"{k} hidden", style="dim strike")
+        if self.text:
+            head.append(f" · text '{self.text}'")
+        self.query_one("#events-head", Static).update(head)
         self._detail()
 
     def _detail(self) -> None:
@@ -104,7 +109,7 @@ class EventsScreen(Screen):
         row = table.cursor_row
         e = self.shown[row] if 0 <= row < len(self.shown) else None
         self.query_one("#events-detail", Static).update(
-            f"{format_duration(e.t)} {e.kind}: {e.text}" if e else "no events match")
+            f"{clock(e.t)} {e.kind}: {e.text}" if e else "no events match")
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._detail()

@@ -191,7 +191,7 @@ class LiveSeries:
             queues={st: arr(lambda s, st=st: s.stages[st].queue) for st in STAGES},
             link_queue=arr(lambda s: s.link.queued_bytes),
             frame=frame(window, last.incident_windows, last.decisions,
-                        max_ticks=max(2, min(6, width // 20))),
+                        max_ticks=max(2, min(6, width // 12))),
         )
 
     def top(self, chart: str, default: float) -> float:
