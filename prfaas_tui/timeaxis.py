@@ -184,19 +184,18 @@ def rescale_y(prev: YAxis | None, t: Sequence[float], ys: Sequence[float], *,
 
 @dataclass(frozen=True)
 class Frame:
-    """What every chart on one time axis draws besides its data: the window, its ticks, the
-    incident spans and the knob/scheduler markers (incidents are spans, not markers)."""
+    """What every chart on one time axis draws besides its data: the window, the incident
+    spans and the knob/scheduler markers (incidents are spans, not markers). The ticks depend
+    on each chart's width: `relative_ticks` at draw time."""
 
     window: TimeWindow
-    ticks: tuple[tuple[float, str], ...]
     spans: tuple[Span, ...]
     markers: tuple[Marker, ...]
 
 
 def frame(window: TimeWindow, incidents: Iterable[tuple[float, float | None, str]],
-          decisions: Iterable[str], max_ticks: int = 6) -> Frame:
-    return Frame(window, tuple(relative_ticks(window, max_ticks)),
-                 tuple(incident_spans(incidents, window)),
+          decisions: Iterable[str]) -> Frame:
+    return Frame(window, tuple(incident_spans(incidents, window)),
                  tuple(decision_markers(decisions, window)))
 
 

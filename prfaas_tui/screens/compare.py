@@ -85,8 +85,7 @@ class ServedChart(Chart):
             h = v.tick.history
             top = max(top, max((s.served_rate for s in h), default=0), v.view.point.lambda_max)
         top *= 1.15
-        self.time_axis(plt, frame(window, snap.incident_windows, snap.decisions,
-                                  max_ticks=max(2, min(8, self.size.width // 10))), top)
+        self.time_axis(plt, frame(window, snap.incident_windows, snap.decisions), top)
         for v, col in zip(variants, self.COLORS, strict=False):
             if v.tick is None:
                 continue

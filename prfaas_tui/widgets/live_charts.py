@@ -77,8 +77,11 @@ class LiveCharts(Vertical):
             return
         if self._series_seq != self._seq:
             tick = self._tick
-            width = max((self.query_one(c).size.width for c in CHARTS), default=80) or 80
-            series = LiveSeries.of(tick.history, self.model, 2 * width, self.ttft_slo)
+            # points per series: the terminal's width (each chart spans at most half of it, so
+            # about two points a column); not the charts' own widths, which are 0 before the
+            # first layout (a snapshot's first tick would be decimated differently)
+            series = LiveSeries.of(tick.history, self.model, self.app.size.width or 160,
+                                   self.ttft_slo)
             if tick.generation != self._generation:  # a new run: its own scales
                 self._scales, self._generation = {}, tick.generation
             self._scales = live_scales(self._scales, series, tick.snapshot.decisions)

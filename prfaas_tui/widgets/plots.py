@@ -32,6 +32,7 @@ from prfaas_tui.timeaxis import (
     YAxis,
     frame,
     last_change,
+    relative_ticks,
     rescale_y,
     shared_window,
 )
@@ -117,8 +118,9 @@ class Chart(PlotextPlot):
         for m in f.markers:
             plt.plot([m.x, m.x], [0, top], marker="│" if m.kind == "knob" else "┊",
                      color=self.c("accent" if m.kind == "knob" else "secondary"))
+        ticks = relative_ticks(f.window, max_ticks=max(2, min(6, (self.size.width - 4) // 5)))
         plt.xlim(min(lo, -1e-9), 0)
-        plt.xticks([x for x, _ in f.ticks], [label for _, label in f.ticks])
+        plt.xticks([x for x, _ in ticks], [label for _, label in ticks])
 
     def line(self, plt: Any, x: Any, y: Any, color: str, label: str, marker: str = "braille") -> None:
         """A series without its undefined points (plotext fails on an all-NaN series); legends
@@ -170,7 +172,7 @@ class LiveSeries:
     def of(cls, history: Sequence[Any], model: Callable[[Any], OperatingPoint],
            width: int = 400, ttft_slo: float | None = None, span: float = DEFAULT_SPAN
            ) -> LiveSeries:
-        """`width`: points kept per series; ticks fit a chart of about width/2 columns."""
+        """`width`: points kept per series."""
         last = history[-1]
         window = shared_window(last.sim_time, span, start=history[0].sim_time)
         inside = [s for s in history if s.sim_time >= window.lo]
@@ -190,8 +192,7 @@ class LiveSeries:
             ttft_slo=ttft_slo,
             queues={st: arr(lambda s, st=st: s.stages[st].queue) for st in STAGES},
             link_queue=arr(lambda s: s.link.queued_bytes),
-            frame=frame(window, last.incident_windows, last.decisions,
-                        max_ticks=max(2, min(6, width // 12))),
+            frame=frame(window, last.incident_windows, last.decisions),
         )
 
     def top(self, chart: str, default: float) -> float:
