@@ -34,9 +34,6 @@ class TimeWindow:
     def span(self) -> float:
         return self.hi - self.lo
 
-    def rel(self, t: float | np.ndarray) -> float | np.ndarray:
-        return np.asarray(t, dtype=float) - self.hi if np.ndim(t) else float(t) - self.hi
-
 
 def shared_window(now: float, span: float = DEFAULT_SPAN, start: float = 0.0) -> TimeWindow:
     """The window every chart uses: the last `span` seconds, not before the run's start."""
@@ -118,22 +115,6 @@ def incident_spans(incidents: Iterable[tuple[float, float | None, str]],
         out.append(Span(max(start, window.lo) - window.hi, stop - window.hi, label,
                         end is None or end > window.hi))
     return out
-
-
-def span_strip(spans: Sequence[Span], window: TimeWindow, width: int, fill: str = "▒",
-               blank: str = " ") -> str:
-    """One text row under a chart, `fill` where an incident was on (a shaded span plotext
-    cannot draw); a zero-length incident takes one column."""
-    if width <= 0:
-        return ""
-    cells = [blank] * width
-    span = window.span or 1.0
-    for sp in spans:
-        c0 = int((sp.x0 + span) / span * (width - 1))
-        c1 = int(math.ceil((sp.x1 + span) / span * (width - 1)))
-        for c in range(max(c0, 0), min(max(c1, c0), width - 1) + 1):
-            cells[c] = fill
-    return "".join(cells)
 
 
 @dataclass(frozen=True)

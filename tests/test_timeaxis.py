@@ -22,7 +22,6 @@ from prfaas_tui.timeaxis import (
     relative_ticks,
     rescale_y,
     shared_window,
-    span_strip,
 )
 
 
@@ -58,8 +57,6 @@ def test_incident_spans_are_clipped_and_open_ones_end_now():
                             (100, 200, "gone"), (850, 850, "cache flush")], w)
     assert spans == [Span(-300, -200, "brownout", False), Span(-100, 0, "loss", True),
                      Span(-50, -50, "cache flush", False)]
-    strip = span_strip(spans, w, 31)
-    assert len(strip) == 31 and strip[0] == "▒" and strip[-1] == "▒" and strip[15] == " "
 
 
 def test_the_compare_window_spans_the_whole_incident():

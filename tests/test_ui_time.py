@@ -59,6 +59,7 @@ async def test_an_incident_window_is_shaded_where_it_happened():
         right = "".join(r[int(width * 0.75):] for r in area)
         assert "░" not in left
         assert right.count("░") > len(area) * 2  # a filled span, not a stray cell
+        assert "(-1m40s) link brownout" in screen_text(pilot.app)  # the timeline: where it began
     async with PrfaasApp(drill="link-brownout", live=False, at=500.0).run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert "░" not in "".join(plot_area(chart_rows(pilot.app, ThroughputChart)))
