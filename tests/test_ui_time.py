@@ -9,9 +9,11 @@ import re
 
 import pytest
 from test_ui_support import dash, screen_text
+from textual.widgets import DataTable, Input
 
 from emulator.units import GBPS
 from prfaas_tui.app import PrfaasApp
+from prfaas_tui.events import select
 from prfaas_tui.live import HISTORY
 from prfaas_tui.screens.events import EventsScreen
 from prfaas_tui.screens.prompt import ValuePrompt
@@ -110,6 +112,16 @@ async def test_events_view_lists_filters_and_exports_a_drills_events(tmp_path):
         rows = [json.loads(line) for line in path.read_text().splitlines()]
         assert [r["text"] for r in rows] == [e.text for e in screen.shown]
         assert str(path) in " ".join(n.message for n in app._notifications)
+        screen.query_one(Input).value = ""
+        await pilot.pause()
+        before = len(screen.shown)
+        dash(app).session.step(600.0)  # past the brownout's end at 1200 s: new events
+        screen.reload()
+        await pilot.pause()
+        table = screen.query_one(DataTable)
+        assert len(screen.shown) > before and screen.shown == select(screen.events)
+        assert table.row_count == len(screen.shown)
+        assert screen.shown[-1].text in screen_text(app)  # the cursor follows the newest
 
 
 async def test_export_writes_the_whole_run_to_new_timestamped_files(tmp_path):

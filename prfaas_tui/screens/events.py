@@ -74,19 +74,29 @@ class EventsScreen(Screen):
             self.set_interval(RELOAD_S, self.reload)
 
     def reload(self) -> None:
-        events = self._load()
-        if events != self.events:
-            self.events = events
-            self.show()
+        """Read the log again; new events at its end are appended, not the table rebuilt (a
+        long run holds thousands)."""
+        events, old = self._load(), self.events
+        if events == old:
+            return
+        self.events = events
+        grown = len(events) > len(old) and events[len(old) - 1:len(old)] == old[-1:] \
+            and events[:1] == old[:1]
+        self.show(events[len(old):] if grown and old else None)
 
-    def show(self) -> None:
-        """Fill the table with the events that pass the filters, oldest first (the cursor
-        follows the newest while it is on the last row)."""
-        self.shown = select(self.events, self.kinds, self.text)
+    def show(self, new: list[Event] | None = None) -> None:
+        """Fill the table with the events that pass the filters, oldest first; `new`: only
+        append these (the cursor follows the newest while it is on the last row)."""
         table = self.query_one(DataTable)
         follow = table.row_count == 0 or table.cursor_row >= table.row_count - 1
-        table.clear()
-        for e in self.shown:
+        if new is None:
+            self.shown = select(self.events, self.kinds, self.text)
+            table.clear()
+            added = self.shown
+        else:
+            added = select(new, self.kinds, self.text)
+            self.shown = self.shown + added
+        for e in added:
             table.add_row(clock(e.t), Text(e.kind, style=KIND_STYLE[e.kind]),
                           " ".join(e.text.split()))
         if follow and self.shown:
