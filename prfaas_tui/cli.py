@@ -52,6 +52,9 @@ def _parser(argv: list[str]) -> argparse.ArgumentParser:
                              "pick a candidate to run it")
     parser.add_argument("--drill", metavar="NAME",
                         help="open the dashboard playing a drill (a shipped name or a TOML path)")
+    parser.add_argument("--export-dir", metavar="DIR",
+                        help="the dashboard's export folder (e: time series, E x: events; "
+                             "default ./prfaas-exports, created on the first export)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     wanted = next((a for a in argv if a in COMMANDS), None)
     for name in COMMANDS:
@@ -80,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if getattr(args, "func", None) is None:
             from prfaas_tui.app import run_app
-            return run_app(args.preset, plan=args.plan, drill=args.drill)
+            return run_app(args.preset, plan=args.plan, drill=args.drill,
+                           export_dir=args.export_dir)
         return int(args.func(args) or 0)
     except (PresetError, TraceError, UnitError, UsageError, TorchUnavailable, BudgetError,
             CardError) as exc:

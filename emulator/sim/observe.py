@@ -22,6 +22,15 @@ from emulator.sim.snapshot import LinkSnap, LiveKnobs, Snapshot, StageSnap
 from emulator.sim.timeline import Timeline
 from emulator.sim.workload import Workload
 
+NOTE_LOG = 10_000  # notes the engine keeps: the whole run's events, bounded (about 1 MB)
+RECENT_NOTES = 32  # the newest of them each snapshot carries (the decision log, the status line)
+
+
+def recent(notes: deque[str]) -> tuple[str, ...]:
+    """The newest RECENT_NOTES notes, oldest first (O(RECENT_NOTES): a deque indexes its ends
+    in constant time, and the log may hold NOTE_LOG)."""
+    return tuple(notes[i] for i in range(-min(RECENT_NOTES, len(notes)), 0))
+
 
 class Changes(Protocol):
     changes: int  # knob changes a controller applied
@@ -154,7 +163,7 @@ class Observer:
             stages=stages, link=link_snap, ttft_p50=ttft[0], ttft_p90=ttft[1], ttft_p99=ttft[2],
             tpot_p50=tpot[0], slo_attainment=slo, ttft_cdf=emu.latencies.ttft_cdf(now_tot.t),
             bottleneck=bottleneck(base, now_tot, w),
-            decisions=tuple(emu.decisions), events=emu.events,
+            decisions=recent(emu.decisions), events=emu.events,
             incidents=tuple(sorted(emu.timeline.since)), target_rate=emu.workload.rate,
             cache=emu.cache.snapshot() if emu.cache is not None else None,
             scheduler_changes=scheduler.changes if scheduler is not None else 0,

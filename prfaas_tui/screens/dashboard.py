@@ -29,10 +29,11 @@ from emulator.scenario.writer import write_preset
 from emulator.stability import served_note
 from prfaas_tui.live import Driver, Tick, incident_kinds, load_drill
 from prfaas_tui.messages import EmulatorFailed, TickReady
-from prfaas_tui.metrics_export import export_metrics
+from prfaas_tui.metrics_export import default_export_dir, export_metrics
 from prfaas_tui.modelview import ModelView, Refused, Settings, step_speed
 from prfaas_tui.screens.compare import CompareScreen
 from prfaas_tui.screens.drills import DrillPicker, InjectPicker, ScorecardScreen
+from prfaas_tui.screens.events import EventsScreen
 from prfaas_tui.screens.new_preset import NewPresetScreen
 from prfaas_tui.screens.presets import PresetPicker
 from prfaas_tui.screens.prompt import ValuePrompt
@@ -98,7 +99,9 @@ class Dashboard(Screen):
         Binding("ctrl+s", "save", "Save", show=False, id="save-preset",
                 tooltip="Save the current scenario as a preset TOML"),
         Binding("e", "export", "Export", show=False, id="export-metrics",
-                tooltip="Export the metrics history as CSV and JSON"),
+                tooltip="Export the whole run's time series as CSV and JSON to a folder"),
+        Binding("E", "events", "Events", show=False, id="events",
+                tooltip="The run's knob changes, incidents and scheduler decisions: filter, export"),
         Binding("x", "screenshot", "SVG", show=False, id="screenshot",
                 tooltip="Save an SVG screenshot of the dashboard"),
     ]
@@ -109,8 +112,9 @@ class Dashboard(Screen):
 
     def __init__(self, scenario: Scenario, *, live: bool = True, at: float | None = None,
                  speed: float = 20.0, seed: int | None = None, drill: Drill | None = None,
-                 plan: str | None = None) -> None:
+                 plan: str | None = None, export_dir: Path | None = None) -> None:
         super().__init__()
+        self.export_dir = export_dir or default_export_dir()  # where `e` and the events go
         self.session = Session(scenario, live=live, seed=seed, speed=speed, drill=drill,
                                post_tick=lambda tick: self.post_message(TickReady(tick)),
                                post_error=lambda text, gen: self.post_message(
@@ -468,19 +472,26 @@ class Dashboard(Screen):
         def done(text: str | None) -> None:
             if text is None:
                 return
-            history = self.tick.history if self.tick else ()
+            self.export_dir = Path(text).expanduser()
             try:
-                paths = export_metrics(history, self.point_at, self.view,
-                                       Path(text).expanduser())
+                paths = export_metrics(self.session.record, self.view, self.export_dir,
+                                       self.session.events())
             except OSError as exc:
                 self.notify(f"not exported: {exc}", severity="error")
                 return
-            self.notify("exported " + " and ".join(str(p) for p in paths))
+            rec = self.session.record
+            self.notify(f"exported {paths[0]} and its .json: {len(rec)} rows from 0 s"
+                        + (f", every {rec.stride}th snapshot" if rec.stride > 1 else ""),
+                        timeout=10)
 
-        self.app.push_screen(ValuePrompt("export metrics (writes NAME.csv and NAME.json)",
-                                         f"prfaas-{self.settings.scenario.name}-metrics",
-                                         "one row per snapshot: measured and model values",
-                                         _dir_exists), done)
+        self.app.push_screen(ValuePrompt("export the run's time series to the folder",
+                                         str(self.export_dir),
+                                         "writes prfaas-SCENARIO-DATE-TIME.csv and .json, "
+                                         "never over an earlier export", _parent_exists), done)
+
+    def action_events(self) -> None:
+        self.app.push_screen(EventsScreen(self.session.events, scenario=self.settings.scenario.name,
+                                          export_dir=self.export_dir, live=self.live))
 
     def action_screenshot(self) -> None:
         name = f"prfaas-{self.settings.scenario.name}.svg"
@@ -494,6 +505,14 @@ def _positive_seconds(text: str) -> str | None:
     except ValueError:
         return f"expected a number of seconds, got {text!r}"
     return None if x > 0 and math.isfinite(x) else "must be > 0"
+
+
+def _parent_exists(text: str) -> str | None:
+    """A folder that exists or can be made in one that does."""
+    p = Path(text).expanduser()
+    if p.exists() and not p.is_dir():
+        return f"not a folder: {p}"
+    return None if p.parent.is_dir() else f"no such directory: {p.parent}"
 
 
 def _dir_exists(text: str) -> str | None:
