@@ -34,7 +34,9 @@ bisection on the rate done for the whole grid at once, checking P(TTFT > target)
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -53,6 +55,27 @@ SECTIONS = 63  # rates per multisection call: 3 calls reach Lambda_max / 2^18
 BUDGET = 1 << 14  # points x rates x nodes per grid call: more rates when fewer points are left
 # (a call costs ~0.5 ms plus ~40 ns per element: ~3 rates per call for 64 points is cheapest)
 NEAR = 0.03  # the winner's 256-node rate lies within 1.2% of its 64-node one on the presets
+
+
+_QUIET: ContextVar[bool] = ContextVar("latency_quiet", default=False)
+
+
+def _quiet(fn):
+    """Runs `fn` with numpy's floating-point warnings off, entering np.errstate only in the
+    outermost such call: the queueing formulas divide by zero and overflow on purpose (inf
+    and nan mark unstable queues and empty sides, masked right after), and a search makes
+    thousands of nested calls where an errstate per formula cost ~60 us per tail evaluation."""
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        if _QUIET.get():
+            return fn(*args, **kwargs)
+        token = _QUIET.set(True)
+        try:
+            with np.errstate(all="ignore"):
+                return fn(*args, **kwargs)
+        finally:
+            _QUIET.reset(token)
+    return run
 
 
 # -- exact moments of the service time ------------------------------------------------------
@@ -165,24 +188,24 @@ def _erlang_b(c: np.ndarray, a: np.ndarray) -> np.ndarray:
     (pdtr, an incomplete gamma, is most of a grid's queueing cost). Many (decode slots): the
     Poisson pmf / cdf, on the distinct (c, a) pairs only (decode has one c per N_d)."""
     cmax = int(np.max(c)) if c.size else 0
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        if cmax <= SMALL_C and np.all(c == np.floor(c)):
-            inv = np.ones_like(a)
-            same = bool(np.all(c == cmax))
-            for n in range(1, cmax + 1):
-                step = 1.0 + (n / a) * inv
-                inv = step if same else np.where(n <= c, step, inv)
-            return 1.0 / inv
-        if c.size >= 64:
-            uc, ic = np.unique(c, return_inverse=True)
-            ua, ia = np.unique(a, return_inverse=True)
-            if uc.size * ua.size < c.size // 2:
-                return _erlang_b(uc[:, None], ua[None, :])[ic, ia].reshape(c.shape)
-        pmf = np.exp(c * np.log(a) - a - gammaln(c + 1))
-        cdf = pdtr(c, a)
-        return np.where(cdf > 0, pmf / np.where(cdf > 0, cdf, 1.0), 1.0)
+    if cmax <= SMALL_C and np.all(c == np.floor(c)):
+        inv = np.ones_like(a)
+        same = bool(np.all(c == cmax))
+        for n in range(1, cmax + 1):
+            step = 1.0 + (n / a) * inv
+            inv = step if same else np.where(n <= c, step, inv)
+        return 1.0 / inv
+    if c.size >= 64:
+        uc, ic = np.unique(c, return_inverse=True)
+        ua, ia = np.unique(a, return_inverse=True)
+        if uc.size * ua.size < c.size // 2:
+            return _erlang_b(uc[:, None], ua[None, :])[ic, ia].reshape(c.shape)
+    pmf = np.exp(c * np.log(a) - a - gammaln(c + 1))
+    cdf = pdtr(c, a)
+    return np.where(cdf > 0, pmf / np.where(cdf > 0, cdf, 1.0), 1.0)
 
 
+@_quiet
 def erlang_c(c: np.ndarray, a: np.ndarray) -> np.ndarray:
     """P(wait > 0) in M/M/c with offered load a = lambda E[S] (1 when a >= c), vectorized:
     Erlang B (`_erlang_b`), then C = B / (1 - rho (1 - B))."""
@@ -192,23 +215,22 @@ def erlang_c(c: np.ndarray, a: np.ndarray) -> np.ndarray:
     if cs.shape != apos.shape:
         cs, apos = np.broadcast_arrays(cs, apos)
     b = _erlang_b(cs, apos)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        rho = a / cs
-        out = b / (1 - rho * (1 - b))
+    rho = a / cs
+    out = b / (1 - rho * (1 - b))
     out = np.where(a <= 0, 0.0, out)
     return np.where((rho >= 1) | (c < 1), 1.0, np.clip(out, 0.0, 1.0))
 
 
+@_quiet
 def mgc_wait(lam: np.ndarray, c: np.ndarray, es: np.ndarray, es2: np.ndarray):
     """Allen-Cunneen M/G/c: (P(wait > 0), mean wait, mean wait given a wait); inf when unstable."""
     lam, c, es, es2 = (np.asarray(x, dtype=float) for x in (lam, c, es, es2))
     a = lam * es
-    with np.errstate(divide="ignore", invalid="ignore"):
-        scv = np.where(es > 0, es2 / np.where(es > 0, es * es, 1.0) - 1.0, 0.0)
-        scv = np.maximum(np.nan_to_num(scv), 0.0)
-        pw = erlang_c(c, a)
-        stable = (a < c) & (c >= 1)
-        cond = np.where(stable, es * (1 + scv) / (2 * np.where(stable, c - a, 1.0)), np.inf)
+    scv = np.where(es > 0, es2 / np.where(es > 0, es * es, 1.0) - 1.0, 0.0)
+    scv = np.maximum(np.nan_to_num(scv), 0.0)
+    pw = erlang_c(c, a)
+    stable = (a < c) & (c >= 1)
+    cond = np.where(stable, es * (1 + scv) / (2 * np.where(stable, c - a, 1.0)), np.inf)
     cond = np.where(lam <= 0, 0.0, cond)
     pw = np.where(lam <= 0, 0.0, pw)
     return pw, np.where(pw > 0, pw * cond, 0.0), cond
@@ -237,14 +259,12 @@ class Path:
 
 def _scv(p: Path) -> np.ndarray:
     es = p.es
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.maximum(np.nan_to_num(p.es2 / np.where(es > 0, es * es, 1.0) - 1.0), 0.0)
+    return np.maximum(np.nan_to_num(p.es2 / np.where(es > 0, es * es, 1.0) - 1.0), 0.0)
 
 
 def _drain(es: np.ndarray, c: np.ndarray, busy: np.ndarray) -> np.ndarray:
     """Service completions per second with all c busy (the queue's drain rate)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(es > 0, c / np.where(es > 0, es * busy, 1.0), np.inf)
+    return np.where(es > 0, c / np.where(es > 0, es * busy, 1.0), np.inf)
 
 
 def _prepare(lay: Layout) -> Layout:
@@ -255,7 +275,7 @@ def _prepare(lay: Layout) -> Layout:
         c = np.asarray(p.servers, dtype=float)
         busy = _stretch(c, p.pace)
         paths.append(replace(p, scv=_scv(p), busy=busy, drain=_drain(p.es, c, busy),
-                             paced=bool(np.any(np.asarray(p.pace) * np.max(c) > 1.0))))
+                             paced=bool(c.size and np.any(np.asarray(p.pace) * np.max(c) > 1.0))))
     return replace(lay, paths=(paths[0], paths[1]))
 
 
@@ -289,6 +309,7 @@ def _stretch(n: np.ndarray, pace) -> np.ndarray:
     return np.maximum(1.0, n * pace)
 
 
+@_quiet
 def path_state(p: Path, lam: np.ndarray, iterations: int = 8) -> PathState:
     """Allen-Cunneen with link pacing. A request that waited starts while all c instances are
     busy, so its service is stretched by max(1, c pace) and the queue drains at Theta_prfaas
@@ -315,14 +336,12 @@ def path_state(p: Path, lam: np.ndarray, iterations: int = 8) -> PathState:
                 num = num + w * _stretch(n + 1.0, p.pace)
                 den = den + w
                 logw = logw + la - np.log(n + 1.0)
-            with np.errstate(invalid="ignore"):
-                free = np.where(den > 0, num / np.where(den > 0, den, 1.0), 1.0)
+            free = np.where(den > 0, num / np.where(den > 0, den, 1.0), 1.0)
             a = lam * es * ((1 - pw) * free + pw * busy)
     pw = erlang_c(c, a)
     drain = _drain(es, c, busy) if p.drain is None else p.drain  # all busy
-    with np.errstate(divide="ignore", invalid="ignore"):
-        stable = (lam < drain) & (a < c) & (c >= 1)
-        cond = np.where(stable, (1 + scv) / 2 / (drain - np.where(stable, lam, 0.0)), np.inf)
+    stable = (lam < drain) & (a < c) & (c >= 1)
+    cond = np.where(stable, (1 + scv) / 2 / (drain - np.where(stable, lam, 0.0)), np.inf)
     cond = np.where(lam <= 0, 0.0, cond)
     pw = np.where(lam <= 0, 0.0, np.where(stable, pw, 1.0))
     return PathState(pw, cond, free, np.broadcast_to(busy, free.shape))
@@ -338,9 +357,8 @@ def _decode_terms(lay: Layout, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     a = lam * es
     scv = max(es ** 2 / (es * es) - 1.0, 0.0) if es > 0 else 0.0
     pw = erlang_c(c, a)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        stable = (a < c) & (c >= 1)
-        cond = np.where(stable, es * (1 + scv) / (2 * np.where(stable, c - a, 1.0)), np.inf)
+    stable = (a < c) & (c >= 1)
+    cond = np.where(stable, es * (1 + scv) / (2 * np.where(stable, c - a, 1.0)), np.inf)
     cond = np.where(lam <= 0, 0.0, cond)
     pw = np.where(lam <= 0, 0.0, pw)
     wd = np.where(pw > 0, pw * cond, 0.0)
@@ -359,6 +377,7 @@ class RateState:
     paths: tuple[PathState, PathState]
 
 
+@_quiet
 def rate_state(lay: Layout, lam: np.ndarray) -> RateState:
     """Decode wait, first-token time and both paths' queue states at offered rate lam."""
     lam = np.asarray(lam, dtype=float)
@@ -366,6 +385,7 @@ def rate_state(lay: Layout, lam: np.ndarray) -> RateState:
     return RateState(wd, first, (path_state(lay.paths[0], lam), path_state(lay.paths[1], lam)))
 
 
+@_quiet
 def tails_at(lay: Layout, rs: RateState, x: np.ndarray) -> list[np.ndarray]:
     """P(TTFT > x | path) for both paths, given the rate's state. The per-node work (the
     search's bulk) is kept to a few passes: the atom and the exponential are averaged over the
@@ -376,8 +396,7 @@ def tails_at(lay: Layout, rs: RateState, x: np.ndarray) -> list[np.ndarray]:
         paced = not (np.all(st.free == 1.0) and np.all(st.busy == 1.0))
         slack_free = base - p.nodes * st.free[..., None] if paced else base - p.nodes
         slack_busy = base - p.nodes * st.busy[..., None] if paced else slack_free
-        with np.errstate(divide="ignore"):  # 1 / mean wait; 0 where the wait is infinite
-            rate = np.where(np.isfinite(st.cond) & (st.cond > 0), -1.0 / st.cond, 0.0)
+        rate = np.where(np.isfinite(st.cond) & (st.cond > 0), -1.0 / st.cond, 0.0)
         expo = np.exp(np.maximum(slack_busy, 0.0) * rate[..., None])
         if p.weights is None:
             expo = expo.mean(axis=-1)
@@ -388,11 +407,13 @@ def tails_at(lay: Layout, rs: RateState, x: np.ndarray) -> list[np.ndarray]:
     return out
 
 
+@_quiet
 def path_tails(lay: Layout, lam: np.ndarray, x: np.ndarray) -> list[np.ndarray]:
     """P(TTFT > x | path) for both paths at offered rate lam (broadcast over the grid)."""
     return tails_at(lay, rate_state(lay, lam), x)
 
 
+@_quiet
 def tail(lay: Layout, lam: np.ndarray, x: np.ndarray) -> np.ndarray:
     """P(TTFT > x) at offered rate lam: the p-mixture of the two paths."""
     total = 0.0
@@ -401,6 +422,7 @@ def tail(lay: Layout, lam: np.ndarray, x: np.ndarray) -> np.ndarray:
     return total
 
 
+@_quiet
 def mean_ttft(lay: Layout, lam: np.ndarray,
               rs: RateState | None = None) -> tuple[np.ndarray, list[np.ndarray]]:
     """(overall mean TTFT, per-path means) at offered rate lam (`rs`: its state, if known)."""
@@ -415,6 +437,7 @@ def mean_ttft(lay: Layout, lam: np.ndarray,
     return total, per
 
 
+@_quiet
 def quantiles(lay: Layout, lam: float, rows: list[tuple[tuple[float, float], float]],
               hi: float = 1e6, rtol: float = 1e-4) -> np.ndarray:
     """Quantiles of TTFT at one operating point (a layout of shape (1,)): each row is
@@ -508,6 +531,7 @@ class Prediction:
                 "paths": {k: {kk: num(vv) for kk, vv in v.items()} for k, v in self.paths.items()}}
 
 
+@_quiet
 def predict(system: System, knobs: Knobs, rate: float, *,
             profiles: tuple[Profile, Profile] | None = None, link_latency: float = 0.0,
             rdma_latency: float = 0.0, layout: Layout | None = None) -> Prediction:
@@ -537,6 +561,7 @@ def _per_rate(lay: Layout) -> Layout:
     return Layout(paths, col(lay.decode_slots), lay.decode_service, lay.t_decode, col(lay.n_d))
 
 
+@_quiet
 def best_rate(lay: Layout, lam_max: np.ndarray, target: float, q: float,
               steps: int = RATE_STEPS, floor: float = 0.0,
               checked: bool = False,
@@ -625,6 +650,7 @@ def _multisect(ok_at, lo: float, hi: float, tol: float, sections: int) -> float:
     return float(lo)
 
 
+@_quiet
 def slo_rate(system: System, knobs: Knobs, target: float, q: float = 0.9, *,
              profiles: tuple[Profile, Profile] | None = None, link_latency: float = 0.0,
              rdma_latency: float = 0.0, steps: int = RATE_STEPS,
@@ -819,6 +845,7 @@ class _GridLayouts:
                       dec.t_decode, n_d)
 
 
+@_quiet
 def slo_search(system: System, target: float, q: float = 0.9, *, n_prfaas: int | None = None,
                bandwidth: float | None = None, pool: int | None = None,
                link_latency: float = 0.0, rdma_latency: float = 0.0) -> SLOOptimum:
