@@ -168,14 +168,19 @@ def _quantile(dist: LengthDistribution, q: np.ndarray) -> np.ndarray:
 
 
 def length_nodes(dist: LengthDistribution, t: np.ndarray, above: bool, k: int,
-                 stride: int = 1) -> np.ndarray:
+                 stride: int = 1, f_t: np.ndarray | None = None) -> np.ndarray:
     """k equal-probability nodes (bin midpoints) of L given its side of t: shape (len(t), k);
-    with `stride`, only every stride-th of them (the first of each group)."""
-    t = np.asarray(t, dtype=float)
-    f_t = np.clip(np.asarray(dist.cdf(t), dtype=float), 0.0, 1.0)
+    with `stride`, only every stride-th of them (the first of each group). `f_t`: the
+    clipped cdf at t, when the caller has it (both sides share it)."""
+    if f_t is None:
+        f_t = _cdf(dist, t)
     u = (np.arange(0, k, stride) + 0.5) / k
     q = f_t[:, None] + u * (1 - f_t[:, None]) if above else u * f_t[:, None]
     return _quantile(dist, q)
+
+
+def _cdf(dist: LengthDistribution, t: np.ndarray) -> np.ndarray:
+    return np.clip(np.asarray(dist.cdf(np.asarray(t, dtype=float)), dtype=float), 0.0, 1.0)
 
 
 # -- queueing ------------------------------------------------------------------------------
@@ -803,41 +808,49 @@ class _GridLayouts:
                  n_prfaas: int, pool: int, bandwidth: float, link_latency: float,
                  rdma_latency: float) -> None:
         self.system, self.grid, self.st, self.pool = system, grid, st, pool
-        self.sides = ((system.prfaas, True, float(n_prfaas), link_latency, moments[0]),
-                      (system.local, False, None, rdma_latency, moments[1]))
+        dist = system.lengths
+        p = np.where(st.p > 0, st.p, 0.0)
+        q = 1.0 - st.p
+        self.sides = []  # per side: profile, above, servers, delay, share, E[T], E[T^2], sorted
+        for prof, above, servers, delay, share, (es, es2) in (
+                (system.prfaas, True, float(n_prfaas), link_latency, p, moments[0]),
+                (system.local, False, None, rdma_latency, np.where(q > 0, q, 0.0), moments[1])):
+            empty = ~np.isfinite(es)  # what a layout gathers, cleaned once for the whole grid
+            self.sides.append((prof, above, servers, delay, share, np.where(empty, 0.0, es),
+                               np.where(empty, 0.0, es2),
+                               _nondecreasing(prof.prefill_time, *dist.support)))
         with np.errstate(divide="ignore", invalid="ignore"):
             self.pace = np.nan_to_num(st.s_long / st.t_long) / float(bandwidth)
 
-    def _nodes(self, prof: Profile, t: np.ndarray, above: bool, nodes: int,
-               coarse: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    def _nodes(self, prof: Profile, t: np.ndarray, f_t: np.ndarray, above: bool, nodes: int,
+               coarse: bool, rising: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        """Service nodes per threshold (nan-free), and their weights when `coarse`."""
         dist = self.system.lengths
         if not coarse:
-            return np.asarray(prof.prefill_time(length_nodes(dist, t, above, nodes))), None
+            xn = prof.prefill_time(length_nodes(dist, t, above, nodes, f_t=f_t))
+            return np.nan_to_num(np.asarray(xn)), None
         sizes = _groups(nodes)
         first = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        if _nondecreasing(prof.prefill_time, *dist.support):
-            f_t = np.clip(np.asarray(dist.cdf(t), dtype=float), 0.0, 1.0)[:, None]
+        if rising:
+            f = f_t[:, None]
             u = (first + 0.5) / nodes
-            xn = np.asarray(prof.prefill_time(_quantile(dist, f_t + u * (1 - f_t) if above
-                                                       else u * f_t)))
+            xn = np.asarray(prof.prefill_time(_quantile(dist, f + u * (1 - f) if above
+                                                       else u * f)))
         else:
-            full = np.asarray(prof.prefill_time(length_nodes(dist, t, above, nodes)))
+            full = np.asarray(prof.prefill_time(length_nodes(dist, t, above, nodes, f_t=f_t)))
             xn = np.sort(full, axis=-1)[:, first]
-        return xn, sizes / nodes
+        return np.nan_to_num(xn), sizes / nodes
 
     def __call__(self, idx: np.ndarray, nodes: int = GRID_NODES, coarse: bool = False) -> Layout:
         it, ip = np.unravel_index(idx, (self.grid.size, self.pool + 1))
         uniq, inv = np.unique(it, return_inverse=True)
-        p = self.st.p[it]
+        t = self.grid[uniq]
+        f_t = _cdf(self.system.lengths, t)
         paths = []
-        for prof, above, servers, delay, (es, es2) in self.sides:
-            xn, w = self._nodes(prof, self.grid[uniq], above, nodes, coarse)
-            share = p if above else 1.0 - p
-            es, es2 = es[it], es2[it]
-            empty = ~np.isfinite(es)
+        for prof, above, servers, delay, share, es, es2, rising in self.sides:
+            xn, w = self._nodes(prof, t, f_t, above, nodes, coarse, rising)
             srv = np.full(idx.shape, servers) if above else ip.astype(float)
-            paths.append(Path(np.where(share > 0, share, 0.0), srv, np.where(empty, 0.0, es),
-                              np.where(empty, 0.0, es2), np.nan_to_num(xn[inv]),
+            paths.append(Path(share[it], srv, es[it], es2[it], xn[inv],
                               self.pace[it] if above else 0.0, delay, w))
         dec = self.system.decode
         n_d = (self.pool - ip).astype(float)

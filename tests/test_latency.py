@@ -275,12 +275,15 @@ def _paper_grid():
 
 
 def test_grid_stats_match_split_stats_and_service_moments():
-    s, grid, st, fast, _, layouts = _paper_grid()
+    from emulator import latency as lat
+
+    s, grid, st, fast, _, _ = _paper_grid()
     for f in ("p", "l_long", "l_short", "t_long", "s_long", "t_short"):
         np.testing.assert_allclose(getattr(fast, f), getattr(st, f), rtol=1e-11, equal_nan=True)
+    moments = lat._grid_stats(s, grid)[1]
     for i, (prof, above) in enumerate(((s.prfaas, True), (s.local, False))):
         es, es2 = service_moments(s.lengths, prof, grid, above)
-        side = layouts.sides[i][-1]
+        side = moments[i]
         np.testing.assert_allclose(side[0], es, rtol=1e-11, equal_nan=True)
         np.testing.assert_allclose(side[1], es2, rtol=1e-11, equal_nan=True)
 
