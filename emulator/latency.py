@@ -189,19 +189,19 @@ SMALL_C = 16  # up to this many servers Erlang B comes from its recurrence, not 
 
 
 def _erlang_b(c: np.ndarray, a: np.ndarray) -> np.ndarray:
-    """Erlang B for c >= 1, a > 0 (broadcast, same shape). Few, whole servers (prefill): the
+    """Erlang B for c >= 1, a > 0 (c of a's shape, or one value). Few, whole servers (prefill): the
     recurrence 1/B(n) = 1 + n/a * 1/B(n-1), stable and ~10x cheaper than the Poisson cdf
     (pdtr, an incomplete gamma, is most of a grid's queueing cost). Many (decode slots): the
     Poisson pmf / cdf, on the distinct (c, a) pairs only (decode has one c per N_d)."""
-    cmax = int(np.max(c)) if c.size else 0
-    if cmax <= SMALL_C and np.all(c == np.floor(c)):
-        inv = np.ones_like(a)
-        same = bool(np.all(c == cmax))
+    cmax = int(c.max()) if c.size else 0
+    if cmax <= SMALL_C and (c == np.floor(c)).all():
+        inv = np.ones(np.broadcast_shapes(c.shape, a.shape))
+        same = bool((c == cmax).all())
         for n in range(1, cmax + 1):
             step = 1.0 + (n / a) * inv
             inv = step if same else np.where(n <= c, step, inv)
         return 1.0 / inv
-    if c.size >= 64:
+    if c.size >= 64 and c.shape == a.shape:
         uc, ic = np.unique(c, return_inverse=True)
         ua, ia = np.unique(a, return_inverse=True)
         if uc.size * ua.size < c.size // 2:
@@ -218,7 +218,7 @@ def erlang_c(c: np.ndarray, a: np.ndarray) -> np.ndarray:
     c = np.asarray(c, dtype=float)
     a = np.asarray(a, dtype=float)
     cs, apos = np.maximum(c, 1.0), np.maximum(a, 1e-300)
-    if cs.shape != apos.shape:
+    if cs.shape != apos.shape and cs.size > 1:  # one c (a single point) broadcasts as is
         cs, apos = np.broadcast_arrays(cs, apos)
     b = _erlang_b(cs, apos)
     rho = a / cs
@@ -445,14 +445,15 @@ def mean_ttft(lay: Layout, lam: np.ndarray,
 
 @_quiet
 def quantiles(lay: Layout, lam: float, rows: list[tuple[tuple[float, float], float]],
-              hi: float = 1e6, rtol: float = 1e-4) -> np.ndarray:
+              hi: float = 1e6, rtol: float = 1e-4, rs: RateState | None = None) -> np.ndarray:
     """Quantiles of TTFT at one operating point (a layout of shape (1,)): each row is
     ((weight of path 0, weight of path 1), q), e.g. ((p, 1 - p), 0.9) for the overall P90 or
-    ((1, 0), 0.9) for the PrfaaS path's. One bisection on x for all rows; inf beyond `hi`."""
+    ((1, 0), 0.9) for the PrfaaS path's. One bisection on x for all rows; inf beyond `hi`.
+    `rs`: the rate's state, when the caller has it."""
     w = np.array([r[0] for r in rows], dtype=float)
     q = np.array([r[1] for r in rows], dtype=float)
     lam_a = np.array([lam], dtype=float)
-    rs = rate_state(lay, lam_a)  # x-independent: once for the whole bisection
+    rs = rate_state(lay, lam_a) if rs is None else rs  # x-independent: once for all
     mean = float(np.nan_to_num(mean_ttft(lay, lam_a, rs)[0][0], nan=hi, posinf=hi))
     lo, up = np.zeros(len(rows)), np.full(len(rows), min(hi, 50.0 * mean + 1.0))
 
@@ -558,11 +559,13 @@ def predict(system: System, knobs: Knobs, rate: float, *,
     `layout`: the point's `layout_at`, when the caller already has it."""
     lay = layout if layout is not None else layout_at(
         system, knobs, profiles=profiles, link_latency=link_latency, rdma_latency=rdma_latency)[0]
-    mean, per = mean_ttft(lay, np.array([rate], dtype=float))
+    lam = np.array([rate], dtype=float)
+    rs = rate_state(lay, lam)  # once for the mean and the quantiles
+    mean, per = mean_ttft(lay, lam, rs)
     p = float(lay.paths[0].share[0])
     shares = (p, 1.0 - p)
     rows = [((p, 1 - p), 0.5), ((p, 1 - p), 0.9), ((1.0, 0.0), 0.9), ((0.0, 1.0), 0.9)]
-    qs = quantiles(lay, rate, rows)
+    qs = quantiles(lay, rate, rows, rs=rs)
     paths = {name: {"share": shares[i], "mean": float(per[i][0]), "p90": float(qs[2 + i])}
              for i, name in enumerate(("prfaas", "pd-p")) if shares[i] > 0}
     return Prediction(rate, float(mean[0]), float(qs[0]), float(qs[1]), paths)
