@@ -485,15 +485,46 @@ def quantiles(lay: Layout, lam: float, rows: list[tuple[tuple[float, float], flo
 
 
 # -- building layouts ----------------------------------------------------------------------
+class ExactStats:
+    """Exact-mode split stats of one system per threshold, cached: `split_stats` costs about a
+    millisecond per call whatever its size (and is elementwise in t, so batching keeps the
+    bits), so thresholds announced with `want` are computed together at the next `get`
+    (`solve --slo-ttft`: the operating point's with the search's)."""
+
+    FIELDS = tuple(SplitStats.__dataclass_fields__)
+
+    def __init__(self, system: System) -> None:
+        self.system = system
+        self._rows: dict[float, tuple] = {}
+        self._pending: set[float] = set()
+
+    def want(self, t) -> None:
+        self._pending.update(float(x) for x in np.atleast_1d(t))
+
+    def get(self, t) -> SplitStats:
+        t = np.atleast_1d(np.asarray(t, dtype=float))
+        new = sorted((self._pending | {float(x) for x in t}) - self._rows.keys())
+        self._pending.clear()
+        if new:
+            s = self.system
+            ex = split_stats(s.lengths, s.prfaas, s.local, np.array(new), "exact")
+            for j, x in enumerate(new):
+                self._rows[x] = tuple(getattr(ex, f)[j] for f in self.FIELDS)
+        rows = [self._rows[float(x)] for x in t]
+        return SplitStats(*(np.array([r[k] for r in rows]) for k in range(len(self.FIELDS))))
+
+
 def _layout(system: System, prfaas: Profile, local: Profile, t: np.ndarray, n_prfaas, n_p, n_d,
             bandwidth, *, nodes: int, outer: bool, link_latency: float = 0.0,
-            rdma_latency: float = 0.0) -> tuple[Layout, np.ndarray]:
+            rdma_latency: float = 0.0,
+            stats: ExactStats | None = None) -> tuple[Layout, np.ndarray]:
     """The two paths and decode on a grid (t x split with `outer`, else elementwise), with the
-    exact-mode Lambda_max of each point."""
+    exact-mode Lambda_max of each point. `stats`: the system's cache, for its own profiles."""
     dist = system.lengths
     t = np.asarray(t, dtype=float)
     uniq, inv = np.unique(t, return_inverse=True)  # grid points share thresholds
-    st = split_stats(dist, prfaas, local, uniq, "exact")
+    st = (stats.get(uniq) if stats is not None
+          else split_stats(dist, prfaas, local, uniq, "exact"))
     st = SplitStats(*(getattr(st, f)[inv] for f in SplitStats.__dataclass_fields__))
     *_, lam_max = ceilings(st, n_prfaas, n_p, n_d, bandwidth, system.decode, outer=outer)
     col = (lambda a: np.asarray(a)[:, None]) if outer else (lambda a: np.asarray(a))
@@ -523,13 +554,15 @@ def _layout(system: System, prfaas: Profile, local: Profile, t: np.ndarray, n_pr
 
 def layout_at(system: System, knobs: Knobs, *, profiles: tuple[Profile, Profile] | None = None,
               nodes: int = NODES, link_latency: float = 0.0,
-              rdma_latency: float = 0.0) -> tuple[Layout, float]:
-    """The layout of one operating point (arrays of shape (1,)) and its exact Lambda_max."""
+              rdma_latency: float = 0.0,
+              stats: ExactStats | None = None) -> tuple[Layout, float]:
+    """The layout of one operating point (arrays of shape (1,)) and its exact Lambda_max.
+    `stats`: the system's exact split stats cache (unused with other `profiles`)."""
     prfaas, local = profiles or (system.prfaas, system.local)
     lay, lam = _layout(system, prfaas, local, np.array([knobs.t]), knobs.n_prfaas,
                        np.array([knobs.n_p], float), np.array([knobs.n_d], float), knobs.bandwidth,
                        nodes=nodes, outer=False, link_latency=link_latency,
-                       rdma_latency=rdma_latency)
+                       rdma_latency=rdma_latency, stats=None if profiles else stats)
     return lay, float(lam[0])
 
 
@@ -905,10 +938,12 @@ def _top(values: np.ndarray, k: int) -> np.ndarray:
 @_quiet
 def slo_search(system: System, target: float, q: float = 0.9, *, n_prfaas: int | None = None,
                bandwidth: float | None = None, pool: int | None = None,
-               link_latency: float = 0.0, rdma_latency: float = 0.0) -> SLOOptimum:
+               link_latency: float = 0.0, rdma_latency: float = 0.0,
+               stats: ExactStats | None = None) -> SLOOptimum:
     """The (t, N_p, N_d = pool - N_p) on the optimizer's grid that maximizes the SLO-bound rate
     (`best_rate` over the whole grid). Among the points reaching the best rate, the lowest t,
-    then the lowest N_p, as in the optimizer."""
+    then the lowest N_p, as in the optimizer. `stats`: the system's exact split stats cache,
+    shared with the caller's operating point."""
     n_prfaas = system.n_prfaas if n_prfaas is None else n_prfaas
     bandwidth = system.bandwidth if bandwidth is None else bandwidth
     pool = system.local_pool if pool is None else pool
@@ -920,8 +955,7 @@ def slo_search(system: System, target: float, q: float = 0.9, *, n_prfaas: int |
     layout = _GridLayouts(system, grid, st, moments, n_prfaas, pool, bandwidth, link_latency,
                           rdma_latency)
 
-    fields = tuple(SplitStats.__dataclass_fields__)
-    exact: dict[int, tuple] = {}  # threshold index -> its exact split stats
+    stats = ExactStats(system) if stats is None else stats
 
     def exact_lam(rows: np.ndarray, idx: np.ndarray) -> np.ndarray:
         """Lambda_max of points (`rows` of `idx`) from the optimizer's own split stats, to the
@@ -935,12 +969,7 @@ def slo_search(system: System, target: float, q: float = 0.9, *, n_prfaas: int |
         if not need.any():
             return out
         it, ip = it[need], ip[need]
-        new = np.setdiff1d(it, list(exact))
-        if new.size:  # one split_stats call per batch of new thresholds (~1 ms each)
-            ex = split_stats(system.lengths, system.prfaas, system.local, grid[new], "exact")
-            for j, t_i in enumerate(new):
-                exact[int(t_i)] = tuple(getattr(ex, f)[j] for f in fields)
-        ex = SplitStats(*(np.array([exact[int(t_i)][k] for t_i in it]) for k in range(len(fields))))
+        ex = stats.get(grid[it])
         out[need] = ceilings(ex, n_prfaas, ip.astype(float), (pool - ip).astype(float),
                              bandwidth, system.decode, outer=False)[-1]
         return out
