@@ -399,16 +399,24 @@ def tails_at(lay: Layout, rs: RateState, x: np.ndarray) -> list[np.ndarray]:
     out = []
     for p, st in zip(lay.paths, rs.paths, strict=True):
         base = (x - rs.wd - rs.first - p.delay)[..., None]
-        paced = not (np.all(st.free == 1.0) and np.all(st.busy == 1.0))
-        slack_free = base - p.nodes * st.free[..., None] if paced else base - p.nodes
-        slack_busy = base - p.nodes * st.busy[..., None] if paced else slack_free
-        rate = np.where(np.isfinite(st.cond) & (st.cond > 0), -1.0 / st.cond, 0.0)
-        expo = np.exp(np.maximum(slack_busy, 0.0) * rate[..., None])
+        paced = not ((st.free == 1.0).all() and (st.busy == 1.0).all())
+        rate = np.where(np.isfinite(st.cond) & (st.cond > 0), -1.0 / st.cond, 0.0)[..., None]
+        if paced:
+            late = base - p.nodes * st.free[..., None] <= 0  # late even without a wait
+            expo = base - p.nodes * st.busy[..., None]
+        else:
+            expo = base - p.nodes
+            late = expo <= 0
+        # the exponential in place (one buffer for the nodes' pass, not four)
+        if np.broadcast_shapes(expo.shape, rate.shape) == expo.shape:
+            np.exp(np.multiply(np.maximum(expo, 0.0, out=expo), rate, out=expo), out=expo)
+        else:
+            expo = np.exp(np.maximum(expo, 0.0) * rate)
         if p.weights is None:
             expo = expo.mean(axis=-1)
-            atom = np.count_nonzero(slack_free <= 0, axis=-1) / p.nodes.shape[-1]
+            atom = late.sum(axis=-1) / p.nodes.shape[-1]
         else:
-            expo, atom = expo @ p.weights, (slack_free <= 0) @ p.weights
+            expo, atom = expo @ p.weights, late @ p.weights
         out.append((1 - st.pw) * atom + st.pw * expo)
     return out
 
