@@ -358,8 +358,25 @@ def _decode_terms(lay: Layout, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     `mgc_wait` with a deterministic service, written out (same arithmetic, half the calls:
     it runs once per tail evaluation)."""
     lam = np.asarray(lam, dtype=float)
-    es = lay.decode_service
     c = np.asarray(lay.decode_slots, dtype=float)
+    n_d = np.asarray(lay.n_d, dtype=float)
+    # a grid has few distinct N_d: with one rate for all points (or a rate axis after the
+    # point axis), the terms are those of the distinct N_d, gathered
+    one_rate = c.ndim == 1 and lam.size == 1
+    rate_axis = c.ndim == 2 and c.shape[1] == 1 and lam.ndim == 2 and lam.shape[0] == 1
+    if c.size >= 64 and n_d.shape == c.shape and (one_rate or rate_axis):
+        uc, first, inv = np.unique(c.ravel(), return_index=True, return_inverse=True)
+        if uc.size * 4 <= c.size:
+            col = (lambda v: v[:, None]) if rate_axis else (lambda v: v)
+            wd, ft = _decode_core(lay, col(uc), col(n_d.ravel()[first]), lam)
+            inv = inv.reshape(-1)
+            return wd[inv], ft[inv]
+    return _decode_core(lay, c, n_d, lam)
+
+
+def _decode_core(lay: Layout, c: np.ndarray, n_d: np.ndarray,
+                 lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    es = lay.decode_service
     a = lam * es
     scv = max(es ** 2 / (es * es) - 1.0, 0.0) if es > 0 else 0.0
     pw = erlang_c(c, a)
@@ -368,7 +385,7 @@ def _decode_terms(lay: Layout, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     cond = np.where(lam <= 0, 0.0, cond)
     pw = np.where(lam <= 0, 0.0, pw)
     wd = np.where(pw > 0, pw * cond, 0.0)
-    per_instance = lam * es / np.maximum(lay.n_d, 1)
+    per_instance = lam * es / np.maximum(n_d, 1)
     busy = 1.0 - np.exp(-per_instance)
     return wd, lay.t_decode * (1.0 + 0.5 * busy)
 
@@ -645,7 +662,7 @@ def best_rate(lay: Layout, lam_max: np.ndarray, target: float, q: float,
     lay = _prepare(lay)
     if alive.size and not checked:
         at = max(floor, 1e-9)
-        alive = alive[tail(_take(lay, alive), np.full(alive.size, at), x) <= 1 - q]
+        alive = alive[tail(_take(lay, alive), np.array([at]), x) <= 1 - q]
     if not alive.size:
         return 0.0, alive
     if refine is not None:
@@ -987,10 +1004,10 @@ def slo_search(system: System, target: float, q: float = 0.9, *, n_prfaas: int |
     floor, _ = best_rate(layout(top), flat[top], target, q, steps=FLOOR_STEPS,
                          refine=lambda rows: exact_lam(rows, top))
     cand = np.flatnonzero(flat > floor) if floor > 0 else np.flatnonzero(flat > 0)
-    at = np.full(cand.size, max(floor, 1e-9))
+    at = np.array([max(floor, 1e-9)])  # one rate for all: decode terms per distinct N_d
     if cand.size:  # a point whose lower-bound tail misses at the floor cannot reach it
         keep = tail(layout(cand, coarse=True), at, target) <= 1 - q + 1e-12
-        cand, at = cand[keep], at[keep]
+        cand = cand[keep]
     full = layout(cand)
     keep = np.flatnonzero(tail(full, at, target) <= 1 - q) if cand.size else cand
     cand, full = cand[keep], _take(full, keep)
