@@ -326,7 +326,8 @@ def path_state(p: Path, lam: np.ndarray, iterations: int = 8) -> PathState:
     es = p.es
     scv = _scv(p) if p.scv is None else p.scv
     busy = _stretch(c, p.pace) if p.busy is None else p.busy
-    paced = np.any(np.asarray(p.pace) * np.max(c) > 1.0) if p.paced is None else p.paced
+    paced = (bool(c.size and np.any(np.asarray(p.pace) * np.max(c) > 1.0)) if p.paced is None
+             else p.paced)
     kmax = int(np.max(c)) if paced and np.size(c) else 0
     free = np.ones(np.broadcast(lam, es, c).shape)
     a = lam * es
@@ -913,14 +914,35 @@ class _GridLayouts:
                                _nondecreasing(prof.prefill_time, *dist.support)))
         with np.errstate(divide="ignore", invalid="ignore"):
             self.pace = np.nan_to_num(st.s_long / st.t_long) / float(bandwidth)
+        # (nodes, coarse) -> (which thresholds are filled, each side's nodes per threshold)
+        self._tables: dict[tuple[int, bool], tuple[np.ndarray, list[np.ndarray]]] = {}
+
+    def _node_tables(self, it: np.ndarray, nodes: int, coarse: bool) -> list[np.ndarray]:
+        """Each side's service-node table over the grid, filled for the thresholds `it` (grid
+        indices): a threshold's nodes are computed once per search (the floor's, the lower
+        bounds' and the full check's layouts share thresholds), elementwise, so the same bits."""
+        key = (nodes, coarse)
+        if key not in self._tables:
+            k = len(_groups(nodes)) if coarse else nodes
+            self._tables[key] = (np.zeros(self.grid.size, dtype=bool),
+                                 [np.empty((self.grid.size, k)) for _ in self.sides])
+        have, tables = self._tables[key]
+        need = np.unique(it[~have[it]])
+        if need.size:
+            t = self.grid[need]
+            f_t = _cdf(self.system.lengths, t)
+            for (prof, above, *_, rising), table in zip(self.sides, tables, strict=True):
+                table[need] = self._nodes(prof, t, f_t, above, nodes, coarse, rising)
+            have[need] = True
+        return tables
 
     def _nodes(self, prof: Profile, t: np.ndarray, f_t: np.ndarray, above: bool, nodes: int,
-               coarse: bool, rising: bool) -> tuple[np.ndarray, np.ndarray | None]:
-        """Service nodes per threshold (nan-free), and their weights when `coarse`."""
+               coarse: bool, rising: bool) -> np.ndarray:
+        """Service nodes per threshold (nan-free); `coarse`: the groups' minima."""
         dist = self.system.lengths
         if not coarse:
             xn = prof.prefill_time(length_nodes(dist, t, above, nodes, f_t=f_t))
-            return np.nan_to_num(np.asarray(xn)), None
+            return np.nan_to_num(np.asarray(xn))
         sizes = _groups(nodes)
         first = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         if rising:
@@ -931,23 +953,42 @@ class _GridLayouts:
         else:
             full = np.asarray(prof.prefill_time(length_nodes(dist, t, above, nodes, f_t=f_t)))
             xn = np.sort(full, axis=-1)[:, first]
-        return np.nan_to_num(xn), sizes / nodes
+        return np.nan_to_num(xn)
 
-    def __call__(self, idx: np.ndarray, nodes: int = GRID_NODES, coarse: bool = False) -> Layout:
+    def __call__(self, idx: np.ndarray, nodes: int = GRID_NODES, coarse: bool = False,
+                 n_d: np.ndarray | None = None) -> Layout:
+        """The points `idx`; `n_d`: decode instances other than pool - N_p (`best_case`)."""
         it, ip = np.unravel_index(idx, (self.grid.size, self.pool + 1))
-        uniq, inv = np.unique(it, return_inverse=True)
-        t = self.grid[uniq]
-        f_t = _cdf(self.system.lengths, t)
+        tables = self._node_tables(it, nodes, coarse)
+        w = _groups(nodes) / nodes if coarse else None
         paths = []
-        for prof, above, servers, delay, share, es, es2, rising in self.sides:
-            xn, w = self._nodes(prof, t, f_t, above, nodes, coarse, rising)
+        for (_, above, servers, delay, share, es, es2, _), table in zip(self.sides, tables,
+                                                                     strict=True):
             srv = np.full(idx.shape, servers) if above else ip.astype(float)
-            paths.append(Path(share[it], srv, es[it], es2[it], xn[inv],
+            paths.append(Path(share[it], srv, es[it], es2[it], table[it],
                               self.pace[it] if above else 0.0, delay, w))
         dec = self.system.decode
-        n_d = (self.pool - ip).astype(float)
+        n_d = (self.pool - ip).astype(float) if n_d is None else np.asarray(n_d, dtype=float)
         return Layout((paths[0], paths[1]), n_d * dec.bs_max, dec.l_out * dec.t_decode,
                       dec.t_decode, n_d)
+
+    def best_case(self, idx: np.ndarray) -> tuple[Layout, np.ndarray]:
+        """A coarse layout of one virtual point per threshold of `idx` with the most local
+        prefill instances and the most decode instances of that threshold's points, and the
+        index of each point's. Its tail is a lower bound of each of those points' coarse tail:
+        the PrfaaS path does not depend on the split, the PD-P wait only shrinks with more
+        servers (Erlang C and the Allen-Cunneen mean both fall with c) and so do the decode
+        wait and first step with more decode instances, and a shorter wait only lowers the
+        tail."""
+        it, ip = np.unravel_index(idx, (self.grid.size, self.pool + 1))
+        ut, inv = np.unique(it, return_inverse=True)
+        inv = inv.reshape(-1)
+        most_p = np.zeros(ut.size, dtype=int)
+        np.maximum.at(most_p, inv, ip)
+        most_d = np.zeros(ut.size, dtype=int)
+        np.maximum.at(most_d, inv, self.pool - ip)
+        virtual = np.ravel_multi_index((ut, most_p), (self.grid.size, self.pool + 1))
+        return self(virtual, coarse=True, n_d=most_d), inv
 
 
 def _top(values: np.ndarray, k: int) -> np.ndarray:
@@ -1006,6 +1047,8 @@ def slo_search(system: System, target: float, q: float = 0.9, *, n_prfaas: int |
     cand = np.flatnonzero(flat > floor) if floor > 0 else np.flatnonzero(flat > 0)
     at = np.array([max(floor, 1e-9)])  # one rate for all: decode terms per distinct N_d
     if cand.size:  # a point whose lower-bound tail misses at the floor cannot reach it
+        best, inv = layout.best_case(cand)  # ... nor one whose threshold's best case misses
+        cand = cand[(tail(best, at, target) <= 1 - q + 1e-9)[inv]]
         keep = tail(layout(cand, coarse=True), at, target) <= 1 - q + 1e-12
         cand = cand[keep]
     full = layout(cand)

@@ -317,3 +317,47 @@ def test_multisection_ends_where_a_plain_bisection_does(x):
         good = cand[tail(lat._take(lay, cand), np.full(cand.size, mid), x) <= 0.1]
         lo, hi, alive = (mid, hi, good) if good.size else (lo, mid, alive)
     assert rate == lo and set(winners) == set(alive)
+
+
+@pytest.mark.parametrize("x", [4.0, 6.0, 10.0])
+def test_a_thresholds_best_case_bounds_each_of_its_points_from_below(x):
+    """The search drops whole thresholds whose best case (most PD-P and most decode instances
+    among their points) misses the SLO: it must never drop a point the coarse check keeps."""
+    _, grid, _, _, flat, layouts = _paper_grid()
+    idx = np.random.default_rng(1).choice(np.flatnonzero(flat > 0), 1500, replace=False)
+    idx.sort()
+    best, inv = layouts.best_case(idx)
+    assert inv.shape == idx.shape
+    for rate in (0.5, 1.8, 2.6):
+        at = np.array([rate])
+        lower = tail(best, at, x)[inv]
+        each = tail(layouts(idx, coarse=True), at, x)
+        assert np.all(lower <= each + 1e-12)
+        assert np.mean(lower > 0.5 * each) > 0.5  # and a useful one
+
+
+@pytest.mark.parametrize("argv", [["--slo-ttft", "2s"], ["--slo-ttft", "4s", "--slo-quantile", "0.99"]])
+def test_an_unreachable_slo_reads_rate_zero_not_a_traceback(capsys, argv):
+    """No point of the grid meets the SLO even at a vanishing rate (an empty candidate set
+    once crashed the search with numpy's max of nothing)."""
+    assert main(["solve", "--preset", "paper-case-study", *argv, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)["slo"]
+    assert d["rate"] == 0.0 and d["optimum"]["rate"] == 0.0
+
+
+def test_exact_stats_batches_thresholds_without_moving_a_bit():
+    """One split_stats call for the thresholds announced and asked for, with the bits of a
+    call per threshold (split_stats is elementwise in t)."""
+    from emulator import latency as lat
+    from emulator.model import SplitStats, split_stats
+
+    s = presets.load("paper-case-study").system
+    ts = s.lengths.threshold_grid()[[3, 700, 1500]]
+    cache = lat.ExactStats(s)
+    cache.want(19400.0)
+    got = cache.get(ts)
+    assert sorted(cache._rows) == sorted([19400.0, *ts])  # the wanted one came along
+    for j, t in enumerate(ts):
+        one = split_stats(s.lengths, s.prfaas, s.local, np.array([t]), "exact")
+        for f in SplitStats.__dataclass_fields__:
+            np.testing.assert_array_equal(getattr(got, f)[j], getattr(one, f)[0])
