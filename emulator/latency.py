@@ -196,13 +196,17 @@ def _erlang_b(c: np.ndarray, a: np.ndarray) -> np.ndarray:
     Poisson pmf / cdf, on the distinct (c, a) pairs only (decode has one c per N_d)."""
     cmax = int(c.max()) if c.size else 0
     if cmax <= SMALL_C and (c == np.floor(c)).all():
-        inv = np.ones(np.broadcast_shapes(c.shape, a.shape))
         same = bool((c == cmax).all())
-        for n in range(1, cmax + 1):
+        inv = 1.0 + 1.0 / a  # n = 1 (every c >= 1 here): 1 + (1 / a) * 1, the same bits
+        if not same:
+            inv = np.broadcast_to(inv, np.broadcast_shapes(c.shape, a.shape))
+        for n in range(2, cmax + 1):
             step = 1.0 + (n / a) * inv
             inv = step if same else np.where(n <= c, step, inv)
         return 1.0 / inv
-    if c.size >= 64 and c.shape == a.shape:
+    if c.size > 1 and c.shape != a.shape:  # the distinct pairs below need one shape
+        c, a = np.broadcast_arrays(c, a)
+    if c.size >= 64:
         uc, ic = np.unique(c, return_inverse=True)
         ua, ia = np.unique(a, return_inverse=True)
         if uc.size * ua.size < c.size // 2:
@@ -219,13 +223,11 @@ def erlang_c(c: np.ndarray, a: np.ndarray) -> np.ndarray:
     c = np.asarray(c, dtype=float)
     a = np.asarray(a, dtype=float)
     cs, apos = np.maximum(c, 1.0), np.maximum(a, 1e-300)
-    if cs.shape != apos.shape and cs.size > 1:  # one c (a single point) broadcasts as is
-        cs, apos = np.broadcast_arrays(cs, apos)
     b = _erlang_b(cs, apos)
     rho = a / cs
     out = b / (1 - rho * (1 - b))
     out = np.where(a <= 0, 0.0, out)
-    return np.where((rho >= 1) | (c < 1), 1.0, np.clip(out, 0.0, 1.0))
+    return np.where((rho >= 1) | (c < 1), 1.0, np.minimum(np.maximum(out, 0.0), 1.0))
 
 
 @_quiet
@@ -258,7 +260,7 @@ class Path:
     delay: np.ndarray | float
     weights: np.ndarray | None = None  # the nodes' probabilities (None: equal)
     # rate-independent parts of `path_state`, filled by `_prepare` for repeated evaluation
-    scv: np.ndarray | None = None
+    ac: np.ndarray | None = None  # Allen-Cunneen's (1 + Cs^2) / 2
     busy: np.ndarray | None = None
     drain: np.ndarray | None = None
     paced: bool | None = None
@@ -281,7 +283,7 @@ def _prepare(lay: Layout) -> Layout:
     for p in lay.paths:
         c = np.asarray(p.servers, dtype=float)
         busy = _stretch(c, p.pace)
-        paths.append(replace(p, scv=_scv(p), busy=busy, drain=_drain(p.es, c, busy),
+        paths.append(replace(p, ac=(1 + _scv(p)) / 2, busy=busy, drain=_drain(p.es, c, busy),
                              paced=bool(c.size and np.any(np.asarray(p.pace) * np.max(c) > 1.0))))
     return replace(lay, paths=(paths[0], paths[1]))
 
@@ -306,6 +308,7 @@ class PathState:
     cond: np.ndarray
     free: np.ndarray
     busy: np.ndarray
+    paced: bool = True  # False: free and busy are all 1 (no stretch)
 
     def mean_wait(self) -> np.ndarray:
         return np.where(self.pw > 0, self.pw * self.cond, 0.0)
@@ -325,7 +328,7 @@ def path_state(p: Path, lam: np.ndarray, iterations: int = 8) -> PathState:
     lam = np.asarray(lam, dtype=float) * p.share
     c = np.asarray(p.servers, dtype=float)
     es = p.es
-    scv = _scv(p) if p.scv is None else p.scv
+    ac = (1 + _scv(p)) / 2 if p.ac is None else p.ac
     busy = _stretch(c, p.pace) if p.busy is None else p.busy
     paced = (bool(c.size and np.any(np.asarray(p.pace) * np.max(c) > 1.0)) if p.paced is None
              else p.paced)
@@ -349,10 +352,10 @@ def path_state(p: Path, lam: np.ndarray, iterations: int = 8) -> PathState:
     pw = erlang_c(c, a)
     drain = _drain(es, c, busy) if p.drain is None else p.drain  # all busy
     stable = (lam < drain) & (a < c) & (c >= 1)
-    cond = np.where(stable, (1 + scv) / 2 / (drain - np.where(stable, lam, 0.0)), np.inf)
+    cond = np.where(stable, ac / (drain - np.where(stable, lam, 0.0)), np.inf)
     cond = np.where(lam <= 0, 0.0, cond)
     pw = np.where(lam <= 0, 0.0, np.where(stable, pw, 1.0))
-    return PathState(pw, cond, free, np.broadcast_to(busy, free.shape))
+    return PathState(pw, cond, free, np.broadcast_to(busy, free.shape), bool(paced))
 
 
 def _decode_terms(lay: Layout, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -418,7 +421,7 @@ def tails_at(lay: Layout, rs: RateState, x: np.ndarray) -> list[np.ndarray]:
     out = []
     for p, st in zip(lay.paths, rs.paths, strict=True):
         base = (x - rs.wd - rs.first - p.delay)[..., None]
-        paced = not ((st.free == 1.0).all() and (st.busy == 1.0).all())
+        paced = st.paced and not ((st.free == 1.0).all() and (st.busy == 1.0).all())
         rate = np.where(np.isfinite(st.cond) & (st.cond > 0), -1.0 / st.cond, 0.0)[..., None]
         if paced:
             late = base - p.nodes * st.free[..., None] <= 0  # late even without a wait
@@ -638,7 +641,7 @@ def _per_rate(lay: Layout) -> Layout:
         return np.asarray(a)[:, None] if np.ndim(a) else a
     paths = tuple(Path(col(p.share), col(p.servers), col(p.es), col(p.es2), p.nodes[:, None, :],
                        col(p.pace), p.delay, p.weights, *(None if v is None else col(v)
-                                                          for v in (p.scv, p.busy, p.drain)),
+                                                          for v in (p.ac, p.busy, p.drain)),
                        p.paced) for p in lay.paths)
     return Layout(paths, col(lay.decode_slots), lay.decode_service, lay.t_decode, col(lay.n_d))
 
@@ -718,7 +721,7 @@ def _take(lay: Layout, idx: np.ndarray) -> Layout:
         return a[idx] if np.ndim(a) else a
     paths = tuple(Path(pick(p.share), pick(p.servers), pick(p.es), pick(p.es2), p.nodes[idx],
                        pick(p.pace), p.delay, p.weights, *(None if v is None else pick(v)
-                                                           for v in (p.scv, p.busy, p.drain)),
+                                                           for v in (p.ac, p.busy, p.drain)),
                        p.paced) for p in lay.paths)
     return Layout(paths, pick(lay.decode_slots), lay.decode_service, lay.t_decode, pick(lay.n_d))
 
