@@ -677,6 +677,7 @@ def best_rate(lay: Layout, lam_max: np.ndarray, target: float, q: float,
     lo, hi = floor, float(lam_max[alive].max())
     tol = hi * 2.0 ** -steps
     nodes = lay.paths[0].nodes.shape[-1]
+    sub, sub_of = None, None
     while hi - lo > tol:
         levels, w = 0, hi - lo  # halvings a bisection would still take
         while w > tol:
@@ -685,7 +686,9 @@ def best_rate(lay: Layout, lam_max: np.ndarray, target: float, q: float,
         j = max(1, min(levels, fit, 6))
         pts = _dyadic(lo, hi, j)
         rates = pts[1:-1]
-        ok = tail(_per_rate(_take(lay, alive)), rates[None, :], x) <= 1 - q
+        if sub_of is not alive:  # alive changes only when lo moves: gather only then
+            sub, sub_of = _per_rate(_take(lay, alive)), alive
+        ok = tail(sub, rates[None, :], x) <= 1 - q
         ok &= lam_max[alive][:, None] > rates
         reach = ok.any(axis=0)
         last = int(np.argmin(reach)) if not reach.all() else rates.size  # pts[last] reached
