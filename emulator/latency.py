@@ -529,14 +529,16 @@ class ExactStats:
         self._pending: set[float] = set()
 
     def want(self, t) -> None:
-        self._pending.update(float(x) for x in np.atleast_1d(t))
+        self._pending.update(float(x) for x in np.atleast_1d(t) if not np.isnan(x))
 
     def get(self, t) -> SplitStats:
         t = np.atleast_1d(np.asarray(t, dtype=float))
+        s = self.system
+        if np.isnan(t).any():  # nan is no dict key: uncached
+            return split_stats(s.lengths, s.prfaas, s.local, t, "exact")
         new = sorted((self._pending | {float(x) for x in t}) - self._rows.keys())
         self._pending.clear()
         if new:
-            s = self.system
             ex = split_stats(s.lengths, s.prfaas, s.local, np.array(new), "exact")
             for j, x in enumerate(new):
                 self._rows[x] = tuple(getattr(ex, f)[j] for f in self.FIELDS)
