@@ -361,3 +361,37 @@ def test_exact_stats_batches_thresholds_without_moving_a_bit():
         one = split_stats(s.lengths, s.prfaas, s.local, np.array([t]), "exact")
         for f in SplitStats.__dataclass_fields__:
             np.testing.assert_array_equal(getattr(got, f)[j], getattr(one, f)[0])
+
+
+@pytest.mark.parametrize("load", [0.3, 0.8, 0.97])
+def test_quantile_multisection_ends_where_a_plain_bisection_does(load):
+    """`quantiles` checks several halvings per tails evaluation and replays them: the same
+    midpoints and the same stop as one halving per evaluation, to the bit."""
+    from emulator import latency as lat
+
+    sc = presets.load("paper-case-study")
+    lay, lam = lat.layout_at(sc.system, sc.knobs)
+    rate = load * lam
+    p = float(lay.paths[0].share[0])
+    rows = [((p, 1 - p), 0.5), ((p, 1 - p), 0.9), ((1.0, 0.0), 0.9), ((0.0, 1.0), 0.99)]
+    got = lat.quantiles(lay, rate, rows)
+    # the definition: one bisection step on x per evaluation, all rows together
+    w = np.array([r[0] for r in rows])
+    q = np.array([r[1] for r in rows])
+    rs = lat.rate_state(lay, np.array([rate]))
+    hi, rtol = 1e6, 1e-4
+    mean = float(np.nan_to_num(lat.mean_ttft(lay, np.array([rate]), rs)[0][0], nan=hi, posinf=hi))
+
+    def over(x):
+        t0, t1 = lat.tails_at(lay, rs, x[:, None])
+        return w[:, 0] * t0[:, 0] + w[:, 1] * t1[:, 0] > 1 - q
+
+    lo, up = np.zeros(len(rows)), np.full(len(rows), min(hi, 50.0 * mean + 1.0))
+    up = np.where(over(up), hi, up)
+    for _ in range(80):
+        mid = 0.5 * (lo + up)
+        o = over(mid)
+        lo, up = np.where(o, mid, lo), np.where(o, up, mid)
+        if np.all(up - lo <= rtol * np.maximum(up, 1e-3)):
+            break
+    np.testing.assert_array_equal(got, np.where(up >= hi * (1 - 1e-9), np.inf, up))
