@@ -3,6 +3,8 @@ on every shipped preset and drill, written to a folder or diffed against one.
 
     python benchmarks/golden_cli.py --write DIR    # before a refactor
     python benchmarks/golden_cli.py --check DIR    # after: exit 1 and the differing cases
+    python benchmarks/golden_cli.py --slo --write DIR  # the latency layer: solve --slo-ttft
+                                                     # over presets x SLOs x quantiles x objectives
 
 Runs each command in-process (prfaas_tui.cli.main) so it takes about a minute on 2 cores.
 """
@@ -21,6 +23,18 @@ from prfaas_tui.cli import main as cli_main
 PRESETS = ("toy", "paper-case-study", "dense-contrast")
 DRILLS = ("link-brownout", "link-outage", "prfaas-loss", "long-surge", "diurnal-link",
           "decode-loss")
+
+
+SLOS = ("2s", "4s", "6s", "10s")  # 2 s: unreachable on every preset (rate 0)
+QUANTILES = ("0.5", "0.9", "0.99")
+
+
+def slo_cases() -> dict[str, list[str]]:
+    """`solve --slo-ttft` on every preset, SLO, quantile and objective (the SLO search's
+    optimum and rates, and the predicted TTFT at the operating point)."""
+    return {f"solve-{p}-slo-{t}-q{q}-{o}": ["solve", "--preset", p, "--slo-ttft", t,
+                                            "--slo-quantile", q, "--objective", o, "--json"]
+            for p in PRESETS for t in SLOS for q in QUANTILES for o in ("lambda", "slo")}
 
 
 def cases() -> dict[str, list[str]]:
@@ -60,11 +74,13 @@ def main() -> int:
     g.add_argument("--write", metavar="DIR")
     g.add_argument("--check", metavar="DIR")
     ap.add_argument("--only", help="substring of the case names to run")
+    ap.add_argument("--slo", action="store_true",
+                    help="the solve --slo-ttft cases instead (a folder of their own)")
     args = ap.parse_args()
     folder = Path(args.write or args.check)
     folder.mkdir(parents=True, exist_ok=True)
     bad = []
-    for name, argv in cases().items():
+    for name, argv in (slo_cases() if args.slo else cases()).items():
         if args.only and args.only not in name:
             continue
         rc, text = capture(argv)

@@ -34,7 +34,9 @@ bisection on the rate done for the whole grid at once, checking P(TTFT > target)
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -50,9 +52,32 @@ TOP = 64  # grid points with the highest Lambda_max that set the SLO search's fl
 FLOOR_STEPS = 6  # ... to Lambda_max / 64: a floor only needs to be feasible, not tight
 RATE_STEPS = 16  # bisection steps on the rate: resolution Lambda_max / 2^16 (0.002%)
 SECTIONS = 63  # rates per multisection call: 3 calls reach Lambda_max / 2^18
-BUDGET = 1 << 14  # points x rates x nodes per grid call: more rates when fewer points are left
-# (a call costs ~0.5 ms plus ~40 ns per element: ~3 rates per call for 64 points is cheapest)
+BUDGET = 1 << 15  # points x rates x nodes per grid call: more rates when fewer points are left
+# (a call costs ~0.3 ms plus ~15 ns per element since the in-place tails; 2^15 measured a
+# little faster than 2^14 and 2^16 on paper-case-study, within this machine's noise)
+QUANTILE_LEVELS = 3  # halvings per evaluation in a TTFT quantile's bisection (7 x per row)
 NEAR = 0.03  # the winner's 256-node rate lies within 1.2% of its 64-node one on the presets
+
+
+_QUIET: ContextVar[bool] = ContextVar("latency_quiet", default=False)
+
+
+def _quiet(fn):
+    """Runs `fn` with numpy's floating-point warnings off, entering np.errstate only in the
+    outermost such call: the queueing formulas divide by zero and overflow on purpose (inf
+    and nan mark unstable queues and empty sides, masked right after), and a search makes
+    thousands of nested calls where an errstate per formula cost ~60 us per tail evaluation."""
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        if _QUIET.get():
+            return fn(*args, **kwargs)
+        token = _QUIET.set(True)
+        try:
+            with np.errstate(all="ignore"):
+                return fn(*args, **kwargs)
+        finally:
+            _QUIET.reset(token)
+    return run
 
 
 # -- exact moments of the service time ------------------------------------------------------
@@ -145,14 +170,19 @@ def _quantile(dist: LengthDistribution, q: np.ndarray) -> np.ndarray:
 
 
 def length_nodes(dist: LengthDistribution, t: np.ndarray, above: bool, k: int,
-                 stride: int = 1) -> np.ndarray:
+                 stride: int = 1, f_t: np.ndarray | None = None) -> np.ndarray:
     """k equal-probability nodes (bin midpoints) of L given its side of t: shape (len(t), k);
-    with `stride`, only every stride-th of them (the first of each group)."""
-    t = np.asarray(t, dtype=float)
-    f_t = np.clip(np.asarray(dist.cdf(t), dtype=float), 0.0, 1.0)
+    with `stride`, only every stride-th of them (the first of each group). `f_t`: the
+    clipped cdf at t, when the caller has it (both sides share it)."""
+    if f_t is None:
+        f_t = _cdf(dist, t)
     u = (np.arange(0, k, stride) + 0.5) / k
     q = f_t[:, None] + u * (1 - f_t[:, None]) if above else u * f_t[:, None]
     return _quantile(dist, q)
+
+
+def _cdf(dist: LengthDistribution, t: np.ndarray) -> np.ndarray:
+    return np.clip(np.asarray(dist.cdf(np.asarray(t, dtype=float)), dtype=float), 0.0, 1.0)
 
 
 # -- queueing ------------------------------------------------------------------------------
@@ -160,55 +190,56 @@ SMALL_C = 16  # up to this many servers Erlang B comes from its recurrence, not 
 
 
 def _erlang_b(c: np.ndarray, a: np.ndarray) -> np.ndarray:
-    """Erlang B for c >= 1, a > 0 (broadcast, same shape). Few, whole servers (prefill): the
+    """Erlang B for c >= 1, a > 0 (c of a's shape, or one value). Few, whole servers (prefill): the
     recurrence 1/B(n) = 1 + n/a * 1/B(n-1), stable and ~10x cheaper than the Poisson cdf
     (pdtr, an incomplete gamma, is most of a grid's queueing cost). Many (decode slots): the
     Poisson pmf / cdf, on the distinct (c, a) pairs only (decode has one c per N_d)."""
-    cmax = int(np.max(c)) if c.size else 0
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        if cmax <= SMALL_C and np.all(c == np.floor(c)):
-            inv = np.ones_like(a)
-            same = bool(np.all(c == cmax))
-            for n in range(1, cmax + 1):
-                step = 1.0 + (n / a) * inv
-                inv = step if same else np.where(n <= c, step, inv)
-            return 1.0 / inv
-        if c.size >= 64:
-            uc, ic = np.unique(c, return_inverse=True)
-            ua, ia = np.unique(a, return_inverse=True)
-            if uc.size * ua.size < c.size // 2:
-                return _erlang_b(uc[:, None], ua[None, :])[ic, ia].reshape(c.shape)
-        pmf = np.exp(c * np.log(a) - a - gammaln(c + 1))
-        cdf = pdtr(c, a)
-        return np.where(cdf > 0, pmf / np.where(cdf > 0, cdf, 1.0), 1.0)
+    cmax = int(c.max()) if c.size else 0
+    if cmax <= SMALL_C and (c == np.floor(c)).all():
+        same = bool((c == cmax).all())
+        inv = 1.0 + 1.0 / a  # n = 1 (every c >= 1 here): 1 + (1 / a) * 1, the same bits
+        if not same:
+            inv = np.broadcast_to(inv, np.broadcast_shapes(c.shape, a.shape))
+        for n in range(2, cmax + 1):
+            step = 1.0 + (n / a) * inv
+            inv = step if same else np.where(n <= c, step, inv)
+        return 1.0 / inv
+    if c.size > 1 and c.shape != a.shape:  # the distinct pairs below need one shape
+        c, a = np.broadcast_arrays(c, a)
+    if c.size >= 64:
+        uc, ic = np.unique(c, return_inverse=True)
+        ua, ia = np.unique(a, return_inverse=True)
+        if uc.size * ua.size < c.size // 2:
+            return _erlang_b(uc[:, None], ua[None, :])[ic, ia].reshape(c.shape)
+    pmf = np.exp(c * np.log(a) - a - gammaln(c + 1))
+    cdf = pdtr(c, a)
+    return np.where(cdf > 0, pmf / np.where(cdf > 0, cdf, 1.0), 1.0)
 
 
+@_quiet
 def erlang_c(c: np.ndarray, a: np.ndarray) -> np.ndarray:
     """P(wait > 0) in M/M/c with offered load a = lambda E[S] (1 when a >= c), vectorized:
     Erlang B (`_erlang_b`), then C = B / (1 - rho (1 - B))."""
     c = np.asarray(c, dtype=float)
     a = np.asarray(a, dtype=float)
     cs, apos = np.maximum(c, 1.0), np.maximum(a, 1e-300)
-    if cs.shape != apos.shape:
-        cs, apos = np.broadcast_arrays(cs, apos)
     b = _erlang_b(cs, apos)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        rho = a / cs
-        out = b / (1 - rho * (1 - b))
+    rho = a / cs
+    out = b / (1 - rho * (1 - b))
     out = np.where(a <= 0, 0.0, out)
-    return np.where((rho >= 1) | (c < 1), 1.0, np.clip(out, 0.0, 1.0))
+    return np.where((rho >= 1) | (c < 1), 1.0, np.minimum(np.maximum(out, 0.0), 1.0))
 
 
+@_quiet
 def mgc_wait(lam: np.ndarray, c: np.ndarray, es: np.ndarray, es2: np.ndarray):
     """Allen-Cunneen M/G/c: (P(wait > 0), mean wait, mean wait given a wait); inf when unstable."""
     lam, c, es, es2 = (np.asarray(x, dtype=float) for x in (lam, c, es, es2))
     a = lam * es
-    with np.errstate(divide="ignore", invalid="ignore"):
-        scv = np.where(es > 0, es2 / np.where(es > 0, es * es, 1.0) - 1.0, 0.0)
-        scv = np.maximum(np.nan_to_num(scv), 0.0)
-        pw = erlang_c(c, a)
-        stable = (a < c) & (c >= 1)
-        cond = np.where(stable, es * (1 + scv) / (2 * np.where(stable, c - a, 1.0)), np.inf)
+    scv = np.where(es > 0, es2 / np.where(es > 0, es * es, 1.0) - 1.0, 0.0)
+    scv = np.maximum(np.nan_to_num(scv), 0.0)
+    pw = erlang_c(c, a)
+    stable = (a < c) & (c >= 1)
+    cond = np.where(stable, es * (1 + scv) / (2 * np.where(stable, c - a, 1.0)), np.inf)
     cond = np.where(lam <= 0, 0.0, cond)
     pw = np.where(lam <= 0, 0.0, pw)
     return pw, np.where(pw > 0, pw * cond, 0.0), cond
@@ -229,7 +260,7 @@ class Path:
     delay: np.ndarray | float
     weights: np.ndarray | None = None  # the nodes' probabilities (None: equal)
     # rate-independent parts of `path_state`, filled by `_prepare` for repeated evaluation
-    scv: np.ndarray | None = None
+    ac: np.ndarray | None = None  # Allen-Cunneen's (1 + Cs^2) / 2
     busy: np.ndarray | None = None
     drain: np.ndarray | None = None
     paced: bool | None = None
@@ -237,14 +268,12 @@ class Path:
 
 def _scv(p: Path) -> np.ndarray:
     es = p.es
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.maximum(np.nan_to_num(p.es2 / np.where(es > 0, es * es, 1.0) - 1.0), 0.0)
+    return np.maximum(np.nan_to_num(p.es2 / np.where(es > 0, es * es, 1.0) - 1.0), 0.0)
 
 
 def _drain(es: np.ndarray, c: np.ndarray, busy: np.ndarray) -> np.ndarray:
     """Service completions per second with all c busy (the queue's drain rate)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(es > 0, c / np.where(es > 0, es * busy, 1.0), np.inf)
+    return np.where(es > 0, c / np.where(es > 0, es * busy, 1.0), np.inf)
 
 
 def _prepare(lay: Layout) -> Layout:
@@ -254,8 +283,8 @@ def _prepare(lay: Layout) -> Layout:
     for p in lay.paths:
         c = np.asarray(p.servers, dtype=float)
         busy = _stretch(c, p.pace)
-        paths.append(replace(p, scv=_scv(p), busy=busy, drain=_drain(p.es, c, busy),
-                             paced=bool(np.any(np.asarray(p.pace) * np.max(c) > 1.0))))
+        paths.append(replace(p, ac=(1 + _scv(p)) / 2, busy=busy, drain=_drain(p.es, c, busy),
+                             paced=bool(c.size and np.any(np.asarray(p.pace) * np.max(c) > 1.0))))
     return replace(lay, paths=(paths[0], paths[1]))
 
 
@@ -279,6 +308,7 @@ class PathState:
     cond: np.ndarray
     free: np.ndarray
     busy: np.ndarray
+    paced: bool = True  # False: free and busy are all 1 (no stretch)
 
     def mean_wait(self) -> np.ndarray:
         return np.where(self.pw > 0, self.pw * self.cond, 0.0)
@@ -289,6 +319,7 @@ def _stretch(n: np.ndarray, pace) -> np.ndarray:
     return np.maximum(1.0, n * pace)
 
 
+@_quiet
 def path_state(p: Path, lam: np.ndarray, iterations: int = 8) -> PathState:
     """Allen-Cunneen with link pacing. A request that waited starts while all c instances are
     busy, so its service is stretched by max(1, c pace) and the queue drains at Theta_prfaas
@@ -297,9 +328,10 @@ def path_state(p: Path, lam: np.ndarray, iterations: int = 8) -> PathState:
     lam = np.asarray(lam, dtype=float) * p.share
     c = np.asarray(p.servers, dtype=float)
     es = p.es
-    scv = _scv(p) if p.scv is None else p.scv
+    ac = (1 + _scv(p)) / 2 if p.ac is None else p.ac
     busy = _stretch(c, p.pace) if p.busy is None else p.busy
-    paced = np.any(np.asarray(p.pace) * np.max(c) > 1.0) if p.paced is None else p.paced
+    paced = (bool(c.size and np.any(np.asarray(p.pace) * np.max(c) > 1.0)) if p.paced is None
+             else p.paced)
     kmax = int(np.max(c)) if paced and np.size(c) else 0
     free = np.ones(np.broadcast(lam, es, c).shape)
     a = lam * es
@@ -315,17 +347,15 @@ def path_state(p: Path, lam: np.ndarray, iterations: int = 8) -> PathState:
                 num = num + w * _stretch(n + 1.0, p.pace)
                 den = den + w
                 logw = logw + la - np.log(n + 1.0)
-            with np.errstate(invalid="ignore"):
-                free = np.where(den > 0, num / np.where(den > 0, den, 1.0), 1.0)
+            free = np.where(den > 0, num / np.where(den > 0, den, 1.0), 1.0)
             a = lam * es * ((1 - pw) * free + pw * busy)
     pw = erlang_c(c, a)
     drain = _drain(es, c, busy) if p.drain is None else p.drain  # all busy
-    with np.errstate(divide="ignore", invalid="ignore"):
-        stable = (lam < drain) & (a < c) & (c >= 1)
-        cond = np.where(stable, (1 + scv) / 2 / (drain - np.where(stable, lam, 0.0)), np.inf)
+    stable = (lam < drain) & (a < c) & (c >= 1)
+    cond = np.where(stable, ac / (drain - np.where(stable, lam, 0.0)), np.inf)
     cond = np.where(lam <= 0, 0.0, cond)
     pw = np.where(lam <= 0, 0.0, np.where(stable, pw, 1.0))
-    return PathState(pw, cond, free, np.broadcast_to(busy, free.shape))
+    return PathState(pw, cond, free, np.broadcast_to(busy, free.shape), bool(paced))
 
 
 def _decode_terms(lay: Layout, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -333,18 +363,34 @@ def _decode_terms(lay: Layout, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     `mgc_wait` with a deterministic service, written out (same arithmetic, half the calls:
     it runs once per tail evaluation)."""
     lam = np.asarray(lam, dtype=float)
-    es = lay.decode_service
     c = np.asarray(lay.decode_slots, dtype=float)
+    n_d = np.asarray(lay.n_d, dtype=float)
+    # a grid has few distinct N_d: with one rate for all points (or a rate axis after the
+    # point axis), the terms are those of the distinct N_d, gathered
+    one_rate = c.ndim == 1 and lam.size == 1
+    rate_axis = c.ndim == 2 and c.shape[1] == 1 and lam.ndim == 2 and lam.shape[0] == 1
+    if c.size >= 64 and n_d.shape == c.shape and (one_rate or rate_axis):
+        uc, first, inv = np.unique(c.ravel(), return_index=True, return_inverse=True)
+        if uc.size * 4 <= c.size:
+            col = (lambda v: v[:, None]) if rate_axis else (lambda v: v)
+            wd, ft = _decode_core(lay, col(uc), col(n_d.ravel()[first]), lam)
+            inv = inv.reshape(-1)
+            return wd[inv], ft[inv]
+    return _decode_core(lay, c, n_d, lam)
+
+
+def _decode_core(lay: Layout, c: np.ndarray, n_d: np.ndarray,
+                 lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    es = lay.decode_service
     a = lam * es
     scv = max(es ** 2 / (es * es) - 1.0, 0.0) if es > 0 else 0.0
     pw = erlang_c(c, a)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        stable = (a < c) & (c >= 1)
-        cond = np.where(stable, es * (1 + scv) / (2 * np.where(stable, c - a, 1.0)), np.inf)
+    stable = (a < c) & (c >= 1)
+    cond = np.where(stable, es * (1 + scv) / (2 * np.where(stable, c - a, 1.0)), np.inf)
     cond = np.where(lam <= 0, 0.0, cond)
     pw = np.where(lam <= 0, 0.0, pw)
     wd = np.where(pw > 0, pw * cond, 0.0)
-    per_instance = lam * es / np.maximum(lay.n_d, 1)
+    per_instance = lam * es / np.maximum(n_d, 1)
     busy = 1.0 - np.exp(-per_instance)
     return wd, lay.t_decode * (1.0 + 0.5 * busy)
 
@@ -359,6 +405,7 @@ class RateState:
     paths: tuple[PathState, PathState]
 
 
+@_quiet
 def rate_state(lay: Layout, lam: np.ndarray) -> RateState:
     """Decode wait, first-token time and both paths' queue states at offered rate lam."""
     lam = np.asarray(lam, dtype=float)
@@ -366,6 +413,7 @@ def rate_state(lay: Layout, lam: np.ndarray) -> RateState:
     return RateState(wd, first, (path_state(lay.paths[0], lam), path_state(lay.paths[1], lam)))
 
 
+@_quiet
 def tails_at(lay: Layout, rs: RateState, x: np.ndarray) -> list[np.ndarray]:
     """P(TTFT > x | path) for both paths, given the rate's state. The per-node work (the
     search's bulk) is kept to a few passes: the atom and the exponential are averaged over the
@@ -373,26 +421,35 @@ def tails_at(lay: Layout, rs: RateState, x: np.ndarray) -> list[np.ndarray]:
     out = []
     for p, st in zip(lay.paths, rs.paths, strict=True):
         base = (x - rs.wd - rs.first - p.delay)[..., None]
-        paced = not (np.all(st.free == 1.0) and np.all(st.busy == 1.0))
-        slack_free = base - p.nodes * st.free[..., None] if paced else base - p.nodes
-        slack_busy = base - p.nodes * st.busy[..., None] if paced else slack_free
-        with np.errstate(divide="ignore"):  # 1 / mean wait; 0 where the wait is infinite
-            rate = np.where(np.isfinite(st.cond) & (st.cond > 0), -1.0 / st.cond, 0.0)
-        expo = np.exp(np.maximum(slack_busy, 0.0) * rate[..., None])
+        paced = st.paced and not ((st.free == 1.0).all() and (st.busy == 1.0).all())
+        rate = np.where(np.isfinite(st.cond) & (st.cond > 0), -1.0 / st.cond, 0.0)[..., None]
+        if paced:
+            late = base - p.nodes * st.free[..., None] <= 0  # late even without a wait
+            expo = base - p.nodes * st.busy[..., None]
+        else:
+            expo = base - p.nodes
+            late = expo <= 0
+        # the exponential in place (one buffer for the nodes' pass, not four)
+        if np.broadcast_shapes(expo.shape, rate.shape) == expo.shape:
+            np.exp(np.multiply(np.maximum(expo, 0.0, out=expo), rate, out=expo), out=expo)
+        else:
+            expo = np.exp(np.maximum(expo, 0.0) * rate)
         if p.weights is None:
             expo = expo.mean(axis=-1)
-            atom = np.count_nonzero(slack_free <= 0, axis=-1) / p.nodes.shape[-1]
+            atom = late.sum(axis=-1) / p.nodes.shape[-1]
         else:
-            expo, atom = expo @ p.weights, (slack_free <= 0) @ p.weights
+            expo, atom = expo @ p.weights, late @ p.weights
         out.append((1 - st.pw) * atom + st.pw * expo)
     return out
 
 
+@_quiet
 def path_tails(lay: Layout, lam: np.ndarray, x: np.ndarray) -> list[np.ndarray]:
     """P(TTFT > x | path) for both paths at offered rate lam (broadcast over the grid)."""
     return tails_at(lay, rate_state(lay, lam), x)
 
 
+@_quiet
 def tail(lay: Layout, lam: np.ndarray, x: np.ndarray) -> np.ndarray:
     """P(TTFT > x) at offered rate lam: the p-mixture of the two paths."""
     total = 0.0
@@ -401,6 +458,7 @@ def tail(lay: Layout, lam: np.ndarray, x: np.ndarray) -> np.ndarray:
     return total
 
 
+@_quiet
 def mean_ttft(lay: Layout, lam: np.ndarray,
               rs: RateState | None = None) -> tuple[np.ndarray, list[np.ndarray]]:
     """(overall mean TTFT, per-path means) at offered rate lam (`rs`: its state, if known)."""
@@ -415,42 +473,90 @@ def mean_ttft(lay: Layout, lam: np.ndarray,
     return total, per
 
 
+@_quiet
 def quantiles(lay: Layout, lam: float, rows: list[tuple[tuple[float, float], float]],
-              hi: float = 1e6, rtol: float = 1e-4) -> np.ndarray:
+              hi: float = 1e6, rtol: float = 1e-4, rs: RateState | None = None) -> np.ndarray:
     """Quantiles of TTFT at one operating point (a layout of shape (1,)): each row is
     ((weight of path 0, weight of path 1), q), e.g. ((p, 1 - p), 0.9) for the overall P90 or
-    ((1, 0), 0.9) for the PrfaaS path's. One bisection on x for all rows; inf beyond `hi`."""
+    ((1, 0), 0.9) for the PrfaaS path's. One bisection on x for all rows; inf beyond `hi`.
+    `rs`: the rate's state, when the caller has it."""
     w = np.array([r[0] for r in rows], dtype=float)
     q = np.array([r[1] for r in rows], dtype=float)
     lam_a = np.array([lam], dtype=float)
-    rs = rate_state(lay, lam_a)  # x-independent: once for the whole bisection
+    rs = rate_state(lay, lam_a) if rs is None else rs  # x-independent: once for all
     mean = float(np.nan_to_num(mean_ttft(lay, lam_a, rs)[0][0], nan=hi, posinf=hi))
     lo, up = np.zeros(len(rows)), np.full(len(rows), min(hi, 50.0 * mean + 1.0))
 
-    def over(x: np.ndarray) -> np.ndarray:
+    def over(x: np.ndarray) -> np.ndarray:  # x: len(rows) values per row, row-major
+        k = x.size // len(rows)
         t0, t1 = tails_at(lay, rs, x[:, None])
-        return w[:, 0] * t0[:, 0] + w[:, 1] * t1[:, 0] > 1 - q
+        return np.repeat(w[:, 0], k) * t0[:, 0] + np.repeat(w[:, 1], k) * t1[:, 0] \
+            > np.repeat(1 - q, k)
 
     up = np.where(over(up), hi, up)  # the guess was too low: fall back to the wide bracket
-    for _ in range(80):
-        mid = 0.5 * (lo + up)
-        o = over(mid)
-        lo, up = np.where(o, mid, lo), np.where(o, up, mid)
-        if np.all(up - lo <= rtol * np.maximum(up, 1e-3)):
-            break
+    # the bisection, QUANTILE_LEVELS halvings per tails evaluation: every row's dyadic points
+    # at once, then the halvings replayed (same midpoints, same stop as one per call)
+    done, halvings = False, 0
+    while not done and halvings < 80:
+        j = min(QUANTILE_LEVELS, 80 - halvings)
+        pts = _dyadic(lo, up, j)
+        o = over(pts[:, 1:-1].ravel()).reshape(len(rows), -1)
+        a = np.zeros(len(rows), dtype=int)
+        rix = np.arange(len(rows))
+        for level in range(1, j + 1):
+            step = 1 << (j - level)
+            a = np.where(o[rix, a + step - 1], a + step, a)
+            lo, up = pts[rix, a], pts[rix, a + step]
+            halvings += 1
+            if np.all(up - lo <= rtol * np.maximum(up, 1e-3)):
+                done = True
+                break
     return np.where(up >= hi * (1 - 1e-9), np.inf, up)
 
 
 # -- building layouts ----------------------------------------------------------------------
+class ExactStats:
+    """Exact-mode split stats of one system per threshold, cached: `split_stats` costs about a
+    millisecond per call whatever its size (and is elementwise in t, so batching keeps the
+    bits), so thresholds announced with `want` are computed together at the next `get`
+    (`solve --slo-ttft`: the operating point's with the search's)."""
+
+    FIELDS = tuple(SplitStats.__dataclass_fields__)
+
+    def __init__(self, system: System) -> None:
+        self.system = system
+        self._rows: dict[float, tuple] = {}
+        self._pending: set[float] = set()
+
+    def want(self, t) -> None:
+        self._pending.update(float(x) for x in np.atleast_1d(t) if not np.isnan(x))
+
+    def get(self, t) -> SplitStats:
+        t = np.atleast_1d(np.asarray(t, dtype=float))
+        s = self.system
+        if np.isnan(t).any():  # nan is no dict key: uncached
+            return split_stats(s.lengths, s.prfaas, s.local, t, "exact")
+        new = sorted((self._pending | {float(x) for x in t}) - self._rows.keys())
+        self._pending.clear()
+        if new:
+            ex = split_stats(s.lengths, s.prfaas, s.local, np.array(new), "exact")
+            for j, x in enumerate(new):
+                self._rows[x] = tuple(getattr(ex, f)[j] for f in self.FIELDS)
+        rows = [self._rows[float(x)] for x in t]
+        return SplitStats(*(np.array([r[k] for r in rows]) for k in range(len(self.FIELDS))))
+
+
 def _layout(system: System, prfaas: Profile, local: Profile, t: np.ndarray, n_prfaas, n_p, n_d,
             bandwidth, *, nodes: int, outer: bool, link_latency: float = 0.0,
-            rdma_latency: float = 0.0) -> tuple[Layout, np.ndarray]:
+            rdma_latency: float = 0.0,
+            stats: ExactStats | None = None) -> tuple[Layout, np.ndarray]:
     """The two paths and decode on a grid (t x split with `outer`, else elementwise), with the
-    exact-mode Lambda_max of each point."""
+    exact-mode Lambda_max of each point. `stats`: the system's cache, for its own profiles."""
     dist = system.lengths
     t = np.asarray(t, dtype=float)
     uniq, inv = np.unique(t, return_inverse=True)  # grid points share thresholds
-    st = split_stats(dist, prfaas, local, uniq, "exact")
+    st = (stats.get(uniq) if stats is not None
+          else split_stats(dist, prfaas, local, uniq, "exact"))
     st = SplitStats(*(getattr(st, f)[inv] for f in SplitStats.__dataclass_fields__))
     *_, lam_max = ceilings(st, n_prfaas, n_p, n_d, bandwidth, system.decode, outer=outer)
     col = (lambda a: np.asarray(a)[:, None]) if outer else (lambda a: np.asarray(a))
@@ -480,13 +586,15 @@ def _layout(system: System, prfaas: Profile, local: Profile, t: np.ndarray, n_pr
 
 def layout_at(system: System, knobs: Knobs, *, profiles: tuple[Profile, Profile] | None = None,
               nodes: int = NODES, link_latency: float = 0.0,
-              rdma_latency: float = 0.0) -> tuple[Layout, float]:
-    """The layout of one operating point (arrays of shape (1,)) and its exact Lambda_max."""
+              rdma_latency: float = 0.0,
+              stats: ExactStats | None = None) -> tuple[Layout, float]:
+    """The layout of one operating point (arrays of shape (1,)) and its exact Lambda_max.
+    `stats`: the system's exact split stats cache (unused with other `profiles`)."""
     prfaas, local = profiles or (system.prfaas, system.local)
     lay, lam = _layout(system, prfaas, local, np.array([knobs.t]), knobs.n_prfaas,
                        np.array([knobs.n_p], float), np.array([knobs.n_d], float), knobs.bandwidth,
                        nodes=nodes, outer=False, link_latency=link_latency,
-                       rdma_latency=rdma_latency)
+                       rdma_latency=rdma_latency, stats=None if profiles else stats)
     return lay, float(lam[0])
 
 
@@ -508,6 +616,7 @@ class Prediction:
                 "paths": {k: {kk: num(vv) for kk, vv in v.items()} for k, v in self.paths.items()}}
 
 
+@_quiet
 def predict(system: System, knobs: Knobs, rate: float, *,
             profiles: tuple[Profile, Profile] | None = None, link_latency: float = 0.0,
             rdma_latency: float = 0.0, layout: Layout | None = None) -> Prediction:
@@ -515,11 +624,13 @@ def predict(system: System, knobs: Knobs, rate: float, *,
     `layout`: the point's `layout_at`, when the caller already has it."""
     lay = layout if layout is not None else layout_at(
         system, knobs, profiles=profiles, link_latency=link_latency, rdma_latency=rdma_latency)[0]
-    mean, per = mean_ttft(lay, np.array([rate], dtype=float))
+    lam = np.array([rate], dtype=float)
+    rs = rate_state(lay, lam)  # once for the mean and the quantiles
+    mean, per = mean_ttft(lay, lam, rs)
     p = float(lay.paths[0].share[0])
     shares = (p, 1.0 - p)
     rows = [((p, 1 - p), 0.5), ((p, 1 - p), 0.9), ((1.0, 0.0), 0.9), ((0.0, 1.0), 0.9)]
-    qs = quantiles(lay, rate, rows)
+    qs = quantiles(lay, rate, rows, rs=rs)
     paths = {name: {"share": shares[i], "mean": float(per[i][0]), "p90": float(qs[2 + i])}
              for i, name in enumerate(("prfaas", "pd-p")) if shares[i] > 0}
     return Prediction(rate, float(mean[0]), float(qs[0]), float(qs[1]), paths)
@@ -532,11 +643,12 @@ def _per_rate(lay: Layout) -> Layout:
         return np.asarray(a)[:, None] if np.ndim(a) else a
     paths = tuple(Path(col(p.share), col(p.servers), col(p.es), col(p.es2), p.nodes[:, None, :],
                        col(p.pace), p.delay, p.weights, *(None if v is None else col(v)
-                                                          for v in (p.scv, p.busy, p.drain)),
+                                                          for v in (p.ac, p.busy, p.drain)),
                        p.paced) for p in lay.paths)
     return Layout(paths, col(lay.decode_slots), lay.decode_service, lay.t_decode, col(lay.n_d))
 
 
+@_quiet
 def best_rate(lay: Layout, lam_max: np.ndarray, target: float, q: float,
               steps: int = RATE_STEPS, floor: float = 0.0,
               checked: bool = False,
@@ -557,7 +669,7 @@ def best_rate(lay: Layout, lam_max: np.ndarray, target: float, q: float,
     lay = _prepare(lay)
     if alive.size and not checked:
         at = max(floor, 1e-9)
-        alive = alive[tail(_take(lay, alive), np.full(alive.size, at), x) <= 1 - q]
+        alive = alive[tail(_take(lay, alive), np.array([at]), x) <= 1 - q]
     if not alive.size:
         return 0.0, alive
     if refine is not None:
@@ -567,6 +679,7 @@ def best_rate(lay: Layout, lam_max: np.ndarray, target: float, q: float,
     lo, hi = floor, float(lam_max[alive].max())
     tol = hi * 2.0 ** -steps
     nodes = lay.paths[0].nodes.shape[-1]
+    sub, sub_of = None, None
     while hi - lo > tol:
         levels, w = 0, hi - lo  # halvings a bisection would still take
         while w > tol:
@@ -575,7 +688,9 @@ def best_rate(lay: Layout, lam_max: np.ndarray, target: float, q: float,
         j = max(1, min(levels, fit, 6))
         pts = _dyadic(lo, hi, j)
         rates = pts[1:-1]
-        ok = tail(_per_rate(_take(lay, alive)), rates[None, :], x) <= 1 - q
+        if sub_of is not alive:  # alive changes only when lo moves: gather only then
+            sub, sub_of = _per_rate(_take(lay, alive)), alive
+        ok = tail(sub, rates[None, :], x) <= 1 - q
         ok &= lam_max[alive][:, None] > rates
         reach = ok.any(axis=0)
         last = int(np.argmin(reach)) if not reach.all() else rates.size  # pts[last] reached
@@ -592,14 +707,17 @@ def best_rate(lay: Layout, lam_max: np.ndarray, target: float, q: float,
     return lo, alive
 
 
-def _dyadic(lo: float, hi: float, levels: int) -> np.ndarray:
-    """lo, hi and the 2^levels - 1 rates between them that a bisection could visit, by the
-    same midpoint arithmetic: the multisection ends where the bisection would, to the bit."""
-    pts = [lo, hi]
+def _dyadic(lo, hi, levels: int) -> np.ndarray:
+    """lo, hi and the 2^levels - 1 points between them that a bisection could visit, by the
+    same midpoint arithmetic, along a trailing axis (lo, hi: floats or arrays of one shape):
+    a multisection ends where the bisection would, to the bit."""
+    pts = np.stack([np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)], axis=-1)
     for _ in range(levels):
-        mids = [0.5 * (a + b) for a, b in zip(pts[:-1], pts[1:], strict=True)]
-        pts = [v for pair in zip(pts[:-1], mids, strict=True) for v in pair] + [pts[-1]]
-    return np.array(pts)
+        out = np.empty(pts.shape[:-1] + (2 * pts.shape[-1] - 1,))
+        out[..., 0::2] = pts
+        out[..., 1::2] = 0.5 * (pts[..., :-1] + pts[..., 1:])
+        pts = out
+    return pts
 
 
 def _take(lay: Layout, idx: np.ndarray) -> Layout:
@@ -608,7 +726,7 @@ def _take(lay: Layout, idx: np.ndarray) -> Layout:
         return a[idx] if np.ndim(a) else a
     paths = tuple(Path(pick(p.share), pick(p.servers), pick(p.es), pick(p.es2), p.nodes[idx],
                        pick(p.pace), p.delay, p.weights, *(None if v is None else pick(v)
-                                                           for v in (p.scv, p.busy, p.drain)),
+                                                           for v in (p.ac, p.busy, p.drain)),
                        p.paced) for p in lay.paths)
     return Layout(paths, pick(lay.decode_slots), lay.decode_service, lay.t_decode, pick(lay.n_d))
 
@@ -625,6 +743,7 @@ def _multisect(ok_at, lo: float, hi: float, tol: float, sections: int) -> float:
     return float(lo)
 
 
+@_quiet
 def slo_rate(system: System, knobs: Knobs, target: float, q: float = 0.9, *,
              profiles: tuple[Profile, Profile] | None = None, link_latency: float = 0.0,
              rdma_latency: float = 0.0, steps: int = RATE_STEPS,
@@ -694,17 +813,17 @@ def _cumulative(dist: LengthDistribution, x: np.ndarray, kmax: int) -> list[np.n
     return out + [_partial_moment(dist, lo, x, k) for k in range(3, kmax + 1)]
 
 
-def _curve_moments(curve: Curve, dist: LengthDistribution, t: np.ndarray, g_t: list,
-                   above: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(P(side), E[f(L) 1{side}], E[f(L)^2 1{side}]) for every t, from the cumulative moments
-    g_t at t (and, here, at the curve's breaks): exact like `_integrate_moments`."""
+def _piece_moments(dist: LengthDistribution, breaks: np.ndarray, t: np.ndarray, g_t: list,
+                   above: bool) -> tuple[list[list[np.ndarray]], np.ndarray]:
+    """Per piece between `breaks`, E[L^k 1{side of t, in the piece}] for k = 0..len(g_t) - 1,
+    and P(side), for every t, from the cumulative moments g_t at t (and here at the breaks).
+    The profiles of one system share their breaks, so their curves share these."""
     lo, hi = dist.support[0] - 1.0, dist.support[1]
-    edges = np.clip(np.concatenate([[-np.inf], curve.breaks, [np.inf]]), lo, hi)
-    kmax = 4 if np.any(curve.coefs[:, 2]) else 2
+    edges = np.clip(np.concatenate([[-np.inf], breaks, [np.inf]]), lo, hi)
+    kmax = len(g_t) - 1
     g_e = _cumulative(dist, edges, kmax)
-    one = np.zeros_like(t)
-    two = np.zeros_like(t)
-    for i, (c0, c1, c2) in enumerate(curve.coefs):
+    pieces = []
+    for i in range(len(edges) - 1):
         lo_i, hi_i = edges[i], edges[i + 1]
         if above:  # (max(t, lo_i), hi_i]
             m = [np.where(t < hi_i, g_e[k][i + 1] - np.where(t > lo_i, g_t[k], g_e[k][i]), 0.0)
@@ -712,14 +831,24 @@ def _curve_moments(curve: Curve, dist: LengthDistribution, t: np.ndarray, g_t: l
         else:  # (lo_i, min(t, hi_i)]
             m = [np.where(t > lo_i, np.where(t < hi_i, g_t[k], g_e[k][i + 1]) - g_e[k][i], 0.0)
                  for k in range(kmax + 1)]
-        m = [np.maximum(v, 0.0) for v in m]
+        pieces.append([np.maximum(v, 0.0) for v in m])
+    total = g_e[0][-1] - g_e[0][0]
+    mass = np.maximum(total - g_t[0], 0.0) if above else g_t[0] - g_e[0][0]
+    return pieces, mass
+
+
+def _curve_moments(curve: Curve, t: np.ndarray, pieces: list[list[np.ndarray]]
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """(E[f(L) 1{side}], E[f(L)^2 1{side}]) for every t from its pieces' moments
+    (`_piece_moments` of the curve's breaks): exact like `_integrate_moments`."""
+    one = np.zeros_like(t)
+    two = np.zeros_like(t)
+    for (c0, c1, c2), m in zip(curve.coefs, pieces, strict=True):
         one = one + c0 * m[0] + c1 * m[1] + c2 * m[2]
         two = two + c0 * c0 * m[0] + 2 * c0 * c1 * m[1] + (c1 * c1 + 2 * c0 * c2) * m[2]
         if c2:
             two = two + 2 * c1 * c2 * m[3] + c2 * c2 * m[4]
-    total = g_e[0][-1] - g_e[0][0]
-    mass = np.maximum(total - g_t[0], 0.0) if above else g_t[0] - g_e[0][0]
-    return mass, one, two
+    return one, two
 
 
 def _grid_stats(system: System, grid: np.ndarray) -> tuple[SplitStats, tuple[tuple, tuple]]:
@@ -731,9 +860,13 @@ def _grid_stats(system: System, grid: np.ndarray) -> tuple[SplitStats, tuple[tup
               (system.local.prefill_time, False))
     kmax = 4 if any(np.any(c.coefs[:, 2]) for c, _ in curves) else 2
     g_t = _cumulative(dist, grid, kmax)
-    out = []
+    out, shared = [], {}
     for curve, above in curves:
-        mass, one, two = _curve_moments(curve, dist, grid, g_t, above)
+        key = (curve.breaks.tobytes(), above)
+        if key not in shared:
+            shared[key] = _piece_moments(dist, curve.breaks, grid, g_t, above)
+        pieces, mass = shared[key]
+        one, two = _curve_moments(curve, grid, pieces)
         with np.errstate(invalid="ignore", divide="ignore"):
             d = np.where(mass > 0, mass, 1.0)
             out.append((mass, np.where(mass > 0, one / d, np.nan),
@@ -777,54 +910,115 @@ class _GridLayouts:
                  n_prfaas: int, pool: int, bandwidth: float, link_latency: float,
                  rdma_latency: float) -> None:
         self.system, self.grid, self.st, self.pool = system, grid, st, pool
-        self.sides = ((system.prfaas, True, float(n_prfaas), link_latency, moments[0]),
-                      (system.local, False, None, rdma_latency, moments[1]))
+        dist = system.lengths
+        p = np.where(st.p > 0, st.p, 0.0)
+        q = 1.0 - st.p
+        self.sides = []  # per side: profile, above, servers, delay, share, E[T], E[T^2], sorted
+        for prof, above, servers, delay, share, (es, es2) in (
+                (system.prfaas, True, float(n_prfaas), link_latency, p, moments[0]),
+                (system.local, False, None, rdma_latency, np.where(q > 0, q, 0.0), moments[1])):
+            empty = ~np.isfinite(es)  # what a layout gathers, cleaned once for the whole grid
+            self.sides.append((prof, above, servers, delay, share, np.where(empty, 0.0, es),
+                               np.where(empty, 0.0, es2),
+                               _nondecreasing(prof.prefill_time, *dist.support)))
         with np.errstate(divide="ignore", invalid="ignore"):
             self.pace = np.nan_to_num(st.s_long / st.t_long) / float(bandwidth)
+        # (nodes, coarse) -> (which thresholds are filled, each side's nodes per threshold)
+        self._tables: dict[tuple[int, bool], tuple[np.ndarray, list[np.ndarray]]] = {}
 
-    def _nodes(self, prof: Profile, t: np.ndarray, above: bool, nodes: int,
-               coarse: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    def _node_tables(self, it: np.ndarray, nodes: int, coarse: bool) -> list[np.ndarray]:
+        """Each side's service-node table over the grid, filled for the thresholds `it` (grid
+        indices): a threshold's nodes are computed once per search (the floor's, the lower
+        bounds' and the full check's layouts share thresholds), elementwise, so the same bits."""
+        key = (nodes, coarse)
+        if key not in self._tables:
+            k = len(_groups(nodes)) if coarse else nodes
+            self._tables[key] = (np.zeros(self.grid.size, dtype=bool),
+                                 [np.empty((self.grid.size, k)) for _ in self.sides])
+        have, tables = self._tables[key]
+        need = np.unique(it[~have[it]])
+        if need.size:
+            t = self.grid[need]
+            f_t = _cdf(self.system.lengths, t)
+            for (prof, above, *_, rising), table in zip(self.sides, tables, strict=True):
+                table[need] = self._nodes(prof, t, f_t, above, nodes, coarse, rising)
+            have[need] = True
+        return tables
+
+    def _nodes(self, prof: Profile, t: np.ndarray, f_t: np.ndarray, above: bool, nodes: int,
+               coarse: bool, rising: bool) -> np.ndarray:
+        """Service nodes per threshold (nan-free); `coarse`: the groups' minima."""
         dist = self.system.lengths
         if not coarse:
-            return np.asarray(prof.prefill_time(length_nodes(dist, t, above, nodes))), None
+            xn = prof.prefill_time(length_nodes(dist, t, above, nodes, f_t=f_t))
+            return np.nan_to_num(np.asarray(xn))
         sizes = _groups(nodes)
         first = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        if _nondecreasing(prof.prefill_time, *dist.support):
-            f_t = np.clip(np.asarray(dist.cdf(t), dtype=float), 0.0, 1.0)[:, None]
+        if rising:
+            f = f_t[:, None]
             u = (first + 0.5) / nodes
-            xn = np.asarray(prof.prefill_time(_quantile(dist, f_t + u * (1 - f_t) if above
-                                                       else u * f_t)))
+            xn = np.asarray(prof.prefill_time(_quantile(dist, f + u * (1 - f) if above
+                                                       else u * f)))
         else:
-            full = np.asarray(prof.prefill_time(length_nodes(dist, t, above, nodes)))
+            full = np.asarray(prof.prefill_time(length_nodes(dist, t, above, nodes, f_t=f_t)))
             xn = np.sort(full, axis=-1)[:, first]
-        return xn, sizes / nodes
+        return np.nan_to_num(xn)
 
-    def __call__(self, idx: np.ndarray, nodes: int = GRID_NODES, coarse: bool = False) -> Layout:
+    def __call__(self, idx: np.ndarray, nodes: int = GRID_NODES, coarse: bool = False,
+                 n_d: np.ndarray | None = None) -> Layout:
+        """The points `idx`; `n_d`: decode instances other than pool - N_p (`best_case`)."""
         it, ip = np.unravel_index(idx, (self.grid.size, self.pool + 1))
-        uniq, inv = np.unique(it, return_inverse=True)
-        p = self.st.p[it]
+        tables = self._node_tables(it, nodes, coarse)
+        w = _groups(nodes) / nodes if coarse else None
         paths = []
-        for prof, above, servers, delay, (es, es2) in self.sides:
-            xn, w = self._nodes(prof, self.grid[uniq], above, nodes, coarse)
-            share = p if above else 1.0 - p
-            es, es2 = es[it], es2[it]
-            empty = ~np.isfinite(es)
+        for (_, above, servers, delay, share, es, es2, _), table in zip(self.sides, tables,
+                                                                     strict=True):
             srv = np.full(idx.shape, servers) if above else ip.astype(float)
-            paths.append(Path(np.where(share > 0, share, 0.0), srv, np.where(empty, 0.0, es),
-                              np.where(empty, 0.0, es2), np.nan_to_num(xn[inv]),
+            paths.append(Path(share[it], srv, es[it], es2[it], table[it],
                               self.pace[it] if above else 0.0, delay, w))
         dec = self.system.decode
-        n_d = (self.pool - ip).astype(float)
+        n_d = (self.pool - ip).astype(float) if n_d is None else np.asarray(n_d, dtype=float)
         return Layout((paths[0], paths[1]), n_d * dec.bs_max, dec.l_out * dec.t_decode,
                       dec.t_decode, n_d)
 
+    def best_case(self, idx: np.ndarray) -> tuple[Layout, np.ndarray]:
+        """A coarse layout of one virtual point per threshold of `idx` with the most local
+        prefill instances and the most decode instances of that threshold's points, and the
+        index of each point's. Its tail is a lower bound of each of those points' coarse tail:
+        the PrfaaS path does not depend on the split, the PD-P wait only shrinks with more
+        servers (Erlang C and the Allen-Cunneen mean both fall with c) and so do the decode
+        wait and first step with more decode instances, and a shorter wait only lowers the
+        tail."""
+        it, ip = np.unravel_index(idx, (self.grid.size, self.pool + 1))
+        ut, inv = np.unique(it, return_inverse=True)
+        inv = inv.reshape(-1)
+        most_p = np.zeros(ut.size, dtype=int)
+        np.maximum.at(most_p, inv, ip)
+        most_d = np.zeros(ut.size, dtype=int)
+        np.maximum.at(most_d, inv, self.pool - ip)
+        virtual = np.ravel_multi_index((ut, most_p), (self.grid.size, self.pool + 1))
+        return self(virtual, coarse=True, n_d=most_d), inv
 
+
+def _top(values: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k largest values, largest first, ties by index (as a stable sort on
+    -values), from the partition's candidates only: sorting the whole grid cost ~0.7 ms."""
+    if values.size <= k or np.isnan(values).any():  # nan: the sort's order, not partition's
+        return np.lexsort((np.arange(values.size), -values))
+    kth = np.partition(values, values.size - k)[values.size - k]
+    cand = np.flatnonzero(values >= kth)
+    return cand[np.lexsort((cand, -values[cand]))][:k]
+
+
+@_quiet
 def slo_search(system: System, target: float, q: float = 0.9, *, n_prfaas: int | None = None,
                bandwidth: float | None = None, pool: int | None = None,
-               link_latency: float = 0.0, rdma_latency: float = 0.0) -> SLOOptimum:
+               link_latency: float = 0.0, rdma_latency: float = 0.0,
+               stats: ExactStats | None = None) -> SLOOptimum:
     """The (t, N_p, N_d = pool - N_p) on the optimizer's grid that maximizes the SLO-bound rate
     (`best_rate` over the whole grid). Among the points reaching the best rate, the lowest t,
-    then the lowest N_p, as in the optimizer."""
+    then the lowest N_p, as in the optimizer. `stats`: the system's exact split stats cache,
+    shared with the caller's operating point."""
     n_prfaas = system.n_prfaas if n_prfaas is None else n_prfaas
     bandwidth = system.bandwidth if bandwidth is None else bandwidth
     pool = system.local_pool if pool is None else pool
@@ -836,8 +1030,7 @@ def slo_search(system: System, target: float, q: float = 0.9, *, n_prfaas: int |
     layout = _GridLayouts(system, grid, st, moments, n_prfaas, pool, bandwidth, link_latency,
                           rdma_latency)
 
-    fields = tuple(SplitStats.__dataclass_fields__)
-    exact: dict[int, tuple] = {}  # threshold index -> its exact split stats
+    stats = ExactStats(system) if stats is None else stats
 
     def exact_lam(rows: np.ndarray, idx: np.ndarray) -> np.ndarray:
         """Lambda_max of points (`rows` of `idx`) from the optimizer's own split stats, to the
@@ -851,25 +1044,22 @@ def slo_search(system: System, target: float, q: float = 0.9, *, n_prfaas: int |
         if not need.any():
             return out
         it, ip = it[need], ip[need]
-        new = np.setdiff1d(it, list(exact))
-        if new.size:  # one split_stats call per batch of new thresholds (~1 ms each)
-            ex = split_stats(system.lengths, system.prfaas, system.local, grid[new], "exact")
-            for j, t_i in enumerate(new):
-                exact[int(t_i)] = tuple(getattr(ex, f)[j] for f in fields)
-        ex = SplitStats(*(np.array([exact[int(t_i)][k] for t_i in it]) for k in range(len(fields))))
+        ex = stats.get(grid[it])
         out[need] = ceilings(ex, n_prfaas, ip.astype(float), (pool - ip).astype(float),
                              bandwidth, system.decode, outer=False)[-1]
         return out
 
     # the points with the highest Lambda_max give a floor; only points above it can beat it
-    top = np.lexsort((np.arange(flat.size), -flat))[:TOP]
+    top = _top(flat, TOP)
     floor, _ = best_rate(layout(top), flat[top], target, q, steps=FLOOR_STEPS,
                          refine=lambda rows: exact_lam(rows, top))
     cand = np.flatnonzero(flat > floor) if floor > 0 else np.flatnonzero(flat > 0)
-    at = np.full(cand.size, max(floor, 1e-9))
+    at = np.array([max(floor, 1e-9)])  # one rate for all: decode terms per distinct N_d
     if cand.size:  # a point whose lower-bound tail misses at the floor cannot reach it
+        best, inv = layout.best_case(cand)  # ... nor one whose threshold's best case misses
+        cand = cand[(tail(best, at, target) <= 1 - q + 1e-9)[inv]]
         keep = tail(layout(cand, coarse=True), at, target) <= 1 - q + 1e-12
-        cand, at = cand[keep], at[keep]
+        cand = cand[keep]
     full = layout(cand)
     keep = np.flatnonzero(tail(full, at, target) <= 1 - q) if cand.size else cand
     cand, full = cand[keep], _take(full, keep)

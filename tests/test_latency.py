@@ -275,12 +275,15 @@ def _paper_grid():
 
 
 def test_grid_stats_match_split_stats_and_service_moments():
-    s, grid, st, fast, _, layouts = _paper_grid()
+    from emulator import latency as lat
+
+    s, grid, st, fast, _, _ = _paper_grid()
     for f in ("p", "l_long", "l_short", "t_long", "s_long", "t_short"):
         np.testing.assert_allclose(getattr(fast, f), getattr(st, f), rtol=1e-11, equal_nan=True)
+    moments = lat._grid_stats(s, grid)[1]
     for i, (prof, above) in enumerate(((s.prfaas, True), (s.local, False))):
         es, es2 = service_moments(s.lengths, prof, grid, above)
-        side = layouts.sides[i][-1]
+        side = moments[i]
         np.testing.assert_allclose(side[0], es, rtol=1e-11, equal_nan=True)
         np.testing.assert_allclose(side[1], es2, rtol=1e-11, equal_nan=True)
 
@@ -314,3 +317,81 @@ def test_multisection_ends_where_a_plain_bisection_does(x):
         good = cand[tail(lat._take(lay, cand), np.full(cand.size, mid), x) <= 0.1]
         lo, hi, alive = (mid, hi, good) if good.size else (lo, mid, alive)
     assert rate == lo and set(winners) == set(alive)
+
+
+@pytest.mark.parametrize("x", [4.0, 6.0, 10.0])
+def test_a_thresholds_best_case_bounds_each_of_its_points_from_below(x):
+    """The search drops whole thresholds whose best case (most PD-P and most decode instances
+    among their points) misses the SLO: it must never drop a point the coarse check keeps."""
+    _, grid, _, _, flat, layouts = _paper_grid()
+    idx = np.random.default_rng(1).choice(np.flatnonzero(flat > 0), 1500, replace=False)
+    idx.sort()
+    best, inv = layouts.best_case(idx)
+    assert inv.shape == idx.shape
+    for rate in (0.5, 1.8, 2.6):
+        at = np.array([rate])
+        lower = tail(best, at, x)[inv]
+        each = tail(layouts(idx, coarse=True), at, x)
+        assert np.all(lower <= each + 1e-12)
+        assert np.mean(lower > 0.5 * each) > 0.5  # and a useful one
+
+
+@pytest.mark.parametrize("argv", [["--slo-ttft", "2s"], ["--slo-ttft", "4s", "--slo-quantile", "0.99"]])
+def test_an_unreachable_slo_reads_rate_zero_not_a_traceback(capsys, argv):
+    """No point of the grid meets the SLO even at a vanishing rate (an empty candidate set
+    once crashed the search with numpy's max of nothing)."""
+    assert main(["solve", "--preset", "paper-case-study", *argv, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)["slo"]
+    assert d["rate"] == 0.0 and d["optimum"]["rate"] == 0.0
+
+
+def test_exact_stats_batches_thresholds_without_moving_a_bit():
+    """One split_stats call for the thresholds announced and asked for, with the bits of a
+    call per threshold (split_stats is elementwise in t)."""
+    from emulator import latency as lat
+    from emulator.model import SplitStats, split_stats
+
+    s = presets.load("paper-case-study").system
+    ts = s.lengths.threshold_grid()[[3, 700, 1500]]
+    cache = lat.ExactStats(s)
+    cache.want(19400.0)
+    got = cache.get(ts)
+    assert sorted(cache._rows) == sorted([19400.0, *ts])  # the wanted one came along
+    for j, t in enumerate(ts):
+        one = split_stats(s.lengths, s.prfaas, s.local, np.array([t]), "exact")
+        for f in SplitStats.__dataclass_fields__:
+            np.testing.assert_array_equal(getattr(got, f)[j], getattr(one, f)[0])
+
+
+@pytest.mark.parametrize("load", [0.3, 0.8, 0.97])
+def test_quantile_multisection_ends_where_a_plain_bisection_does(load):
+    """`quantiles` checks several halvings per tails evaluation and replays them: the same
+    midpoints and the same stop as one halving per evaluation, to the bit."""
+    from emulator import latency as lat
+
+    sc = presets.load("paper-case-study")
+    lay, lam = lat.layout_at(sc.system, sc.knobs)
+    rate = load * lam
+    p = float(lay.paths[0].share[0])
+    rows = [((p, 1 - p), 0.5), ((p, 1 - p), 0.9), ((1.0, 0.0), 0.9), ((0.0, 1.0), 0.99)]
+    got = lat.quantiles(lay, rate, rows)
+    # the definition: one bisection step on x per evaluation, all rows together
+    w = np.array([r[0] for r in rows])
+    q = np.array([r[1] for r in rows])
+    rs = lat.rate_state(lay, np.array([rate]))
+    hi, rtol = 1e6, 1e-4
+    mean = float(np.nan_to_num(lat.mean_ttft(lay, np.array([rate]), rs)[0][0], nan=hi, posinf=hi))
+
+    def over(x):
+        t0, t1 = lat.tails_at(lay, rs, x[:, None])
+        return w[:, 0] * t0[:, 0] + w[:, 1] * t1[:, 0] > 1 - q
+
+    lo, up = np.zeros(len(rows)), np.full(len(rows), min(hi, 50.0 * mean + 1.0))
+    up = np.where(over(up), hi, up)
+    for _ in range(80):
+        mid = 0.5 * (lo + up)
+        o = over(mid)
+        lo, up = np.where(o, mid, lo), np.where(o, up, mid)
+        if np.all(up - lo <= rtol * np.maximum(up, 1e-3)):
+            break
+    np.testing.assert_array_equal(got, np.where(up >= hi * (1 - 1e-9), np.inf, up))

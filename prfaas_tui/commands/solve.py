@@ -67,16 +67,19 @@ def slo_flags(args: argparse.Namespace) -> tuple[float | None, float, str]:
 def slo_section(sc, target: float, q: float) -> tuple[dict, Knobs]:
     """The `slo` object: predicted TTFT at the operating point's offered rate, its SLO-bound
     rate and the (t, split) that maximizes that rate; plus the SLO-optimal knobs."""
-    from emulator.latency import layout_at, predict, slo_rate, slo_search
+    from emulator.latency import ExactStats, layout_at, predict, slo_rate, slo_search
 
     s = sc.system
     lat = {"link_latency": sc.sim.link_latency, "rdma_latency": sc.sim.rdma_latency}
+    # the operating point's exact split stats come with the search's, in one call
+    stats = ExactStats(s)
+    stats.want(sc.knobs.t)
+    opt = slo_search(s, target, q, stats=stats, **lat)
     # one layout of the operating point for the prediction and its SLO-bound rate; its
     # Lambda_max is the exact-mode one (the same split stats and ceilings as `evaluate`)
-    lay, lam_exact = layout_at(s, sc.knobs, **lat)
+    lay, lam_exact = layout_at(s, sc.knobs, stats=stats, **lat)
     offered = sc.sim.rate if sc.sim.rate is not None else sc.sim.load * lam_exact
     pred = predict(s, sc.knobs, offered, layout=lay, **lat)
-    opt = slo_search(s, target, q, **lat)
     knobs = Knobs(t=opt.t, n_p=opt.n_p, n_d=opt.n_d, n_prfaas=s.n_prfaas, bandwidth=s.bandwidth)
     d = pred.to_dict()
     return {
