@@ -100,8 +100,11 @@ class Dashboard(Screen):
     ]
 
 
-    view: reactive[ModelView | None] = reactive(None, always_update=True, init=False)
-    tick: reactive[Tick | None] = reactive(None, always_update=True, init=False)
+    # repaint=False: the bound panels redraw themselves; a repaint of the screen would redraw
+    # every widget on it (a full-screen update, ~60 ms at 160x48) per tick and per key
+    view: reactive[ModelView | None] = reactive(None, always_update=True, init=False,
+                                                repaint=False)
+    tick: reactive[Tick | None] = reactive(None, always_update=True, init=False, repaint=False)
 
     def __init__(self, scenario: Scenario, *, live: bool = True, at: float | None = None,
                  speed: float = 20.0, seed: int | None = None, drill: Drill | None = None,
