@@ -191,15 +191,16 @@ class Driver:
         self._sent += 1
         return self.submit(run)
 
-    def inject(self, label: str) -> Tick | None:
-        """Start a catalog incident now (open-ended), or END_ALL: end the ones started here."""
+    def inject(self, incident: Any) -> Tick | None:
+        """Start an incident now (built by hand: `at` None, `duration` None or set), or END_ALL:
+        end the ones started here."""
         def run(emu: Any) -> None:
-            if label == END_ALL:
+            if incident == END_ALL:
                 for act in self._injected:
                     act.end()  # a no-op for one already over
                 self._injected.clear()
                 return
-            started = emu.inject(next(inc for lbl, _, inc in incident_catalog() if lbl == label))
+            started = emu.inject(incident)
             if started is not None:
                 self._injected.append(started)
         return self.submit(run)
@@ -366,6 +367,17 @@ def incident_catalog() -> list[tuple[str, str, Any]]:
     from emulator.scenario.incidents import catalog
 
     return catalog()
+
+
+def hand_incident(kind: str, values: dict[str, Any], settings: Settings) -> Any:
+    """An incident typed by hand for the running deployment, checked as a drill file's entry
+    (`emulator.scenario.incidents.by_hand`: PresetError, one line naming the key)."""
+    from emulator.scenario.incidents import by_hand
+
+    sc = settings.scenario
+    fixed = sc.sim.replay is not None or sc.sim.sessions is not None
+    return by_hand(kind, values, n_prfaas=sc.system.n_prfaas, pool=sc.system.local_pool,
+                   lengths=None if fixed else sc.system.lengths)
 
 
 def incident_kinds() -> list[tuple[str, str]]:

@@ -228,10 +228,11 @@ class Session:
         if self.driver is not None:
             self.take(self.driver.step(seconds))
 
-    def inject(self, label: str) -> None:
-        """Start a catalog incident by hand (or end the hand-made ones)."""
+    def inject(self, incident: Any) -> None:
+        """Start an incident by hand (`live.hand_incident`), or END_ALL: end the hand-made
+        ones."""
         if self.driver is not None:
-            self.take(self.driver.inject(label))
+            self.take(self.driver.inject(incident))
 
     def scorecard(self) -> dict:
         """The running drill's scorecard; the emulator stays paused at the drill's end."""

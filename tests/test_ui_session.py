@@ -13,6 +13,7 @@ import pytest
 from emulator.model import Knobs, evaluate
 from emulator.scenario import presets
 from emulator.scenario.knobs import Controls, KnobError
+from prfaas_tui.live import END_ALL, incident_catalog
 from prfaas_tui.modelview import Refused, paradigm_point
 from prfaas_tui.session import Session
 
@@ -98,10 +99,11 @@ def test_the_live_line_is_the_model_at_the_snapshots_live_state(toy):
 
 
 def test_hand_made_incidents_end_together(toy):
-    toy.inject("link brownout to 20%")
-    toy.inject("link outage")
+    ready = {label: inc for label, _, inc in incident_catalog()}
+    toy.inject(ready["link brownout to 20%"])
+    toy.inject(ready["link outage"])
     assert set(toy.tick.snapshot.incidents) == {"link brownout to 20%", "link outage"}
-    toy.inject("end all")
+    toy.inject(END_ALL)
     assert toy.tick.snapshot.incidents == ()
 
 

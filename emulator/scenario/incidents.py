@@ -74,6 +74,10 @@ class Running(Protocol):
     def cancel_timer(self) -> None: ...
 
 
+FIXED_LENGTHS = "a replayed trace or session workload brings its own lengths"
+HAND_OPEN = ("at", "duration")  # what an incident started by hand may leave open
+
+
 def _below_one(x: float) -> str | None:
     return None if 0 <= x < 1 else "must be in [0, 1) (a share of B_out)"
 
@@ -102,14 +106,18 @@ class Incident:
         return False
 
     @classmethod
-    def read(cls, r: Reader, base_dir: Path) -> dict[str, Any]:
-        """The constructor's arguments from one `[[incidents]]` table (keys from the fields)."""
+    def read(cls, r: Reader, base_dir: Path, by_hand: bool = False) -> dict[str, Any]:
+        """The constructor's arguments from one `[[incidents]]` table (keys from the fields).
+        `by_hand`: typed by an operator, it starts now (no `at`) and may stay open (no
+        `duration`); every other key is checked as in a drill file."""
         kw = {}
         for f in fields(cls):
             meta = f.metadata
-            if "parse" not in meta or (cls.instant and f.name == "duration"):
+            if "parse" not in meta or (cls.instant and f.name == "duration") or \
+                    (by_hand and f.name == "at"):
                 continue
-            if f.name in cls.required and not r.has(f.name):
+            if f.name in cls.required and not r.has(f.name) and not (
+                    by_hand and f.name in HAND_OPEN):
                 raise r.error(f.name, "missing (required)")
             kw[f.name] = r.get(f.name, meta["parse"], f.default, check=meta["check"])
         return kw
@@ -286,8 +294,8 @@ class Surge(Incident):
         return self.long_factor is not None
 
     @classmethod
-    def read(cls, r, base_dir):
-        return _read_mix(super().read(r, base_dir), "factor", r, base_dir)
+    def read(cls, r, base_dir, by_hand=False):
+        return _read_mix(super().read(r, base_dir, by_hand), "factor", r, base_dir)
 
     def start(self, faults, run):
         if self.long_factor is None:
@@ -324,8 +332,8 @@ class LengthShift(Incident):
         return True
 
     @classmethod
-    def read(cls, r, base_dir):
-        return _read_mix(super().read(r, base_dir), "lengths", r, base_dir)
+    def read(cls, r, base_dir, by_hand=False):
+        return _read_mix(super().read(r, base_dir, by_hand), "lengths", r, base_dir)
 
     def start(self, faults, run):
         dist = self.lengths
@@ -366,6 +374,60 @@ def catalog() -> list[tuple[str, str, Incident]]:
              InstanceLoss(stage="pd-d", count=1), Surge(factor=1.5), Surge(long_factor=3.0),
              LengthShift(long_factor=3.0), CacheFlush()]
     return [(i.label, i.describe, i) for i in ready]
+
+
+def hand_keys(ready: Incident) -> list[str]:
+    """The keys an operator may set when starting `ready` (a catalog entry) by hand: its
+    `setting()` fields but `at` (it starts now), the mix knobs it uses (factor or long_factor,
+    and the cut that goes with long_factor)."""
+    keys = []
+    for f in fields(ready):
+        if f.name == "at" or (ready.instant and f.name == "duration") or f.name == "lengths":
+            continue
+        if "parse" in f.metadata or getattr(ready, f.name) is not None or (
+                f.name == "cut" and getattr(ready, "long_factor", None) is not None):
+            keys.append(f.name)
+    return keys
+
+
+def count_problem(inc: Incident, n_prfaas: int, pool: int) -> str | None:
+    """Why an instance loss claims more instances than the deployment has (None: it fits)."""
+    if not isinstance(inc, InstanceLoss):
+        return None
+    have = n_prfaas if inc.stage == "prfaas" else pool
+    if inc.count <= have:
+        return None
+    where = "PrfaaS instances" if inc.stage == "prfaas" else "local instances in the pool"
+    return f"loses {inc.count} {inc.stage} instances but the deployment has {have} {where}"
+
+
+def cut_problem(inc: Incident, lengths: LengthDistribution) -> str | None:
+    """Why a re-weighting cut has nothing on one side of it (None: it splits the mix)."""
+    cut = getattr(inc, "cut", None)
+    if cut is None or 0 < lengths.p_above(cut) < 1:
+        return None
+    lo, hi = lengths.support
+    return (f"{cut:.6g} tokens leaves no lengths on one side: give a cut inside the lengths' "
+            f"support [{lo:.0f}, {hi:.0f}]")
+
+
+def by_hand(kind: str, values: dict[str, Any], *, n_prfaas: int, pool: int,
+            lengths: LengthDistribution | None) -> Incident:
+    """An incident an operator typed ({key: value}, values as TOML would give them), checked
+    exactly as a drill file's `[[incidents]]` entry: same ranges, same caps, same one line
+    (a PresetError "brownout: factor: must be in [0, 1) (a share of B_out) (got 1.5)").
+    `lengths` None: a trace or session workload brings the lengths (no mix change)."""
+    cls = KINDS[kind]
+    r = Reader(values, kind)
+    inc = cls(**cls.read(r, Path.cwd(), by_hand=True))
+    r.finish()
+    if msg := count_problem(inc, n_prfaas, pool):
+        raise r.error("count", msg)
+    if lengths is None and inc.changes_lengths:
+        raise r.error("", FIXED_LENGTHS)
+    if lengths is not None and (msg := cut_problem(inc, lengths)):
+        raise r.error("cut", msg)
+    return inc
 
 
 # -- parsing [[incidents]] -------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import numpy as np
 
 from emulator.model import DecodeSpec, System
 from emulator.profiles import BEYOND_RULES, Curve, Profile
+from emulator.scenario.incidents import count_problem
 from emulator.scenario.knobs import MAX_BANDWIDTH, MAX_INSTANCES
 from emulator.scenario.lengths import MAX_TOKENS, parse_lengths
 from emulator.scenario.reader import (
@@ -135,11 +136,8 @@ def from_dict(data: dict, path: str | Path | None = None) -> Scenario:
     lengths = parse_lengths(work.section("lengths", required=True), base_dir)
     sim = parse_sim_config(root, work, dec, base_dir, lengths)
     for i, inc in enumerate(sim.incidents):  # a drill must not claim more than there are
-        have = n_prfaas if getattr(inc, "stage", "prfaas") == "prfaas" else pool
-        if inc.kind == "instance-loss" and inc.count > have:
-            where = "PrfaaS instances" if inc.stage == "prfaas" else "local instances in the pool"
-            raise root.error(f"incidents[{i}].count", f"loses {inc.count} {inc.stage} instances "
-                             f"but the deployment has {have} {where}")
+        if msg := count_problem(inc, n_prfaas, pool):
+            raise root.error(f"incidents[{i}].count", msg)
     work.finish()
     dec.finish()
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from emulator.distributions import LengthDistribution
 from emulator.scenario.cache import CacheConfig, SessionWorkload, parse_cache, parse_sessions
-from emulator.scenario.incidents import Incident, parse_incidents
+from emulator.scenario.incidents import FIXED_LENGTHS, Incident, cut_problem, parse_incidents
 from emulator.scenario.lengths import parse_lengths
 from emulator.scenario.prefill import PrefillBackendConfig, parse_prefill
 from emulator.scenario.reader import (
@@ -150,15 +150,10 @@ def parse_sim_config(root: Reader, work: Reader, dec: Reader, base_dir: Path,
     kw["incidents"] = parse_incidents(root.sections("incidents"), base_dir)
     if lengths is not None:  # a cut with nothing on one side has nothing to re-weight
         for i, inc in enumerate(kw["incidents"]):
-            cut = getattr(inc, "cut", None)
-            if cut is not None and not 0 < lengths.p_above(cut) < 1:
-                lo, hi = lengths.support
-                raise root.error(f"incidents[{i}].cut", f"{cut:.6g} tokens leaves no lengths on "
-                                 f"one side: give a cut inside the lengths' support "
-                                 f"[{lo:.0f}, {hi:.0f}]")
+            if msg := cut_problem(inc, lengths):
+                raise root.error(f"incidents[{i}].cut", msg)
     if kw.get("replay") is not None or kw.get("sessions") is not None:
         for i, inc in enumerate(kw["incidents"]):
             if inc.changes_lengths:
-                raise root.error(f"incidents[{i}].kind", f"{inc.kind}: a replayed trace or "
-                                 "session workload brings its own lengths")
+                raise root.error(f"incidents[{i}].kind", f"{inc.kind}: {FIXED_LENGTHS}")
     return SimConfig(**kw)
