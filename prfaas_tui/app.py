@@ -22,6 +22,7 @@ from textual.screen import Screen
 
 from emulator.scenario import presets
 from emulator.scenario.scenario import Scenario
+from emulator.units import format_duration
 from prfaas_tui.live import load_drill
 from prfaas_tui.modelview import DEFAULT_SPEED
 from prfaas_tui.widgets.live_charts import LiveCharts
@@ -85,6 +86,25 @@ class PrfaasApp(App):
                 if driver is not None:
                     driver.hold(INPUT_HOLD_S)
         await super().on_event(event)
+
+    async def action_quit(self) -> None:
+        """Quit; during a drill (not yet at its scorecard) ask first: its run is lost."""
+        from prfaas_tui.screens.dashboard import Dashboard
+        from prfaas_tui.screens.prompt import ConfirmScreen
+
+        if isinstance(self.screen, ConfirmScreen):
+            return
+        dash = next((s for s in self.screen_stack if isinstance(s, Dashboard)), None)
+        drill = dash.drill if dash is not None and not dash.scored else None
+        if drill is None:
+            self.exit()
+            return
+        tick = dash.tick
+        at = f" at {format_duration(tick.snapshot.sim_time)}" if tick else ""
+        self.push_screen(ConfirmScreen(f"Quit during drill {drill.name}?",
+                                       f"the drill runs{at} of {format_duration(drill.duration)}"
+                                       "; quitting ends it without a scorecard"),
+                         lambda yes: self.exit() if yes else None)
 
     def action_help(self) -> None:
         from prfaas_tui.screens.help import HelpScreen
