@@ -37,9 +37,9 @@ class PrfaasApp(App):
     TITLE = "prfaas-tui"
     CSS_PATH = "app.tcss"
     BINDINGS = [
-        Binding("f1", "help", "Help", show=False, id="help",
+        Binding("question_mark,f1", "help", "Help", show=False, id="help",
                 tooltip="Keys, knobs and the model's terms"),
-        Binding("q", "quit", "Quit", id="quit", tooltip="Quit prfaas-tui"),
+        Binding("q", "quit", "Quit", id="quit", tooltip="Quit prfaas-tui (during a drill it asks first)"),
     ]
 
     def __init__(self, preset: str | Scenario | None = None, *, live: bool = True,
