@@ -87,6 +87,15 @@ class PrfaasApp(App):
                     driver.hold(INPUT_HOLD_S)
         await super().on_event(event)
 
+    async def _on_key(self, event: events.Key) -> None:
+        """A key typed on the dashboard ahead of a screen it pushed (a picker, a prompt) goes
+        to that screen, as the typist meant (the dashboard marks it: `typed_on`)."""
+        typed_on = getattr(event, "typed_on", None)
+        if typed_on is not None and typed_on is not self.screen and typed_on in self.screen_stack:
+            event.prevent_default()  # App._on_key (bindings) runs after this one unless told
+            (self.screen.focused or self.screen)._forward_event(
+                events.Key(event.key, event.character))
+
     async def action_quit(self) -> None:
         """Quit; during a drill (not yet at its scorecard) ask first: its run is lost."""
         from prfaas_tui.screens.dashboard import Dashboard

@@ -51,6 +51,26 @@ async def test_slash_filters_the_drill_picker_and_enter_starts_the_first_match()
         assert dash(pilot.app).drill.name == "diurnal-link"
 
 
+async def test_typing_on_a_picker_list_filters_it_without_slash():
+    """Keys that land on the list before `/` has moved the focus are not lost."""
+    async with PrfaasApp("toy", live=False, at=10).run_test(size=SIZE) as pilot:
+        await pilot.press("i", *"outage")
+        assert listed(pilot.app.screen) == ["link outage"]
+
+
+async def test_keys_typed_ahead_of_the_picker_filter_it():
+    """A terminal delivers `i/prf` at once, before the picker has mounted or taken the focus:
+    the keys still filter it (they are not lost on the dashboard)."""
+    from textual import events
+
+    async with PrfaasApp("toy", live=False, at=10).run_test(size=SIZE) as pilot:
+        for ch in "i/prf":
+            pilot.app._driver.send_message(events.Key("slash" if ch == "/" else ch, ch))
+        await pilot.pause()
+        await pilot.pause()
+        assert listed(pilot.app.screen) == ["1 prfaas instance lost"]
+
+
 async def test_slash_filters_the_preset_picker_and_keeps_its_heading():
     async with PrfaasApp("toy", live=False, at=10).run_test(size=SIZE) as pilot:
         await pilot.press("p")

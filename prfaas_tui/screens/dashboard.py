@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Horizontal, Vertical
@@ -186,6 +187,12 @@ class Dashboard(Screen):
 
     def on_unmount(self) -> None:
         self.session.stop()
+
+    def on_key(self, event: events.Key) -> None:
+        """Mark where a key was typed: one typed ahead of a screen pushed from here (`i` then
+        `/loss` at once) reaches the app after that screen is on top, which hands it on
+        (PrfaasApp._on_key) rather than lose it."""
+        event.typed_on = self  # type: ignore[attr-defined]
 
     # -- the session -------------------------------------------------------------------------------
     def _start(self) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 
 from rich.table import Table
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -55,6 +56,11 @@ class _Picker(ModalScreen[str | None]):
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
         self.dismiss(event.option.id)
+
+    def on_key(self, event: events.Key) -> None:
+        """Keys typed ahead reach the screen before its list has the focus: filter with them."""
+        if self.query(FilterList) and self.query_one(FilterList).take(event):
+            event.stop()
 
 
 class DrillPicker(_Picker):

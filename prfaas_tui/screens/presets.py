@@ -10,6 +10,7 @@ import tomllib
 from pathlib import Path
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -79,6 +80,11 @@ class PresetPicker(ModalScreen[Scenario | None]):
         ol = self.query_one(OptionList)
         ol.focus()
         ol.action_first()
+
+    def on_key(self, event: events.Key) -> None:
+        """Keys typed ahead reach the screen before its list has the focus: filter with them."""
+        if self.focused is None and self.query_one(FilterList).take(event):
+            event.stop()
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()

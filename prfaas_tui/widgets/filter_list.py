@@ -1,6 +1,7 @@
 """A picker's list with a filter: `/` opens an input above the list and what is typed narrows
 it to the options whose text contains it (case-insensitive), so a long list of presets or
-drills is a few keystrokes away. Enter in the filter picks the first match; down moves into the
+drills is a few keystrokes away. Typing on the list itself starts the filter too (so keys that
+arrive before `/` has moved the focus are not lost). Enter in the filter picks the first match; down moves into the
 list. The list posts the usual `OptionList.OptionSelected`, so a picker handles both alike."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -44,9 +46,9 @@ class FilterList(Vertical):
 
     DEFAULT_CSS = """
     FilterList { height: auto; }
-    FilterList > Input { display: none; border: none; height: 1; padding: 0 1; }
+    FilterList > Input { display: none; }
     FilterList.-filtering > Input { display: block; }
-    """
+    """  # its look (one line, no border) is in dialogs.tcss, which outranks Input's own
     BINDINGS = [Binding("slash", "filter", "Filter", id="picker-filter",
                         tooltip="In a picker (presets, drills, incidents): type to narrow it")]
 
@@ -74,7 +76,8 @@ class FilterList(Vertical):
         event.stop()
         ol = self.option_list
         ol.clear_options()
-        ol.add_options(narrowed(self.options, event.value))
+        # a `/` typed ahead of the focus lands in the filter itself: it reads as vi's search
+        ol.add_options(narrowed(self.options, event.value.removeprefix("/")))
         ol.highlighted = self._first()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
@@ -85,10 +88,28 @@ class FilterList(Vertical):
         if ol.highlighted is not None:  # from the list's own loop: a message does not bubble
             ol.call_later(ol.action_select)  # past its sender, and here that would be us
 
-    def on_key(self, event) -> None:
-        if event.key == "down" and self.query_one(Input).has_focus:
+    def on_key(self, event: events.Key) -> None:
+        if self.query_one(Input).has_focus:
+            if event.key == "down":
+                event.stop()
+                self.option_list.focus()
+        elif self.take(event):
             event.stop()
-            self.option_list.focus()
+            event.prevent_default()
+
+    def take(self, event: events.Key) -> bool:
+        """A key typed on the list, or on the picker before its focus settled: `/` opens the
+        filter, a printable character goes into it. False: not a key for the filter."""
+        inp = self.query_one(Input)
+        if event.key == "slash" and not inp.has_focus:
+            self.action_filter()
+            return True
+        if not (event.is_printable and event.character):
+            return False
+        self.add_class("-filtering")
+        inp.insert_text_at_cursor(event.character)
+        inp.focus()
+        return True
 
     def _first(self) -> int | None:
         ol = self.option_list
