@@ -6,22 +6,23 @@ without end. Every estimate here is a pure function of the parsed input (no emul
 float arithmetic that cannot overflow (inf and NaN count as over any cap), so the CLI, the
 dashboard's live changes and the planner can all check the same numbers before any work starts.
 
-The caps (`Caps`, defaults below) and the flag that raises each:
+The caps (`Caps`) and the flag that raises each:
 
-    requests         5,000,000 simulated requests per emulation run      --max-requests
-                               (~10 min of one core at ~10k requests/s)
-    events         100,000,000 periodic events per run (sampling ticks,  --max-events
-                               incident and scheduler timers)
-    instances           10,000 instances in one pool (PrfaaS, local,     --max-instances
-                               homogeneous)
-    candidates         100,000 planner candidates                        --max-candidates
-    runs             1,000,000 planner emulation runs (survivors x       --max-runs
-                               seeds x bisection steps)
-    profile_tokens 100,000,000 prefill tokens a profile computes         --max-profile-tokens
-                               ((warmup + repeats) x sum of lengths)
+    requests         simulated requests (a plan: over all its runs)    --max-requests
+    events           periodic events per run: sampling ticks, incident --max-events
+                     timers, scheduler re-solves (each weighs
+                     SCHEDULER_TICK_EVENTS ticks)
+    instances        instances in one pool (PrfaaS, local, homogeneous) --max-instances
+    candidates       planner candidates                                 --max-candidates
+    runs             planner emulation runs (survivors x seeds x        --max-runs
+                     (bisection steps + 1))
+    profile_tokens   prefill tokens a profile computes                  --max-profile-tokens
+                     ((warmup + repeats) x sum of lengths)
 
-A refusal is a `BudgetError`: one line `<flag or key>: <what> = <estimate>, over the cap of
-<cap>; lower it or raise the cap with <flag> N`.
+Each command's defaults are in COMMAND_CAPS, sized so that a command at its caps finishes
+within 10 s on a 2-core machine (see there for the measured rates). A refusal is a
+`BudgetError`: one line `<flag or key>: <what> = <estimate>, over the cap of <cap>; lower it or
+raise the cap with <flag> N`.
 """
 
 from __future__ import annotations
@@ -60,7 +61,39 @@ class Caps:
         return Caps(**{n: new.get(n, getattr(self, n)) for n in names})
 
 
+# Throughput measured on the paper preset (2-core container, 2026-12-01, one core each):
+# ~31,000-36,800 simulated requests/s, ~56,000 sampling ticks/s (18 us each), a scheduler
+# re-solve ~210 us (12 ticks), CLI start-up 0.7 s, dashboard start-up plus SVG render 1.3 s;
+# a plan's estimate (its runs x Lambda_max x --duration, an upper bound: bisection runs below
+# it) went at 35,000-73,000 estimated requests per second on 2 workers (the default plan,
+# 271,000, in 3.7 s; --pool 4:12, 2.04M, in 59 s with other work on the machine). At its caps
+# a command then needs at most: run/drill 0.7 + 150,000 x 32 us + 150,000 x 18 us = 8.2 s
+# (measured 8.4 s); snapshot 1.3 + 100,000 x (32 + 18) us = 6.3 s (99,000 requests: 6.4 s);
+# plan 300,000 / 35,000 = 8.6 s. The dashboard's live changes keep the generic caps: it is
+# paced to the wall clock, so a long run is its point, not a hang.
 CAPS = Caps()
+RUN_CAPS = Caps(requests=150_000, events=150_000)
+COMMAND_CAPS: dict[str, Caps] = {
+    "run": RUN_CAPS,
+    "drill": RUN_CAPS,  # --compare runs it twice: the estimate doubles
+    "snapshot": Caps(requests=100_000, events=100_000),
+    "plan": Caps(requests=300_000, runs=1_000),
+    "solve": CAPS,  # instances only: the search walks every split of the pool
+    "profile": CAPS,  # real torch prefills (see the README: not bounded to 10 s)
+    "dashboard": CAPS,
+}
+SCHEDULER_TICK_EVENTS = 12  # a scheduler re-solve costs about 12 sampling ticks (measured)
+# A request costs more when many KV flows share its link (the link re-shares its bandwidth over
+# every open flow at each event): measured 1.2 ms per request with 3,000 prefill instances on
+# one link against 32 us with a dozen, i.e. about 1/80 of a request per instance.
+INSTANCES_PER_REQUEST = 80
+
+
+def caps_for(command: str) -> Caps:
+    """The default caps of a command (a key of COMMAND_CAPS)."""
+    return COMMAND_CAPS[command]
+
+
 FLAGS = {"requests": "--max-requests", "events": "--max-events",
          "instances": "--max-instances", "candidates": "--max-candidates",
          "runs": "--max-runs", "profile_tokens": "--max-profile-tokens"}
@@ -102,6 +135,12 @@ def check(name: str, amount: float, source: str, caps: Caps = CAPS) -> float:
 def run_requests(rate: float, duration: float) -> float:
     """Requests one run offers: rate (req/s) x duration (s)."""
     return _product(max(rate, 0.0), max(duration, 0.0))
+
+
+def request_weight(instances: float) -> float:
+    """What one request costs, in requests of a small deployment, when up to `instances`
+    prefill instances share a link."""
+    return 1.0 + max(instances, 0.0) / INSTANCES_PER_REQUEST
 
 
 def periodic_events(duration: float, period: float) -> float:
@@ -188,15 +227,29 @@ def profile_tokens(lengths: Iterable[float], repeats: float, warmup: float) -> f
 
 # -- the checks a command makes (each names what it checks) ------------------------------------
 def check_run(rate: float, duration: float, *, sample_interval: float = 1.0,
-              periods: Mapping[str, float] | None = None, rate_flag: str = "--rate",
+              periods: Mapping[str, float] | None = None,
+              solves: Mapping[str, float] | None = None, copies: int = 1,
+              instances: float = 0.0, rate_flag: str = "--rate",
               duration_flag: str = "--duration", caps: Caps = CAPS) -> float:
-    """A run or drill: offered requests, sampling ticks and every periodic timer (source ->
-    period seconds, e.g. {"scheduler.period": 10}). Returns the estimated requests."""
-    n = check("requests", run_requests(rate, duration), f"{rate_flag} x {duration_flag}", caps)
-    check("events", periodic_events(duration, sample_interval),
-          f"{duration_flag} / emulator.sample_interval", caps)
-    for source, period in (periods or {}).items():
-        check("events", periodic_events(duration, period), source, caps)
+    """A run or drill: offered requests (weighed by the `instances` that may share a link),
+    sampling ticks, every periodic timer (source -> period seconds) and every scheduler
+    re-solve (source -> period, each SCHEDULER_TICK_EVENTS ticks), each alone and all together;
+    `copies` runs of it (drill --compare). Returns the weighed requests."""
+    more = f" (x {copies} runs)" if copies > 1 else ""
+    weight = request_weight(instances)
+    heavy = f" (x {weight:.3g}: {_fmt(instances)} instances share a link)" if weight >= 2 else ""
+    n = check("requests", _product(run_requests(rate, duration), copies, weight),
+              f"{rate_flag} x {duration_flag}{more}{heavy}", caps)
+    timers = {f"{duration_flag} / emulator.sample_interval": periodic_events(duration,
+                                                                             sample_interval)}
+    timers |= {source: periodic_events(duration, period) for source, period in
+               (periods or {}).items()}
+    timers |= {source: _product(periodic_events(duration, period), SCHEDULER_TICK_EVENTS)
+               for source, period in (solves or {}).items()}
+    for source, events in timers.items():
+        check("events", _product(events, copies), source + more, caps)
+    check("events", _product(math.fsum(timers.values()), copies), "all timers together" + more,
+          caps)
     return n
 
 
@@ -209,6 +262,38 @@ def check_incidents(incidents: Iterable[tuple[str, str, float, Mapping[str, floa
         lasts = min(duration, run_duration) if duration == duration else run_duration
         total += check("events", incident_events(kind, lasts, params), source, caps)
     return check("events", total, "incidents (all together)", caps)
+
+
+def incident_params(incident: object) -> dict[str, float]:
+    """The timer periods of an incident (emulator.scenario.incidents; read by attribute, so
+    this module stays below the scenario layer): flap down/up, diurnal step."""
+    return {k: float(v) for k in ("down", "up", "step")
+            if isinstance(v := getattr(incident, k, None), int | float)
+            and not isinstance(v, bool)}
+
+
+def surge_factors(incidents: Iterable[object]) -> list[float]:
+    """Every surge's factor and long factor (each multiplies the offered rate at most)."""
+    return [f for inc in incidents if getattr(inc, "kind", None) == "surge"
+            for f in (getattr(inc, "factor", None), getattr(inc, "long_factor", None))
+            if isinstance(f, int | float) and not isinstance(f, bool)]
+
+
+def check_hand_incident(incident: object, *, rate: float, run_duration: float,
+                        caps: Caps = CAPS) -> None:
+    """An incident started by hand in a running emulation, as a drill's incident is checked:
+    its timers over the run (open-ended: the whole run) and, for a surge, the requests at the
+    surged rate. Sources name the incident's own keys (e.g. `flap.down + up`)."""
+    kind = getattr(incident, "kind", "")
+    duration = getattr(incident, "duration", None)
+    lasts = run_duration if duration is None else min(duration, run_duration)
+    keys = {"flap": "down + up", "diurnal": "step"}
+    check_incidents([(f"{kind}.{keys.get(kind, 'duration')}", kind, lasts,
+                      incident_params(incident))], run_duration, caps)
+    if factors := surge_factors([incident]):
+        check("requests", run_requests(peak_rate(rate, factors), lasts),
+              f"{kind}.{'long_factor' if getattr(incident, 'long_factor', None) else 'factor'}"
+              f" x the rate x {_fmt(lasts)} s", caps)
 
 
 def check_trace(n_requests: int, trace_span: float, rate: float | None,
@@ -236,12 +321,13 @@ def check_instances(counts: Mapping[str, float], caps: Caps = CAPS) -> None:
 def check_plan(*, candidates: int, seeds: int, steps: int, requests_per_run: float,
                per_config: int | None = None, configs: int | None = None,
                caps: Caps = CAPS) -> float:
-    """A plan: the space, the emulation runs and each run's requests. Returns the runs."""
+    """A plan: the space, the emulation runs and their requests together. Returns the runs."""
     check("candidates", candidates,
           "--nprfaas x --pool x --homogeneous-pool x --t x --bandwidth x --paradigm", caps)
     runs = check("runs", plan_runs(candidates, seeds, steps, per_config, configs),
                  "--seeds x --steps x the surviving candidates", caps)
-    check("requests", requests_per_run, "--duration (per planner run)", caps)
+    check("requests", _product(runs, requests_per_run),
+          "--duration x --seeds x --steps x the surviving candidates", caps)
     return runs
 
 

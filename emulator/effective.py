@@ -24,6 +24,7 @@ from typing import Protocol
 import numpy as np
 
 from emulator.distributions import LengthDistribution
+from emulator.latency import Prediction, SLOOptimum, predict, slo_rate, slo_search
 from emulator.model import (
     MODES,
     STAGES,
@@ -34,7 +35,8 @@ from emulator.model import (
     evaluate,
     split_stats,
 )
-from emulator.optimizer import search
+from emulator.optimizer import Grid, grid, search
+from emulator.profiles import Profile
 from emulator.units import format_tokens, to_gbps
 
 DRIVING_MODE = "exact"  # the emulator sustains exact-mode Lambda_max: it drives the live line
@@ -149,16 +151,23 @@ def effective_knobs(state: LiveState) -> Knobs:
                  n_prfaas=state.alive.prfaas, bandwidth=state.link_capacity)
 
 
-def _paradigm_eval(system: System, knobs: Knobs, mode: str, paradigm: str) -> OperatingPoint:
+def _paradigm_knobs(system: System, knobs: Knobs,
+                    paradigm: str) -> tuple[Knobs, tuple[Profile, Profile] | None]:
     """As Emulation.model_point: homogeneous runs one local-type pool with everything local
-    (p = 0); naive prefills everything remotely (t below the support)."""
+    (p = 0); naive prefills everything remotely (t below the support). The knobs and the
+    (PrfaaS, local) profiles the model reads (None: the system's)."""
     lo, hi = system.lengths.support
     if paradigm == "homogeneous":
         prof = system.homogeneous_profile or system.local
-        return evaluate(system, replace(knobs, t=hi, n_prfaas=0), mode, profiles=(prof, prof))
+        return replace(knobs, t=hi, n_prfaas=0), (prof, prof)
     if paradigm == "naive-heterogeneous":
-        return evaluate(system, replace(knobs, t=max(lo - 1.0, 0.0)), mode)
-    return evaluate(system, knobs, mode)
+        return replace(knobs, t=max(lo - 1.0, 0.0)), None
+    return knobs, None
+
+
+def _paradigm_eval(system: System, knobs: Knobs, mode: str, paradigm: str) -> OperatingPoint:
+    knobs, profiles = _paradigm_knobs(system, knobs, paradigm)
+    return evaluate(system, knobs, mode, profiles=profiles)
 
 
 def nominal_point(system: System, state: LiveState, mode: str = DRIVING_MODE) -> OperatingPoint:
@@ -173,14 +182,24 @@ def effective_point(system: System, state: LiveState, mode: str = DRIVING_MODE) 
                           state.paradigm)
 
 
+def _search_space(state: LiveState) -> dict:
+    """The optimizer's inputs at the live state: alive PrfaaS, the link now, the alive pool."""
+    return {"n_prfaas": state.alive.prfaas, "bandwidth": state.link_capacity,
+            "pool": max(state.local_alive, 1)}
+
+
 def effective_optimum(system: System, state: LiveState,
                       mode: str = DRIVING_MODE) -> OperatingPoint:
     """Best (t, N_p, N_d) for the alive instances, the link now and the live mix: what `o`
     applies during an incident. N_p + N_d span the alive local instances; turn the split into
     configured targets with `targets_for`."""
-    eff = effective_system(system, state)
-    return search(eff, mode, n_prfaas=state.alive.prfaas, bandwidth=state.link_capacity,
-                  pool=max(state.local_alive, 1)).best
+    return search(effective_system(system, state), mode, **_search_space(state)).best
+
+
+def effective_grid(system: System, state: LiveState, mode: str = DRIVING_MODE) -> Grid:
+    """Lambda_max over every (t, N_p) the effective optimum searches (the heat map's data):
+    its argmax is `effective_optimum`."""
+    return grid(effective_system(system, state), mode, **_search_space(state))
 
 
 def effective_best_threshold(system: System, state: LiveState,
@@ -196,11 +215,61 @@ def effective_best_threshold(system: System, state: LiveState,
     return evaluate(eff, replace(effective_knobs(state), t=float(grid[i])), mode)
 
 
-def targets_for(optimum: OperatingPoint, state: LiveState) -> tuple[float, int, int]:
-    """(t, N_p, N_d) to configure so that the alive instances split as `optimum` says: the
-    failed instances keep their stage (they come back there)."""
-    k = optimum.knobs
+def targets_for(optimum: OperatingPoint | SLOOptimum, state: LiveState) -> tuple[float, int, int]:
+    """(t, N_p, N_d) to configure so that the alive instances split as `optimum` (Lambda_max's
+    or the SLO's) says: the failed instances keep their stage (they come back there)."""
+    k = optimum.knobs if isinstance(optimum, OperatingPoint) else optimum
     return k.t, k.n_p + state.failed.pd_p, k.n_d + state.failed.pd_d
+
+
+# -- latency at the live state ----------------------------------------------------------------
+@dataclass(frozen=True)
+class Delays:
+    """The fixed delays the latency model adds (the scenario's [emulator] link/RDMA latency)."""
+
+    link: float = 0.0
+    rdma: float = 0.0
+
+    def kwargs(self) -> dict[str, float]:
+        return {"link_latency": self.link, "rdma_latency": self.rdma}
+
+
+def effective_prediction(system: System, state: LiveState, rate: float,
+                         delays: Delays = Delays()) -> Prediction:
+    """Predicted TTFT (emulator/latency.py) at the offered rate on what is alive now: alive
+    instances, the link's capacity, the live mix, the running paradigm. Cached on the state
+    and the rate (~4 ms each; the panel redraws on every tick)."""
+    key = (id(system), state, rate, delays)
+    if key not in _PREDICTIONS:
+        if len(_PREDICTIONS) > 256:
+            _PREDICTIONS.clear()
+        eff = effective_system(system, state)
+        knobs, profiles = _paradigm_knobs(eff, effective_knobs(state), state.paradigm)
+        _PREDICTIONS[key] = (system, predict(eff, knobs, rate, profiles=profiles,
+                                             **delays.kwargs()))
+    return _PREDICTIONS[key][1]
+
+
+def effective_slo(system: System, state: LiveState, target: float, q: float = 0.9,
+                  delays: Delays = Delays()) -> tuple[float, SLOOptimum | None]:
+    """(the SLO-bound rate at the live state, the (t, split) of the alive instances that
+    maximizes it; None for a paradigm without t). Split it into targets with `targets_for`.
+    Cached on the state, like `effective_view`: a search costs ~15-25 ms."""
+    key = (id(system), state, target, q, delays)
+    if key not in _SLOS:
+        if len(_SLOS) > 64:
+            _SLOS.clear()
+        eff = effective_system(system, state)
+        knobs, profiles = _paradigm_knobs(eff, effective_knobs(state), state.paradigm)
+        rate = slo_rate(eff, knobs, target, q, profiles=profiles, **delays.kwargs())
+        best = (slo_search(eff, target, q, **_search_space(state), **delays.kwargs())
+                if state.paradigm == "prfaas-pd" else None)
+        _SLOS[key] = (system, (rate, best))  # pins id(system)
+    return _SLOS[key][1]
+
+
+_SLOS: dict[tuple, tuple[System, tuple[float, SLOOptimum | None]]] = {}
+_PREDICTIONS: dict[tuple, tuple[System, Prediction]] = {}
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from emulator.distributions import LengthDistribution
 from emulator.effective import LiveState, effective_knobs, effective_system
 from emulator.model import Knobs, System, ceilings, split_stats
 
@@ -81,19 +82,32 @@ def figure5b(system: System, knobs: Knobs, mode: str,
     *_, stack, lam = ceilings(st, knobs.n_prfaas, knobs.n_p, knobs.n_d, knobs.bandwidth,
                               system.decode, outer=False)
     pf, pdp, lam = stack[0], stack[1], np.asarray(lam)
-    # flat where p just left of the next grid point equals p at this one: nothing in between
+    flat = flat_segments(lengths, g)
+    x, y_pf, y_pdp, y_lam = with_corners(g, flat, pf, pdp, lam)
+    return Figure5b(x, y_pf, y_pdp, y_lam, g, pf, pdp, flat)
+
+
+def flat_segments(lengths: LengthDistribution, g: np.ndarray) -> np.ndarray:
+    """Per segment [g[i], g[i+1]): True where the distribution has no mass inside, so
+    anything that depends on t only through the split (p, the ceilings, the CDF) is flat there
+    and jumps at g[i+1]."""
     left_of_next = np.nextafter(g[1:], -np.inf)
-    flat = np.isclose(np.asarray(lengths.p_above(g[:-1])), np.asarray(lengths.p_above(left_of_next)),
-                      rtol=0, atol=1e-12)
-    xs, ys = [g[0]], [(pf[0], pdp[0], lam[0])]
+    return np.isclose(np.asarray(lengths.p_above(g[:-1])),
+                      np.asarray(lengths.p_above(left_of_next)), rtol=0, atol=1e-12)
+
+
+def with_corners(g: np.ndarray, flat: np.ndarray, *ys: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(x, *y) drawable as lines: on a flat segment a corner (g[i+1], y[i]) is inserted, so
+    the line stays level and then jumps; elsewhere the grid points are joined."""
+    idx = [0]  # which grid value each drawn point takes: corners repeat the left one
+    xs = [0]
     for i in range(len(g) - 1):
         if flat[i]:
-            xs.append(g[i + 1])
-            ys.append((pf[i], pdp[i], lam[i]))
-        xs.append(g[i + 1])
-        ys.append((pf[i + 1], pdp[i + 1], lam[i + 1]))
-    y = np.array(ys, dtype=float).reshape(-1, 3)
-    return Figure5b(np.array(xs), y[:, 0], y[:, 1], y[:, 2], g, pf, pdp, flat)
+            idx.append(i)
+            xs.append(i + 1)
+        idx.append(i + 1)
+        xs.append(i + 1)
+    return (np.asarray(g, dtype=float)[xs], *(np.asarray(y, dtype=float)[idx] for y in ys))
 
 
 def effective_figure5(system: System, state: LiveState, mode: str) -> tuple[Figure5a, Figure5b]:

@@ -29,10 +29,31 @@ class SearchResult:
     evaluated: int  # grid points
 
 
-def search(system: System, mode: str = "paper", *, n_prfaas: int | None = None,
-           bandwidth: float | None = None, pool: int | None = None,
-           thresholds: np.ndarray | None = None) -> SearchResult:
-    """Best (t, N_p, N_d = pool - N_p) for Lambda_max; decode takes what prefill leaves."""
+@dataclass(frozen=True, eq=False)  # arrays: compared by identity
+class Grid:
+    """Lambda_max over every (threshold, split): what the search maximizes and the heat map
+    draws. `lambda_max[i, j]` is at t = t_values[i], N_p = n_p_values[j], N_d = pool - N_p."""
+
+    t_values: np.ndarray
+    n_p_values: np.ndarray  # 0..pool
+    stack: np.ndarray  # (3, t, N_p): the PrfaaS, PD-P and PD-D ceilings
+    lambda_max: np.ndarray  # (t, N_p)
+    n_prfaas: int
+    bandwidth: float
+    pool: int
+
+    @property
+    def argmax(self) -> tuple[int, int]:
+        """(t index, N_p) of the maximum; ties to the lowest t, then the lowest N_p."""
+        it, ip = np.unravel_index(int(np.argmax(self.lambda_max)), self.lambda_max.shape)
+        return int(it), int(ip)
+
+
+def grid(system: System, mode: str = "paper", *, n_prfaas: int | None = None,
+         bandwidth: float | None = None, pool: int | None = None,
+         thresholds: np.ndarray | None = None) -> Grid:
+    """Lambda_max at every threshold that changes the split against every split of the pool
+    (N_prfaas, B_out and the pool default to the system's)."""
     n_prfaas = system.n_prfaas if n_prfaas is None else n_prfaas
     bandwidth = system.bandwidth if bandwidth is None else bandwidth
     pool = system.local_pool if pool is None else pool
@@ -40,13 +61,22 @@ def search(system: System, mode: str = "paper", *, n_prfaas: int | None = None,
     st = split_stats(system.lengths, system.prfaas, system.local, t_grid, mode)
     n_p = np.arange(pool + 1)
     *_, stack, lam = ceilings(st, n_prfaas, n_p, pool - n_p, bandwidth, system.decode)
-    flat = int(np.argmax(lam))
-    it, ip = np.unravel_index(flat, lam.shape)
-    knobs = Knobs(t=float(t_grid[it]), n_p=int(ip), n_d=int(pool - ip), n_prfaas=n_prfaas,
-                  bandwidth=bandwidth)
+    return Grid(t_grid, n_p, stack, lam, n_prfaas, bandwidth, pool)
+
+
+def search(system: System, mode: str = "paper", *, n_prfaas: int | None = None,
+           bandwidth: float | None = None, pool: int | None = None,
+           thresholds: np.ndarray | None = None) -> SearchResult:
+    """Best (t, N_p, N_d = pool - N_p) for Lambda_max; decode takes what prefill leaves."""
+    g = grid(system, mode, n_prfaas=n_prfaas, bandwidth=bandwidth, pool=pool,
+             thresholds=thresholds)
+    it, ip = g.argmax
+    lam, stack = g.lambda_max, g.stack
+    knobs = Knobs(t=float(g.t_values[it]), n_p=ip, n_d=int(g.pool - ip), n_prfaas=g.n_prfaas,
+                  bandwidth=g.bandwidth)
     best = evaluate(system, knobs, mode)
     return SearchResult(
-        best=best, n_p_values=n_p, lambda_vs_np=lam[it].copy(), t_values=t_grid,
+        best=best, n_p_values=g.n_p_values, lambda_vs_np=lam[it].copy(), t_values=g.t_values,
         prfaas_ceiling_vs_t=stack[0, :, ip].copy(), pdp_ceiling_vs_t=stack[1, :, ip].copy(),
         lambda_vs_t=lam[:, ip].copy(), evaluated=int(lam.size),
     )

@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterable
 from functools import partial
+from pathlib import Path
 
 from textual import events
 from textual.app import App, SystemCommand
@@ -23,9 +24,11 @@ from textual.screen import Screen
 from emulator.scenario import presets
 from emulator.scenario.scenario import Scenario
 from emulator.units import format_duration
+from prfaas_tui.errors import UsageError
 from prfaas_tui.live import load_drill
 from prfaas_tui.modelview import DEFAULT_SPEED
 from prfaas_tui.widgets.live_charts import LiveCharts
+from prfaas_tui.widgets.pictures_view import PicturesView
 
 DEFAULT_PRESET = "paper-case-study"
 DEFAULT_THEME = "textual-dark"
@@ -45,7 +48,7 @@ class PrfaasApp(App):
     def __init__(self, preset: str | Scenario | None = None, *, live: bool = True,
                  at: float | None = None, speed: float = DEFAULT_SPEED, seed: int | None = None,
                  drill: str | None = None, plan: str | None = None,
-                 theme: str = DEFAULT_THEME) -> None:
+                 theme: str = DEFAULT_THEME, export_dir: Path | None = None) -> None:
         super().__init__()
         from prfaas_tui.screens.plan import PlanError, open_plan
 
@@ -65,6 +68,7 @@ class PrfaasApp(App):
             self.scenario = presets.load(preset or DEFAULT_PRESET)
         self.live, self.at, self.speed, self.seed = live, at, speed, seed
         self.theme = theme
+        self.export_dir = export_dir  # None: metrics_export.default_export_dir()
 
     def on_mount(self) -> None:
         from prfaas_tui.screens.dashboard import Dashboard
@@ -74,13 +78,14 @@ class PrfaasApp(App):
         # pushed rather than returned by get_default_screen, which skips the screen's CSS_PATH
         self.push_screen(Dashboard(self.scenario, live=self.live, at=self.at, speed=self.speed,
                                    seed=self.seed, drill=self.drill,
-                                   plan=self.plan.shown if self.plan else None))
+                                   plan=self.plan.shown if self.plan else None,
+                                   export_dir=self.export_dir))
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key | events.MouseDown) and not event.is_forwarded:
             now = time.perf_counter()
             for screen in self.screen_stack:  # input first: charts and emulator wait
-                for charts in screen.query(LiveCharts):
+                for charts in (*screen.query(LiveCharts), *screen.query(PicturesView)):
                     charts.last_input = now
                 driver = getattr(screen, "driver", None)
                 if driver is not None:
@@ -147,8 +152,11 @@ class PrfaasApp(App):
 
 
 def run_app(preset: str | None = None, *, plan: str | None = None,
-            drill: str | None = None) -> int:
+            drill: str | None = None, export_dir: str | None = None) -> int:
     """The `prfaas-tui` entry point without a subcommand (`preset` None: the default, or the
     plan's base preset)."""
-    PrfaasApp(preset, plan=plan, drill=drill).run()
+    folder = Path(export_dir).expanduser() if export_dir else None
+    if folder is not None and folder.exists() and not folder.is_dir():
+        raise UsageError(f"--export-dir: not a folder: {folder}")
+    PrfaasApp(preset, plan=plan, drill=drill, export_dir=folder).run()
     return 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from typing import NoReturn
 
@@ -27,10 +28,15 @@ DEFAULT_PRESET = "paper-case-study"
 class OneLineParser(argparse.ArgumentParser):
     """argparse with a one-line error: `prfaas-tui SUBCOMMAND: error: ...`, exit 2 (the usage
     block argparse prints first would make it 3-4 lines, unlike every other error). Subparsers
-    inherit the class."""
+    inherit the class. argparse takes a value that starts with '-' (`--slo-ttft -5ms`) for a
+    flag and reports the flag before it as missing its value; the line then says how to pass
+    such a value (`--slo-ttft=-5ms`), which reaches the flag's own check."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
+        line = " ".join(message.split())
+        if m := re.fullmatch(r"argument (--[\w-]+)(?:/\S+)?: expected one argument", line):
+            line += f" (a value that starts with '-' is written {m.group(1)}=VALUE)"
+        self.exit(2, f"{self.prog}: error: {line}\n")
 
 
 def _parser(argv: list[str]) -> argparse.ArgumentParser:
@@ -46,6 +52,9 @@ def _parser(argv: list[str]) -> argparse.ArgumentParser:
                              "pick a candidate to run it")
     parser.add_argument("--drill", metavar="NAME",
                         help="open the dashboard playing a drill (a shipped name or a TOML path)")
+    parser.add_argument("--export-dir", metavar="DIR",
+                        help="the dashboard's export folder (e: time series, E x: events; "
+                             "default ./prfaas-exports, created on the first export)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     wanted = next((a for a in argv if a in COMMANDS), None)
     for name in COMMANDS:
@@ -74,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if getattr(args, "func", None) is None:
             from prfaas_tui.app import run_app
-            return run_app(args.preset, plan=args.plan, drill=args.drill)
+            return run_app(args.preset, plan=args.plan, drill=args.drill,
+                           export_dir=args.export_dir)
         return int(args.func(args) or 0)
     except (PresetError, TraceError, UnitError, UsageError, TorchUnavailable, BudgetError,
             CardError) as exc:

@@ -192,15 +192,16 @@ class Driver:
         return self.submit(run)
 
     def inject(self, incident: Any) -> Tick | None:
-        """Start an incident now (built by hand: `at` None, `duration` None or set), or END_ALL:
-        end the ones started here."""
+        """Start an incident now (built by hand: `at` None, `duration` None or set; or a
+        catalog label: its ready-made one), or END_ALL: end the ones started here."""
         def run(emu: Any) -> None:
             if incident == END_ALL:
                 for act in self._injected:
                     act.end()  # a no-op for one already over
                 self._injected.clear()
                 return
-            started = emu.inject(incident)
+            started = emu.inject(_catalog_entry(incident) if isinstance(incident, str)
+                                 else incident)
             if started is not None:
                 self._injected.append(started)
         return self.submit(run)
@@ -370,14 +371,29 @@ def incident_catalog() -> list[tuple[str, str, Any]]:
 
 
 def hand_incident(kind: str, values: dict[str, Any], settings: Settings) -> Any:
-    """An incident typed by hand for the running deployment, checked as a drill file's entry
-    (`emulator.scenario.incidents.by_hand`: PresetError, one line naming the key)."""
+    """An incident typed by hand for the running deployment, checked as a drill file's entry:
+    the ranges of `emulator.scenario.incidents.by_hand` and the work caps a drill's incidents
+    meet (`emulator.budget.check_hand_incident`, the dashboard's caps): PresetError, one line
+    naming the key."""
+    from emulator import budget
     from emulator.scenario.incidents import by_hand
+    from emulator.scenario.reader import PresetError
 
     sc = settings.scenario
     fixed = sc.sim.replay is not None or sc.sim.sessions is not None
-    return by_hand(kind, values, n_prfaas=sc.system.n_prfaas, pool=sc.system.local_pool,
-                   lengths=None if fixed else sc.system.lengths)
+    inc = by_hand(kind, values, n_prfaas=sc.system.n_prfaas, pool=sc.system.local_pool,
+                  lengths=None if fixed else sc.system.lengths)
+    try:
+        budget.check_hand_incident(inc, rate=settings.rate, run_duration=sc.sim.duration,
+                                   caps=budget.caps_for("dashboard"))
+    except budget.BudgetError as exc:
+        raise PresetError(kind, "", str(exc)) from None
+    return inc
+
+
+def _catalog_entry(label: str) -> Any:
+    """The ready-made incident of a catalog label (the injection menu's choices)."""
+    return next(inc for lbl, _, inc in incident_catalog() if lbl == label)
 
 
 def incident_kinds() -> list[tuple[str, str]]:

@@ -13,6 +13,7 @@ from functools import cached_property
 import numpy as np
 
 from emulator import budget
+from emulator.effective import Delays, EffectiveView, effective_prediction, effective_slo
 from emulator.latency import SLOOptimum, predict, slo_rate, slo_search
 from emulator.model import OperatingPoint, ceilings, evaluate, split_stats
 from emulator.optimizer import SearchResult, homogeneous, naive, search
@@ -76,13 +77,14 @@ class Settings:
             raise Refused(_reason(exc, changes)) from None
         except ValueError as exc:  # an unknown paradigm
             raise Refused(str(exc)) from None
+        caps = budget.caps_for("dashboard")
         try:  # the CLI's work caps (emulator.budget) on what this change adds
             if "n_prfaas" in changes:
-                budget.check_instances({"N_prfaas": new.n_prfaas})
+                budget.check_instances({"N_prfaas": new.n_prfaas}, caps)
             duration = self.scenario.sim.duration
             if new.rate != self.rate:
                 budget.check("requests", budget.run_requests(new.rate, duration),
-                             f"rate x the run's {duration:g} s")
+                             f"rate x the run's {duration:g} s", caps)
         except budget.BudgetError as exc:
             raise Refused(str(exc)) from None
         return replace(self.running(t=new.t, n_p=new.n_p, n_d=new.n_d, n_prfaas=new.n_prfaas,
@@ -212,13 +214,31 @@ class LatencyView:
     p90: float
     target: float  # P90 TTFT target, seconds
     slo_rate: float  # highest offered rate meeting it at the current point
-    slo_optimum: SLOOptimum  # (t, split) with the highest such rate (PrfaaS-PD)
+    slo_optimum: SLOOptimum | None  # (t, split) with the highest such rate (PrfaaS-PD)
+
+
+def slo_target(sc: Scenario) -> float:
+    """The P90 TTFT target the panel and `O` use: the preset's [slo] ttft, else the default."""
+    return sc.sim.slo_ttft or DEFAULT_SLO_TTFT
+
+
+def live_latency(settings: Settings, live: EffectiveView) -> LatencyView:
+    """Predicted TTFT at the offered rate, the SLO-bound rate and the SLO optimum of the live
+    state (alive instances, the link now, the live mix): what the deployment does now, as the
+    panel's live Lambda_max line. The SLO optimum splits the alive instances (None for a
+    paradigm without t); `targets_for` turns it into knobs."""
+    sc = settings.scenario
+    delays = Delays(sc.sim.link_latency, sc.sim.rdma_latency)
+    target = slo_target(sc)
+    pred = effective_prediction(sc.system, live.state, settings.rate, delays)
+    rate, best = effective_slo(sc.system, live.state, target, delays=delays)
+    return LatencyView(pred.p50, pred.p90, target, rate, best)
 
 
 def latency_of(settings: Settings, op: OperatingPoint) -> LatencyView:
     sc = settings.scenario
     s = sc.system
-    target = sc.sim.slo_ttft or DEFAULT_SLO_TTFT
+    target = slo_target(sc)
     lat = {"link_latency": sc.sim.link_latency, "rdma_latency": sc.sim.rdma_latency}
     prof = s.homogeneous_profile or s.local
     profiles = (prof, prof) if settings.paradigm == "homogeneous" else None

@@ -30,8 +30,11 @@ from emulator.model import MODES, OperatingPoint
 from emulator.paradigm import Paradigm
 from emulator.scenario.scenario import Scenario
 from emulator.stability import Row, StabilityReport, assess
+from prfaas_tui.events import Event, events_of
 from prfaas_tui.live import Driver, Tick, attach_recorder, make_emulation
-from prfaas_tui.modelview import DEFAULT_SPEED, ModelView, Settings
+from prfaas_tui.metrics_export import metric_row
+from prfaas_tui.modelview import DEFAULT_SPEED, ModelView, Settings, live_latency
+from prfaas_tui.series_record import SeriesRecord
 
 if TYPE_CHECKING:
     from emulator.sim.drills import Drill
@@ -75,6 +78,7 @@ class Session:
         self.effective: EffectiveView | None = None  # the model at the live state
         self.report: StabilityReport | None = None  # queue trends over the last window
         self._rows: deque[Row] = deque(maxlen=ROWS)
+        self.record = SeriesRecord()  # the whole run's series, for export
 
     @property
     def drill(self) -> Drill | None:
@@ -120,6 +124,7 @@ class Session:
         self.tick = None
         self.effective, self.report = None, None
         self._rows.clear()
+        self.record = SeriesRecord()
 
     def stop(self) -> None:
         if self.driver is not None:
@@ -148,6 +153,7 @@ class Session:
                 break
             fresh.append(s)
         self._rows.extend(Row.of(s) for s in reversed(fresh))
+        self.record.extend(metric_row(s, self.point_at(s)) for s in reversed(fresh))
         state = LiveState.of(snap)
         if self.effective is None or self.effective.state != state \
                 or self.effective.driving != self.mode:
@@ -176,6 +182,16 @@ class Session:
         if v is None or self.mode not in v.optimum:
             return None
         return targets_for(v.optimum[self.mode], v.state)
+
+    def slo_targets(self) -> tuple[float, int, int] | None:
+        """(t, N_p, N_d) that `O` applies: the SLO optimum of the effective state (the panel's
+        live TTFT line), failed instances kept in their stage. None before the first tick or
+        for a paradigm without t."""
+        v = self.effective
+        if v is None:
+            return None
+        best = live_latency(self.settings, v).slo_optimum
+        return None if best is None else targets_for(best, v.state)
 
     def _follow(self, knobs: Any) -> None:
         """The scheduler moves t and the split of a PrfaaS-PD emulation (other paradigms run
@@ -233,6 +249,16 @@ class Session:
         ones."""
         if self.driver is not None:
             self.take(self.driver.inject(incident))
+
+    def events(self) -> list[Event]:
+        """The run's events from the engine's note log (the one store, read whole on the
+        emulator thread); without a running emulator, the latest snapshot's recent ones."""
+        if self.driver is not None:
+            try:
+                return events_of(self.driver.call(lambda emu: tuple(emu.decisions)))
+            except RuntimeError:  # the emulator thread has stopped
+                pass
+        return events_of(self.tick.snapshot.decisions if self.tick else ())
 
     def scorecard(self) -> dict:
         """The running drill's scorecard; the emulator stays paused at the drill's end."""

@@ -11,11 +11,12 @@ while data wobbles, yet follow a knob that changes the scale at once (the link a
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from prfaas_tui.events import events_of, parse_decision
 
 DEFAULT_SPAN = 300.0  # seconds shown: five minutes
 TICK_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600,
@@ -32,9 +33,6 @@ class TimeWindow:
     @property
     def span(self) -> float:
         return self.hi - self.lo
-
-    def rel(self, t: float | np.ndarray) -> float | np.ndarray:
-        return np.asarray(t, dtype=float) - self.hi if np.ndim(t) else float(t) - self.hi
 
 
 def shared_window(now: float, span: float = DEFAULT_SPAN, start: float = 0.0) -> TimeWindow:
@@ -119,59 +117,19 @@ def incident_spans(incidents: Iterable[tuple[float, float | None, str]],
     return out
 
 
-def span_strip(spans: Sequence[Span], window: TimeWindow, width: int, fill: str = "▒",
-               blank: str = " ") -> str:
-    """One text row under a chart, `fill` where an incident was on (a shaded span plotext
-    cannot draw); a zero-length incident takes one column."""
-    if width <= 0:
-        return ""
-    cells = [blank] * width
-    span = window.span or 1.0
-    for sp in spans:
-        c0 = int((sp.x0 + span) / span * (width - 1))
-        c1 = int(math.ceil((sp.x1 + span) / span * (width - 1)))
-        for c in range(max(c0, 0), min(max(c1, c0), width - 1) + 1):
-            cells[c] = fill
-    return "".join(cells)
-
-
 @dataclass(frozen=True)
 class Marker:
     x: float  # relative seconds
-    kind: str  # "scheduler", "knob", "incident"
+    kind: str  # "knob" (by hand) or "scheduler"
     label: str
 
 
-_DECISION = re.compile(r"^\s*(-?[0-9]+(?:\.[0-9]*)?)s (.*)$")
-_KNOB_WORDS = ("threshold ->", "split ->", "bandwidth ->", "PrfaaS instances ->",
-               "offered rate ->", "paradigm ->")
-
-
-def parse_decision(line: str) -> tuple[float, str] | None:
-    """Snapshot.decisions lines ('   123.4s threshold -> 20000 tokens') -> (123.4, text)."""
-    m = _DECISION.match(line)
-    return (float(m.group(1)), m.group(2)) if m else None
-
-
-def decision_kind(text: str) -> str:
-    if text.startswith("scheduler"):
-        return "scheduler"
-    if any(text.startswith(w) for w in _KNOB_WORDS):
-        return "knob"
-    return "incident"
-
-
 def decision_markers(lines: Iterable[str], window: TimeWindow) -> list[Marker]:
-    """Markers for the decisions inside the window, oldest first."""
-    out = []
-    for line in lines:
-        parsed = parse_decision(line)
-        if parsed is None:
-            continue
-        t, text = parsed
-        if window.lo <= t <= window.hi:
-            out.append(Marker(t - window.hi, decision_kind(text), text))
-    return out
+    """Markers for the changes inside the window, oldest first: kind "knob" for a change by
+    hand, "scheduler" for one the scheduler carried out (its decisions that kept everything
+    as it was are in the events view, not on the charts)."""
+    return [Marker(e.t - window.hi, e.kind, e.text) for e in events_of(lines)
+            if e.change and window.lo <= e.t <= window.hi]
 
 
 @dataclass(frozen=True)
@@ -203,3 +161,40 @@ def rescale_y(prev: YAxis | None, t: Sequence[float], ys: Sequence[float], *,
     if prev is None or fresh or need > prev.top or want < prev.top / 2:
         return YAxis(want, since)
     return YAxis(prev.top, since)
+
+
+@dataclass(frozen=True)
+class Frame:
+    """What every chart on one time axis draws besides its data: the window, the incident
+    spans and the knob/scheduler markers (incidents are spans, not markers). The ticks depend
+    on each chart's width: `relative_ticks` at draw time."""
+
+    window: TimeWindow
+    spans: tuple[Span, ...]
+    markers: tuple[Marker, ...]
+
+
+def frame(window: TimeWindow, incidents: Iterable[tuple[float, float | None, str]],
+          decisions: Iterable[str]) -> Frame:
+    return Frame(window, tuple(incident_spans(incidents, window)),
+                 tuple(decision_markers(decisions, window)))
+
+
+# the knob changes that move each live chart's y scale (Emulation.note wording)
+SCALE_KNOBS = {
+    "link": ("bandwidth ->",),
+    "throughput": ("offered rate ->", "bandwidth ->", "split ->", "PrfaaS instances ->",
+                   "paradigm ->", "threshold ->"),
+}
+SCALE_KNOBS["ceilings"] = SCALE_KNOBS["throughput"]
+
+
+def last_change(decisions: Iterable[str], prefixes: Sequence[str]) -> float | None:
+    """The simulated time of the newest noted change starting with one of `prefixes`
+    (by hand or by the scheduler), None if none."""
+    out = None
+    for line in decisions:
+        parsed = parse_decision(line)
+        if parsed is not None and parsed[1].startswith(tuple(prefixes)):
+            out = parsed[0]
+    return out

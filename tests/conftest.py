@@ -17,7 +17,11 @@ SLOW_TIMEOUT = 600
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
+        if item.get_closest_marker("timeout"):
+            continue
+        if item.get_closest_marker("fuzz"):  # bounded by its --fuzz-budget of inputs instead
+            item.add_marker(pytest.mark.timeout(0))
+        elif item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT))
 
 

@@ -139,8 +139,15 @@ def test_plan_seeds_and_pool_are_capped():
     refused(budget.check_plan, candidates=50, seeds=1_000_000, steps=7, requests_per_run=2000,
             source="--seeds x --steps")  # plan --seeds 1000000
     refused(budget.check_instances, {"--pool": 100_000}, source="--pool")  # plan --pool 100000
-    assert budget.check_plan(candidates=2_000, seeds=3, steps=7, requests_per_run=2000,
+    assert budget.check_plan(candidates=2_000, seeds=3, steps=7, requests_per_run=200,
                              per_config=3, configs=100) == 300 * 3 * 8
+    # the plan command's own caps: its runs' requests together (each run alone would pass)
+    plan = budget.caps_for("plan")
+    msg = refused(budget.check_plan, candidates=2_000, seeds=3, steps=7, requests_per_run=2000,
+                  per_config=3, configs=10, caps=plan, source="--duration x --seeds")
+    assert "over the cap of 300,000" in msg and "--max-requests" in msg
+    assert budget.check_plan(candidates=3, seeds=3, steps=7, requests_per_run=2000,
+                             per_config=3, configs=2, caps=plan) == 72  # the default plan
 
 
 @pytest.mark.parametrize(("lengths", "repeats", "warmup"), [

@@ -371,32 +371,6 @@ def test_profile_warmup_bounds(capsys, argv):
     assert "--warmup" in refused(capsys, "profile", *argv)
 
 
-def test_startup_recounts_once_per_stage(monkeypatch):
-    """Start-up is linear in instances: the initial layout recounts each stage once, not once
-    per activated instance (which made n_prfaas = 100000 quadratic). Counted, not timed."""
-    from dataclasses import replace
-
-    from emulator.scenario.presets import load
-    from emulator.sim.engine import Emulation
-    from emulator.sim.stage import Stage
-
-    calls = []
-    real = Stage._recount
-
-    def counting(self):
-        if not self._deferred:
-            calls.append(self)
-        real(self)
-
-    monkeypatch.setattr(Stage, "_recount", counting)
-    sc = load("paper-case-study")
-    n = 400
-    sc = replace(sc, system=replace(sc.system, n_prfaas=n, local_pool=n), n_p=n // 2, n_d=n // 2)
-    emu = Emulation(sc, duration=10, rate=1.0)
-    assert (emu.prfaas.n_accepting, emu.pdp.n_accepting, emu.pdd.n_accepting) == (n, n // 2, n // 2)
-    assert len(calls) < 20
-
-
 @pytest.mark.parametrize("change", [{"rate": 1e30}, {"n_prfaas": 100000}])
 def test_dashboard_live_changes_obey_the_caps(change):
     from emulator.scenario.presets import load

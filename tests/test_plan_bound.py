@@ -25,7 +25,8 @@ def test_bound_skips_emulations_but_not_the_answer(paper, tmp_path):
     bounded = run_plan(_plan(paper, True), out=tmp_path / "b.jsonl")
     assert bounded["skipped_by_slo_bound"] > 0
     assert bounded["emulated"] < plain["emulated"]
-    assert bounded["emulated"] + bounded["skipped_by_slo_bound"] == plain["emulated"]
+    assert (bounded["emulated"] + bounded["skipped_by_slo_bound"] + bounded["stopped_early"]
+            == plain["emulated"])
     assert _result(bounded) == _result(plain)
     # every skipped candidate really is beaten at its cost in the plain sweep
     done = {r["key"]: r for r in bounded["ranked"]}
@@ -47,3 +48,25 @@ def test_bound_is_below_the_bisection_ceiling_and_tracks_the_slo(paper):
     loose = Settings(SLO(60.0), seeds=(1,), duration=300.0, steps=4)
     s = max(survivors, key=lambda s: s.lambda_max)
     assert model_rate(paper, s, loose) > model_rate(paper, s, plan.settings)
+
+
+def test_a_bisection_stops_only_where_its_goodput_cannot_matter(paper):
+    """`slo_goodput(beaten=...)` asks with an upper bound of the goodput it would return: a
+    test true only below the real goodput never stops it (and the record is the plain one),
+    a test true just above it stops it before the last probe."""
+    from emulator.planner.goodput import slo_goodput
+
+    settings = Settings(SLO(10.0), seeds=(1, 2), duration=600.0, steps=4)
+    s = max((s for s in prune(paper.system, _plan(paper, True).space.candidates(),
+                              per_config=2, margin=1.0) if s.pruned is None),
+            key=lambda s: s.lambda_max)
+    plain = slo_goodput(paper, s, settings)
+    asked: list[float] = []
+
+    def below(bound: float) -> bool:
+        asked.append(bound)
+        return bound < plain["goodput"]
+
+    assert slo_goodput(paper, s, settings, below) == plain
+    assert asked and min(asked) >= plain["goodput"]
+    assert slo_goodput(paper, s, settings, lambda b: b < min(asked) * (1 + 1e-12)) is None

@@ -99,3 +99,24 @@ def test_a_plan_record_loads_back_as_a_scenario(toy, tmp_path):
         sc = scenario_from_record(toy, rec)
         c = rec["candidate"]
         assert (sc.n_p, sc.n_d, sc.system.n_prfaas) == (c["n_p"], c["n_d"], c["n_prfaas"])
+
+
+@pytest.mark.parametrize("load", [0.5, 0.97])
+def test_a_probe_without_samples_reads_the_same_figures(paper, load):
+    """`goodput.quiet` drops the periodic samples (windows, time series) a probe never reads:
+    the figures of the SLO test are those of the scenario's own sampling, to the bit, and the
+    run really took no sample on the way."""
+    from emulator.model import evaluate
+    from emulator.planner.goodput import quiet
+    from emulator.sim.engine import Emulation
+
+    rate = load * evaluate(paper.system, paper.knobs, "exact").lambda_max
+    runs = {}
+    for name, sc in (("sampled", paper), ("quiet", quiet(paper, 300.0))):
+        emu = Emulation(sc, seed=3, rate=rate, duration=300.0)
+        res = emu.run().to_json()
+        runs[name] = (res["served_rate"], res["offered_rate"], res["ttft"], res["tpot"],
+                      res["events"], emu.observer._n_samples)
+    *figures, samples = runs["quiet"]
+    assert figures == list(runs["sampled"][:-1])
+    assert samples <= 1 and runs["sampled"][-1] >= 299  # one at the very end at most

@@ -6,20 +6,22 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from prfaas_tui.events import parse_decision
 from prfaas_tui.timeaxis import (
+    SCALE_KNOBS,
     Span,
     TimeWindow,
     YAxis,
     clip,
     covering_window,
     decision_markers,
+    frame,
     incident_spans,
-    parse_decision,
+    last_change,
     relative_label,
     relative_ticks,
     rescale_y,
     shared_window,
-    span_strip,
 )
 
 
@@ -55,8 +57,6 @@ def test_incident_spans_are_clipped_and_open_ones_end_now():
                             (100, 200, "gone"), (850, 850, "cache flush")], w)
     assert spans == [Span(-300, -200, "brownout", False), Span(-100, 0, "loss", True),
                      Span(-50, -50, "cache flush", False)]
-    strip = span_strip(spans, w, 31)
-    assert len(strip) == 31 and strip[0] == "▒" and strip[-1] == "▒" and strip[15] == " "
 
 
 def test_the_compare_window_spans_the_whole_incident():
@@ -65,13 +65,17 @@ def test_the_compare_window_spans_the_whole_incident():
     assert covering_window([], now=2400) == TimeWindow(2100, 2400)
 
 
-def test_decisions_become_markers_by_kind():
-    lines = ["    600.0s link brownout to 20%", "    610.0s scheduler (short): egress -> t 19K",
+def test_changes_become_markers_by_who_made_them():
+    lines = ["    600.0s incident: link brownout to 20%",
+             "    610.0s scheduler (short): egress 6.0 of 6 Gbps -> t 19K",
+             "    610.0s threshold -> 19000 tokens",
+             "    615.0s scheduler (short): headroom -> kept",
              "    620.0s threshold -> 28000 tokens", "    100.0s split -> N_p 3 / N_d 5",
              "garbage"]
-    assert parse_decision(lines[2]) == (620.0, "threshold -> 28000 tokens")
+    assert parse_decision(lines[4]) == (620.0, "threshold -> 28000 tokens")
     ms = decision_markers(lines, TimeWindow(500, 800))
-    assert [(m.x, m.kind) for m in ms] == [(-200, "incident"), (-190, "scheduler"), (-180, "knob")]
+    # the incident is a span, the no-op decision no change: neither is a marker
+    assert [(m.x, m.kind) for m in ms] == [(-190, "scheduler"), (-180, "knob")]
 
 
 def test_link_axis_follows_a_bandwidth_change_at_once():
@@ -97,3 +101,19 @@ def test_brownout_keeps_the_axis_until_the_old_level_leaves_the_window():
     assert ax.top == pytest.approx(33.0)
     ax = rescale_y(ax, [300, 301], [6.0, 6.0], hint=6.0)
     assert ax.top == pytest.approx(6.6)
+
+
+def test_a_frame_holds_the_window_its_spans_and_changes():
+    f = frame(TimeWindow(600, 900), [(700, None, "brownout")],
+              ["  650.0s incident: brownout", "  800.0s bandwidth -> 10.00 Gbps"])
+    assert f.spans == (Span(-200, 0, "brownout", True),)
+    assert [(m.x, m.kind) for m in f.markers] == [(-100, "knob")]
+
+
+def test_the_last_scale_change_is_the_newest_matching_note():
+    lines = ["   10.0s bandwidth -> 30.00 Gbps", "   20.0s threshold -> 19000 tokens",
+             "   30.0s bandwidth -> 10.00 Gbps", "   40.0s incident: link brownout to 20%"]
+    assert last_change(lines, SCALE_KNOBS["link"]) == 30.0
+    assert last_change(lines, SCALE_KNOBS["throughput"]) == 30.0
+    assert last_change(lines[:2], SCALE_KNOBS["link"]) == 10.0
+    assert last_change(lines[3:], SCALE_KNOBS["link"]) is None  # an incident is no knob

@@ -294,9 +294,10 @@ async def test_save_preset_round_trips(tmp_path, monkeypatch):
 async def test_export_metrics_csv_and_json(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     async with app_at().run_test(size=SIZE) as pilot:
-        await pilot.press("e", "ctrl+a", "ctrl+k", *"run", "enter")
-        doc = json.loads((tmp_path / "run.json").read_text())
-        rows = (tmp_path / "run.csv").read_text().splitlines()
+        await pilot.press("e", "ctrl+a", "ctrl+k", *"runs", "enter")  # a folder, made
+        [json_path] = (tmp_path / "runs").glob("prfaas-toy-*.json")
+        doc = json.loads(json_path.read_text())
+        rows = json_path.with_suffix(".csv").read_text().splitlines()
         assert len(rows) == len(doc["samples"]) + 1 > 10
         last = doc["samples"][-1]
         assert last["lost"] == 0 and last["sim_time"] == pytest.approx(30.0)

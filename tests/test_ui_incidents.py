@@ -4,6 +4,7 @@ the emulator run synchronously to `at`): no wall clock."""
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import replace
 
@@ -14,6 +15,7 @@ from emulator.effective import LiveState, effective_optimum, targets_for
 from emulator.figure5 import figure5a
 from emulator.model import Knobs, evaluate
 from emulator.optimizer import search
+from emulator.units import format_tokens
 from prfaas_tui.app import PrfaasApp
 from prfaas_tui.widgets.plots import CeilingsVsTChart, LambdaVsNpChart
 
@@ -179,3 +181,44 @@ async def test_figure5_is_drawn_at_the_live_state_with_n_p_star_on_its_curve():
         assert data.a.best < a.best and data.t_now == state.t
         assert data.a.lambda_max[data.a.n_p_star] == data.a.lambda_max.max()
         assert d.query_one(CeilingsVsTChart).data is data
+
+
+@pytest.mark.parametrize("drill", ["link-brownout", "prfaas-loss"])
+async def test_panel_ttft_is_the_latency_model_at_the_live_state(drill):
+    """The TTFT line predicts what is alive now (emulator.latency on the live instances and
+    link, built here from the snapshot's raw fields), not the configured deployment; `O`
+    applies the SLO optimum of the alive instances, failed ones kept in their stage."""
+    from emulator.latency import predict, slo_rate, slo_search
+    from prfaas_tui.modelview import slo_target
+
+    app = PrfaasApp(drill=drill, live=False, at=MID)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        d = dash(app)
+        sc, snap = d.settings.scenario, d.tick.snapshot
+        st, k = snap.stages, snap.knobs
+        live = replace(d.session.system, n_prfaas=st["prfaas"].instances,
+                       bandwidth=snap.link.capacity)
+        knobs = Knobs(t=k.t, n_p=st["pd-p"].instances, n_d=st["pd-d"].instances,
+                      n_prfaas=st["prfaas"].instances, bandwidth=snap.link.capacity)
+        lat = {"link_latency": sc.sim.link_latency, "rdma_latency": sc.sim.rdma_latency}
+        target = slo_target(sc)
+        want = predict(live, knobs, d.settings.rate, **lat)
+        rate = slo_rate(live, knobs, target, **lat)
+        nominal = d.view.latency  # at the configured deployment
+        assert (want.p90, rate) != pytest.approx((nominal.p90, nominal.slo_rate), rel=0.02)
+        screen = screen_text(app)
+        p50 = "-" if not math.isfinite(want.p50) else f"{want.p50:.2f}"
+        p90 = "-" if not math.isfinite(want.p90) else f"{want.p90:.2f}"
+        assert f"TTFT P50 {p50} · P90 {p90} s  P90≤{target:g}s to" in screen
+        assert f" {rate:.2f}/s" in screen.split("TTFT P50", 1)[1]  # may wrap in the panel
+        state = LiveState.of(snap)
+        pool = state.n_p + state.n_d - state.failed.pd_p - state.failed.pd_d
+        best = slo_search(live, target, n_prfaas=knobs.n_prfaas, bandwidth=knobs.bandwidth,
+                          pool=pool, **lat)
+        t, n_p, n_d = targets_for(best, state)
+        assert f"SLO {format_tokens(t)} · {n_p}/{n_d} · {best.rate:.2f}/s" in screen
+        await pilot.press("O")
+        await pilot.pause()
+        now = d.settings.scenario
+        assert (now.t, now.n_p, now.n_d) == pytest.approx((t, n_p, n_d))

@@ -39,7 +39,8 @@ class LocalPool:
             from concurrent.futures import ProcessPoolExecutor  # noqa: TID251
 
             self._pool = ProcessPoolExecutor(max_workers=self.workers,
-                                             mp_context=mp.get_context("spawn"))
+                                             mp_context=mp.get_context("spawn"),
+                                             initializer=_ignore_sigint)
         from concurrent.futures import as_completed  # noqa: TID251
 
         futs = {self._pool.submit(fn, *args): key for key, fn, args in tasks}
@@ -52,9 +53,28 @@ class LocalPool:
             raise
 
     def close(self) -> None:
+        """Wait for the running tasks, drop the queued ones."""
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)
             self._pool = None
+
+    def terminate(self) -> None:
+        """Stop now (Ctrl-C): the workers are killed with their tasks (a task's record is
+        written only when it is whole, so a resume redoes just those). Waiting for them, as
+        close() and the interpreter's exit do, took seconds."""
+        if self._pool is not None:
+            for proc in list(self._pool._processes.values()):  # no public API before 3.14
+                proc.terminate()
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+def _ignore_sigint() -> None:
+    """Workers leave Ctrl-C to the parent (a terminal sends it to the whole group: an idle
+    worker would otherwise die printing a traceback)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def run_dask(tasks: list[Task], address: str | Any) -> Iterator[tuple[str, Any]]:

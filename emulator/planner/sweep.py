@@ -25,9 +25,14 @@ class Plan:
     analytic: bool = True  # order and prune the emulations by the model's SLO-bound rate
 
 
-def _evaluate(base: Scenario, s: Scored, settings: Settings) -> dict:
-    """One candidate's record (module-level so process pools can pickle it)."""
-    out = slo_goodput(base, s, settings)
+def _evaluate(base: Scenario, s: Scored, settings: Settings,
+              incumbents: tuple[tuple[float | None, float], ...] = ()) -> dict | None:
+    """One candidate's record (module-level so process pools can pickle it); None when its
+    bisection showed that one of the finished `incumbents` (cost, goodput) beats it."""
+    out = slo_goodput(base, s, settings,
+                      (lambda bound: _beaten(s, bound, incumbents)) if incumbents else None)
+    if out is None:
+        return None
     c = s.cand
     return {
         "key": c.key, "label": c.label(s.t), "candidate": {**asdict(c), "t": s.t},
@@ -64,10 +69,16 @@ def run_plan(plan: Plan, *, out: str | Path, workers: int = 1, dask: str | objec
         rates = {s.cand.key: model_rate(plan.scenario, s, plan.settings) for s in todo}
     pool = LocalPool(workers) if dask is None else None
 
-    def emulate(batch: list[Scored]) -> None:
-        tasks = [(s.cand.key, _evaluate, (plan.scenario, s, plan.settings)) for s in batch]
+    stopped: list[str] = []
+
+    def emulate(batch: list[Scored], incumbents: tuple = ()) -> None:
+        tasks = [(s.cand.key, _evaluate, (plan.scenario, s, plan.settings, incumbents))
+                 for s in batch]
         stream = run_dask(tasks, dask) if pool is None else pool.run(tasks)
-        for _key, rec in stream:
+        for key, rec in stream:
+            if rec is None:
+                stopped.append(key)
+                continue
             store.append(rec)
             if on_result:
                 on_result(rec)
@@ -78,25 +89,33 @@ def run_plan(plan: Plan, *, out: str | Path, workers: int = 1, dask: str | objec
             skipped = emulate_in_waves(plan, survivors, store.done, rates, emulate)
         else:
             emulate(todo)
+    except BaseException:  # Ctrl-C above all: end now, not after the running tasks
+        if pool is not None:
+            pool.terminate()
+        raise
     finally:
         if pool is not None:
             pool.close()
     records = [store.done[s.cand.key] for s in survivors if s.cand.key in store.done]
-    out = summarize(scored, records, evaluated=len(todo) - len(skipped))
+    out = summarize(scored, records, evaluated=len(todo) - len(skipped) - len(stopped))
     out["skipped_by_slo_bound"] = len(skipped)
+    out["stopped_early"] = len(stopped)
     return out
 
 
 def emulate_in_waves(plan: Plan, survivors: list[Scored], done: dict[str, dict],
                      rates: dict[str, float],
-                     emulate: Callable[[list[Scored]], None]) -> list[Scored]:
+                     emulate: Callable[[list[Scored], tuple], None]) -> list[Scored]:
     """Emulate only the candidates that can still be the best or on the cost/goodput front.
 
     Each candidate's emulated goodput is below `bound.upper_bound` (the model's SLO-bound rate
     with a margin, never above the bisection's own ceiling). A wave emulates the analytic front
     of what is left (cheapest first, each with a bound above every cheaper one's): they set the
     incumbents. A candidate is dropped when a finished one costing no more has a goodput above
-    its bound: it could then be neither the best nor on the front. Returns the dropped."""
+    its bound: it could then be neither the best nor on the front. The same test stops a
+    candidate's bisection once its own probes bound it below a finished one of the earlier
+    waves (the incumbents it is handed; the same whatever the workers, so the same records).
+    Returns the dropped."""
     from emulator.planner.bound import upper_bound
 
     ub = {s.cand.key: upper_bound(s, rates[s.cand.key], plan.settings)
@@ -115,7 +134,7 @@ def emulate_in_waves(plan: Plan, survivors: list[Scored], done: dict[str, dict],
             if ub[s.cand.key] > front_best:
                 wave.append(s)
                 front_best = ub[s.cand.key]
-        emulate(wave)
+        emulate(wave, tuple(finished))
         pending = [s for s in keep if s not in wave]
     return skipped
 

@@ -29,7 +29,14 @@ class PresetError(ValueError):
 
     def __init__(self, path: str | Path | None, key: str, message: str):
         self.path, self.key, self.message = str(path) if path else "<preset>", key, message
+        key = _printable(key)  # a key is the file's text: a newline in it must not split the line
         super().__init__(f"{self.path}: {key}: {message}" if key else f"{self.path}: {message}")
+
+
+def _printable(text: str) -> str:
+    """text with control and other non-printable characters escaped (\\n, \\x1e)."""
+    return text if text.isprintable() else "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 def read_toml(path: str | Path) -> dict:

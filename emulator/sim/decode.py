@@ -12,6 +12,7 @@ per step.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from emulator.sim.stage import Stage, Worker
 
 _STEP_TOL = 1e-6  # a time within this fraction of a step from a boundary is on it
 _load = attrgetter("n")
+_index = attrgetter("idx")
 
 
 class DecodeWorker(Worker):
@@ -60,17 +62,18 @@ class DecodeStage(Stage):
         self.kv_budget = math.inf if kv_budget is None else kv_budget
         self.complete = complete  # (request, now): the last token is out
         self.step = step
-        self._accepting: list[DecodeWorker] = []
+        self._accepting: list[DecodeWorker] = []  # accepting and up, by index
         self._admit = self._admit_constant if step is None else self._admit_stepped
 
     def _slots(self, w) -> int:
         return self.bs_max
 
-    def _recount(self) -> None:
-        if self._deferred:
-            return
-        super()._recount()
-        self._accepting = [w for w in self.workers if w.accepting and w.machine.alive]
+    def _accepting_changed(self, w: DecodeWorker, accepting: bool) -> None:
+        """Keep `_accepting` in index order (the least-loaded pick breaks ties by index)."""
+        if accepting:
+            bisect.insort(self._accepting, w, key=_index)
+        else:
+            del self._accepting[bisect.bisect_left(self._accepting, w.idx, key=_index)]
 
     # -- requests ----------------------------------------------------------------------------
     def submit(self, req: Request) -> None:
@@ -258,7 +261,7 @@ class DecodeStage(Stage):
 
     def activate(self, w: DecodeWorker) -> None:
         w.accepting = True
-        self._recount()
+        self._update(w)
         self._after_release(w, self.loop.now)
 
     def drain(self, w: DecodeWorker) -> None:
@@ -267,7 +270,7 @@ class DecodeStage(Stage):
         if w.n == 0:
             self._idle(w)
         else:
-            self._recount()
+            self._update(w)
 
     def fail(self, w: DecodeWorker) -> list[Request]:
         """The instance died with its batch: those requests lost their KV and must be
@@ -287,12 +290,12 @@ class DecodeStage(Stage):
         if w.timer is not None:
             w.timer.cancel()
             w.timer = None
-        self._recount()
+        self._update(w)
         if not w.accepting:
             self._idle(w)
         return lost
 
     def restore(self, w: DecodeWorker) -> None:
-        self._recount()
+        self._update(w)
         if w.accepting:
             self._after_release(w, self.loop.now)

@@ -36,7 +36,7 @@ from emulator.sim.decode import DecodeStage
 from emulator.sim.link import Link
 from emulator.sim.loop import VirtualTimeLoop
 from emulator.sim.metrics import Latencies, Totals
-from emulator.sim.observe import Observer
+from emulator.sim.observe import NOTE_LOG, Observer
 from emulator.sim.pool import Pool
 from emulator.sim.prefill import PrefillStage
 from emulator.sim.prefill_backend import TorchService, start_hook
@@ -123,7 +123,9 @@ class Emulation:
         self.completed = 0
         self.rejected: dict[str, int] = {}
         self.rerouted = 0
-        self.decisions: deque[str] = deque(maxlen=32)
+        # the run's one event log (knob changes, incidents, scheduler decisions): bounded, the
+        # dashboard's events view reads it whole; snapshots carry only the last few
+        self.decisions: deque[str] = deque(maxlen=NOTE_LOG)
         self.cache_flushes = 0
         self._done_hooks: list[Callable[[Request, float], None]] = []
         self._tasks: list[asyncio.Task] = []

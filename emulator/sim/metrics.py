@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable
 from typing import NamedTuple
 
 from emulator.model import STAGES, _num
@@ -17,6 +18,7 @@ from emulator.sim.request import Request
 from emulator.units import to_gbps
 
 QUANTILES = (0.5, 0.9, 0.99)
+CDF_QUANTILES = (0.01, *(i / 20 for i in range(1, 20)), 0.99)  # a TTFT CDF in 21 points
 
 
 class Totals(NamedTuple):
@@ -130,13 +132,16 @@ class Latencies:
         self._marks.append((now, self.ttft.snapshot_counts(), self.tpot.snapshot_counts(),
                             self.slo_met, self.ttft.n))
 
-    def recent(self, now: float) -> tuple[list[float], list[float], float | None]:
-        """(TTFT quantiles, TPOT quantiles, SLO attainment) over roughly the last window."""
-        base = None
+    def _base(self, now: float) -> tuple | None:
+        """The oldest mark within the last window (None: the whole record is the window)."""
         for m in self._marks:
             if m[0] >= now - self.window_seconds:
-                base = m
-                break
+                return m
+        return None
+
+    def recent(self, now: float) -> tuple[list[float], list[float], float | None]:
+        """(TTFT quantiles, TPOT quantiles, SLO attainment) over roughly the last window."""
+        base = self._base(now)
         if base is None:
             return (self.ttft.quantiles(QUANTILES), self.tpot.quantiles(QUANTILES),
                     self.attainment())
@@ -146,6 +151,15 @@ class Latencies:
         count = self.ttft.n - n
         slo = (self.slo_met - met) / count if self.has_slo and count else None
         return ttft, tpot, slo
+
+    def ttft_cdf(self, now: float) -> tuple[tuple[float, float], ...]:
+        """(q, TTFT seconds) at CDF_QUANTILES over the same window as `recent`: the emulated
+        TTFT distribution the dashboard draws against the SLO (empty before any request)."""
+        base = self._base(now)
+        counts = None if base is None else self.ttft.snapshot_counts() - base[1]
+        values = self.ttft.quantiles(CDF_QUANTILES, counts)
+        return tuple((q, v) for q, v in zip(CDF_QUANTILES, values, strict=True)
+                     if not math.isnan(v))
 
     def attainment(self) -> float | None:
         if not self.has_slo or self.ttft.n == 0:
@@ -160,38 +174,41 @@ class Latencies:
 
 
 class TimeSeries:
-    """Totals at sample times, at most `cap` rows: when full, every other row goes and the
-    sampling stride doubles, so a day of samples takes the memory of an hour's."""
+    """Which samples become rows of the time series, and the rows written as the run goes to
+    `sink` (the `run --csv` file: Ctrl-C leaves every row written so far). At most `cap` rows
+    per stride: when `cap` are out, the stride doubles, so a day of samples writes about the
+    rows of an hour (what the series kept when it held every other row)."""
 
-    def __init__(self, cap: int):
+    def __init__(self, cap: int, start: Totals):
         self.cap = cap
-        self.rows: list[Totals] = []
         self.stride = 1
+        self.sink: Callable[[tuple], None] | None = None  # receives each row (see row())
+        self._kept = 0
         self._skipped = 0
+        self._prev = start
 
     def offer(self, row: Totals) -> None:
         self._skipped += 1
         if self._skipped < self.stride:
             return
         self._skipped = 0
-        self.rows.append(row)
-        if len(self.rows) >= self.cap:
-            self.rows = self.rows[1::2]
+        if self.sink is not None:
+            self.sink(self.row(self._prev, row))
+        self._prev = row
+        self._kept += 1
+        if self._kept >= self.cap:
+            self._kept //= 2
             self.stride *= 2
 
     COLUMNS = ("time", "offered_rate", "served_rate", "rejected_rate", "in_flight",
                "queue_prfaas", "queue_pd_p", "queue_pd_d", "util_prfaas", "util_pd_p",
                "util_pd_d", "link_utilization", "link_gbps", "link_bytes_in_flight")
 
-    def table(self, start: Totals) -> list[tuple]:
-        """One row per sample with rates over the interval since the previous one."""
-        out = []
-        prev = start
-        for row in self.rows:
-            w = window(prev, row)
-            out.append((row.t, w.offered, w.served, w.rejected, row.in_flight, *row.queue,
-                        w.compute, w.utilization["pd-p"], w.utilization["pd-d"], w.link,
-                        to_gbps(row.link_sent - prev.link_sent) / w.seconds if w.seconds else 0.0,
-                        row.link_in_flight))
-            prev = row
-        return out
+    @staticmethod
+    def row(prev: Totals, row: Totals) -> tuple:
+        """One row (COLUMNS): the sample, with rates over the interval since `prev`."""
+        w = window(prev, row)
+        return (row.t, w.offered, w.served, w.rejected, row.in_flight, *row.queue,
+                w.compute, w.utilization["pd-p"], w.utilization["pd-d"], w.link,
+                to_gbps(row.link_sent - prev.link_sent) / w.seconds if w.seconds else 0.0,
+                row.link_in_flight)

@@ -22,6 +22,15 @@ from emulator.sim.snapshot import LinkSnap, LiveKnobs, Snapshot, StageSnap
 from emulator.sim.timeline import Timeline
 from emulator.sim.workload import Workload
 
+NOTE_LOG = 10_000  # notes the engine keeps: the whole run's events, bounded (about 1 MB)
+RECENT_NOTES = 32  # the newest of them each snapshot carries (the decision log, the status line)
+
+
+def recent(notes: deque[str]) -> tuple[str, ...]:
+    """The newest RECENT_NOTES notes, oldest first (O(RECENT_NOTES): a deque indexes its ends
+    in constant time, and the log may hold NOTE_LOG)."""
+    return tuple(notes[i] for i in range(-min(RECENT_NOTES, len(notes)), 0))
+
 
 class Changes(Protocol):
     changes: int  # knob changes a controller applied
@@ -79,7 +88,7 @@ class Observer:
         self.start = self.totals()
         self._samples: deque[Totals] = deque(
             [self.start], maxlen=int(math.ceil(window_seconds / sample_interval)) + 1)
-        self.series = TimeSeries(timeseries_rows)
+        self.series = TimeSeries(timeseries_rows, self.start)
         self._interval = sample_interval
         self._marks_every = max(1, round(window_seconds / 2 / sample_interval))
         self._n_samples = 0
@@ -152,8 +161,9 @@ class Observer:
             rejected=now_tot.rejected,
             lost=now_tot.arrived - now_tot.completed - now_tot.in_flight - now_tot.rejected,
             stages=stages, link=link_snap, ttft_p50=ttft[0], ttft_p90=ttft[1], ttft_p99=ttft[2],
-            tpot_p50=tpot[0], slo_attainment=slo, bottleneck=bottleneck(base, now_tot, w),
-            decisions=tuple(emu.decisions), events=emu.events,
+            tpot_p50=tpot[0], slo_attainment=slo, ttft_cdf=emu.latencies.ttft_cdf(now_tot.t),
+            bottleneck=bottleneck(base, now_tot, w),
+            decisions=recent(emu.decisions), events=emu.events,
             incidents=tuple(sorted(emu.timeline.since)), target_rate=emu.workload.rate,
             cache=emu.cache.snapshot() if emu.cache is not None else None,
             scheduler_changes=scheduler.changes if scheduler is not None else 0,

@@ -10,7 +10,6 @@ instance and leave the roles alone; the displaced requests go back to the engine
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import ExitStack
 
 from emulator.sim.request import Request
 
@@ -64,18 +63,14 @@ class Pool:
             if m.target is not None and want.get(m.target, 0) > 0:
                 plan[m.idx] = m.target
                 want[m.target] -= 1
-        free = sorted((m for m in self.machines[: self.size] if plan[m.idx] is None),
-                      key=lambda m: (m.target is not None, m.idx))  # spare machines move first
+        free = iter(sorted((m for m in self.machines[: self.size] if plan[m.idx] is None),
+                           key=lambda m: (m.target is not None, m.idx)))  # spare ones first
         for role in self.stages:
             for _ in range(want.get(role, 0)):
-                plan[free.pop(0).idx] = role
-        with ExitStack() as batch:
-            if immediate and not any(st.holding for st in self.stages.values()):
-                for st in self.stages.values():  # the initial layout: one recount per stage
-                    batch.enter_context(st.counted_once())
-            for m, target in zip(self.machines, plan, strict=True):
-                if m.target != target or (immediate and m.role != target):
-                    self._retarget(m, target, immediate)
+                plan[next(free).idx] = role
+        for m, target in zip(self.machines, plan, strict=True):
+            if m.target != target or (immediate and m.role != target):
+                self._retarget(m, target, immediate)
 
     def count(self, role: str) -> int:
         """Machines assigned to `role` (serving, draining into it, or converting to it)."""

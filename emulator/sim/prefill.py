@@ -142,7 +142,7 @@ class PrefillStage(Stage):
 
     def activate(self, w: PrefillWorker) -> None:
         w.accepting = True
-        self._recount()
+        self._update(w)
         if w.job is None and w.machine.alive and w.idx not in self._free:
             self._next(w, self.loop.now)
 
@@ -153,7 +153,7 @@ class PrefillStage(Stage):
         if w.job is None:
             self._idle(w)
         else:
-            self._recount()
+            self._update(w)
 
     def fail(self, w: PrefillWorker) -> list[Request]:
         """The instance died: its prefill starts over at the head of the queue (the KV it had
@@ -173,13 +173,13 @@ class PrefillStage(Stage):
             self.queue.appendleft(req)
             self.queued_work += req.service
             self.queued_kv += req.kv
-        self._recount()
+        self._update(w)
         if not w.accepting:
             self._idle(w)
         return []
 
     def restore(self, w: PrefillWorker) -> None:
-        self._recount()
+        self._update(w)
         if w.accepting and w.job is None and w.idx not in self._free:
             self._next(w, self.loop.now)
 

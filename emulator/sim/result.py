@@ -1,4 +1,4 @@
-"""A finished run: the `run --json` object and the CSV time series.
+"""A finished run: the `run --json` object; and the CSV time series, written as it runs.
 
 Everything except `timing` is a function of the scenario, the arguments and the seed: the same
 inputs give the same JSON, byte for byte. Steady-state figures (utilization, bottleneck, queue
@@ -10,8 +10,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Mapping
 from dataclasses import asdict
-from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TextIO
 
 from emulator.model import OperatingPoint, _num
 from emulator.paradigm import Paradigm
@@ -77,7 +76,6 @@ class RunResult:
             halfway = self.start
         late = window(halfway, end)
         self.bottleneck = bottleneck(halfway, end, late)
-        self.series = emu.observer.series.table(self.start)
         lat = emu.latencies
         stages = {}
         for i, (name, st) in enumerate(emu.stages.items()):
@@ -144,9 +142,14 @@ class RunResult:
             timing["realtime_factor"] = self.simulated_seconds / wall_seconds
         return {**self.json, "timing": timing}
 
-    def write_csv(self, path: str | Path) -> None:
-        with open(path, "w", newline="", encoding="utf-8") as fh:
-            out = csv.writer(fh)
-            out.writerow(TimeSeries.COLUMNS)
-            for row in self.series:
-                out.writerow([f"{x:.6g}" if isinstance(x, float) else x for x in row])
+
+class SeriesCsv:
+    """The time series as CSV, a row per TimeSeries row as the run makes it: header first, so
+    an interrupted run leaves a file that is valid up to its last row."""
+
+    def __init__(self, fh: TextIO):
+        self._out = csv.writer(fh)
+        self._out.writerow(TimeSeries.COLUMNS)
+
+    def row(self, row: tuple) -> None:
+        self._out.writerow([f"{x:.6g}" if isinstance(x, float) else x for x in row])

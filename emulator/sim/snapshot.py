@@ -97,6 +97,8 @@ class Snapshot:
     scheduler_enabled: bool | None = None
     scheduler_last: str | None = None  # "140.0s short: link 30.0 -> 6.0 Gbps -> t 18.9K -> ..."
     pinned: tuple[str, ...] = ()
+    # (q, seconds) of the TTFT distribution over the window (Latencies.ttft_cdf): the TTFT CDF
+    ttft_cdf: tuple[tuple[float, float], ...] = ()
     # the length mix new requests draw from now (a shift or surge of long requests changes
     # it): the effective model evaluates there. None: the preset's. Not compared (large).
     lengths: LengthDistribution | None = field(default=None, compare=False, repr=False)

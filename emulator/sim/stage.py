@@ -3,24 +3,29 @@ the time integrals behind utilization, queue depth and Little's law.
 
 A stage is a shared FIFO queue in front of identical workers (the M/G/c reading of the model:
 Theta = instances / mean service time); a worker takes the head of the queue when it frees.
+
+The counts (accepting, online slots, draining) are kept incrementally: each worker remembers
+what it contributes, and a change to one worker (taken on, drained, failed, restored, left
+idle) moves the totals by its difference -- O(1), never a walk over all workers, so a pool of
+100,000 instances starts and resizes in time linear in the instances that change.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 
 class Worker:
     """One instance serving one stage. `machine.alive` is shared by the machine's workers."""
 
-    __slots__ = ("idx", "machine", "accepting")
+    __slots__ = ("idx", "machine", "accepting", "counted")
 
     def __init__(self, idx: int, machine):
         self.idx = idx
         self.machine = machine
         self.accepting = False  # in its role and not draining
+        self.counted = (False, False, False)  # what the stage's counts hold for it: _update
 
     @property
     def busy(self) -> bool:
@@ -41,6 +46,7 @@ class Stage:
         self.in_service = 0  # requests being served now
         self.n_online = 0  # service slots of workers that are up and in the stage
         self.n_accepting = 0  # workers that take new work
+        self.n_draining = 0  # workers that left the stage but still hold work
         self._t = loop.time()
         self._busy_area = 0.0  # integral of in_service (slot-seconds)
         self._online_area = 0.0  # integral of n_online
@@ -72,8 +78,7 @@ class Stage:
 
     def counts(self) -> tuple[int, int]:
         """(workers taking work, workers draining with work left)."""
-        draining = sum(1 for w in self.workers if not w.accepting and w.busy)
-        return self.n_accepting, draining
+        return self.n_accepting, self.n_draining
 
     # -- pool interface ----------------------------------------------------------------------
     def add_worker(self, machine) -> Worker:
@@ -82,31 +87,29 @@ class Stage:
     def _slots(self, w) -> int:
         return 1
 
-    _deferred = False  # inside counted_once(): activations skip the recount
-
-    @contextmanager
-    def counted_once(self) -> Iterator[None]:
-        """Recount once after a batch of activations instead of after each (the initial
-        layout: start-up O(n) in instances, not O(n^2)). Only while the stage holds no request,
-        so nothing reads the counts in between."""
-        self._deferred = True
-        try:
-            yield
-        finally:
-            self._deferred = False
-            self._recount()
-
-    def _recount(self) -> None:
-        if self._deferred:
+    def _update(self, w) -> None:
+        """`w` may have changed (taken on or drained, failed or restored, left idle): move the
+        counts by what it contributes now minus what it contributed. O(1)."""
+        self._account(self.loop.now)
+        up, accepting, busy = w.machine.alive, w.accepting, w.busy
+        now = (up and accepting, up and (accepting or busy), not accepting and busy)
+        was = w.counted
+        if now == was:
             return
-        now = self.loop.now
-        self._account(now)
-        up = [w for w in self.workers if w.machine.alive]
-        self.n_accepting = sum(1 for w in up if w.accepting)
-        self.n_online = sum(self._slots(w) for w in up if w.accepting or w.busy)
+        w.counted = now
+        if now[0] != was[0]:
+            self.n_accepting += 1 if now[0] else -1
+            self._accepting_changed(w, now[0])
+        if now[1] != was[1]:
+            self.n_online += self._slots(w) if now[1] else -self._slots(w)
+        if now[2] != was[2]:
+            self.n_draining += 1 if now[2] else -1
+
+    def _accepting_changed(self, w, accepting: bool) -> None:
+        """Hook: `w` started (True) or stopped taking work while up."""
 
     def _idle(self, w) -> None:
         """A worker that left the stage finished its last request."""
-        self._recount()
+        self._update(w)
         if self.on_idle is not None:
             self.on_idle(w)

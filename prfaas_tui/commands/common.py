@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from emulator import budget
-from emulator.budget import CAPS, FLAGS, BudgetError, Caps
+from emulator.budget import FLAGS, BudgetError, Caps, caps_for
 from emulator.optimizer import starting_split
 from emulator.paradigm import Paradigm
 from emulator.scenario.knobs import KNOBS, Controls, KnobError, number
@@ -19,7 +19,6 @@ from emulator.scenario.scenario import Scenario
 from prfaas_tui.errors import UsageError, parse_flag
 
 if TYPE_CHECKING:
-    from emulator.scenario.incidents import Incident
     from emulator.sim.engine import Emulation
     from emulator.traces import Trace
 
@@ -74,19 +73,23 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
 
 # -- bounded work (issue 11): the caps of emulator.budget, raised by --max-* flags ----------------
 def add_budget_flags(p: argparse.ArgumentParser, names: Iterable[str]) -> None:
-    """One `--max-*` flag per cap in `names` (fields of emulator.budget.Caps)."""
+    """One `--max-*` flag per cap in `names` (fields of emulator.budget.Caps), with the
+    default of the command `p` parses (emulator.budget.COMMAND_CAPS)."""
+    defaults = caps_for(p.prog.split()[-1])
     for name in names:
         p.add_argument(FLAGS[name], dest=f"max_{name}", metavar="N",
                        help=f"raise the cap on {name.replace('_', ' ')} "
-                            f"(default {getattr(CAPS, name):,.0f})")
+                            f"(default {getattr(defaults, name):,.0f})")
+    p.set_defaults(budget_command=p.prog.split()[-1])
 
 
 def caps_from_args(args: argparse.Namespace) -> Caps:
-    """The caps with the `--max-*` flags given applied; a bad value is a UsageError."""
+    """The command's caps with the `--max-*` flags given applied; a bad value is a
+    UsageError."""
     raw = {name: getattr(args, f"max_{name}", None) for name in FLAGS}
     values = {name: parse_flag(FLAGS[name], number, v) for name, v in raw.items()}
     try:
-        return CAPS.raised(**values)
+        return caps_for(args.budget_command).raised(**values)
     except BudgetError as exc:
         raise UsageError(str(exc)) from None
 
@@ -100,38 +103,33 @@ def check_scenario_instances(sc: Scenario, caps: Caps) -> None:
                             "homogeneous.pool": system.homogeneous_pool}, caps)
 
 
-def _incident_params(inc: Incident) -> dict[str, float]:
-    return {k: float(v) for k in ("down", "up", "step")
-            if isinstance(v := getattr(inc, k, None), int | float)}
-
-
 def check_emulation(emu: Emulation, caps: Caps, *, trace: Trace | None = None,
                     until: float | None = None, rate_flag: str = "--rate/--load",
-                    duration_flag: str = "--duration") -> None:
-    """The work an emulation built (not yet run) will do up to `until` (default: its end):
-    requests at the peak rate (every surge factor), sampling ticks, scheduler timers and
-    incident timers; a replay by its trace's requests and simulated span."""
+                    duration_flag: str = "--duration", copies: int = 1) -> None:
+    """The work an emulation built (not yet run) will do up to `until` (default: its end),
+    `copies` times: requests at the peak rate (every surge factor), sampling ticks, scheduler
+    re-solves and incident timers; a replay by its trace's requests and simulated span."""
     sim = emu.scenario.sim
     end = emu.duration if until is None else until
     rate = emu.workload.rate
     if trace is not None:
         budget.check_trace(len(trace), end, None, None, sample_interval=sim.sample_interval,
                            rate_flag=rate_flag, caps=caps)
-    factors = [f for inc in sim.incidents for f in (getattr(inc, "factor", None),
-                                                     getattr(inc, "long_factor", None))
-               if isinstance(f, int | float) and inc.kind == "surge"]
-    periods = {}
+    factors = budget.surge_factors(sim.incidents)
+    solves = {}
     if sim.scheduler.enabled:
-        periods["scheduler.period"] = sim.scheduler.period
+        solves["scheduler.period"] = sim.scheduler.period
         if sim.scheduler.long_period > 0:
-            periods["scheduler.long_period"] = sim.scheduler.long_period
+            solves["scheduler.long_period"] = sim.scheduler.long_period
     budget.check_run(budget.peak_rate(rate, factors) if trace is None else 0.0, end,
-                     sample_interval=sim.sample_interval, periods=periods,
+                     sample_interval=sim.sample_interval, solves=solves, copies=copies,
+                     instances=max(emu.scenario.system.n_prfaas, emu.scenario.system.local_pool,
+                                   emu.scenario.system.homogeneous_pool),
                      rate_flag=rate_flag + (" (x surge factors)" if factors else ""),
                      duration_flag=duration_flag, caps=caps)
     budget.check_incidents(
         [(f"incidents[{i}] ({inc.kind})", inc.kind,
-          math.inf if inc.duration is None else inc.duration, _incident_params(inc))
+          math.inf if inc.duration is None else inc.duration, budget.incident_params(inc))
          for i, inc in enumerate(sim.incidents)], end, caps)
 
 

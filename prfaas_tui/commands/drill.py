@@ -53,7 +53,7 @@ def main(args) -> int:
     seed = parse_flag("--seed", whole, args.seed, a_seed)
     caps = caps_from_args(args)
     drill = load_drill(args.name)
-    _check_work(drill, seed, caps)
+    _check_work(drill, seed, caps, copies=2 if args.compare else 1)
     started = time.perf_counter()
     try:
         if args.compare:
@@ -80,14 +80,15 @@ def main(args) -> int:
     return 0
 
 
-def _check_work(drill: Drill, seed: int | None, caps: Caps) -> None:
-    """Refuse a drill over a cap before it runs (an emulation built, not run, is cheap)."""
+def _check_work(drill: Drill, seed: int | None, caps: Caps, copies: int = 1) -> None:
+    """Refuse a drill (run `copies` times) over a cap before it runs (an emulation built, not
+    run, is cheap)."""
     check_scenario_instances(drill.scenario, caps)
     emu, _ = drill_emulation(drill, seed)
     with emu:
         try:
             check_emulation(emu, caps, rate_flag="workload.rate/load",
-                            duration_flag="emulator.duration")
+                            duration_flag="emulator.duration", copies=copies)
             check_capacity(emu)
         except (BudgetError, UsageError) as exc:
             raise UsageError(f"{drill.path}: {exc}") from None

@@ -223,6 +223,8 @@ def render(summary: dict, console: Console, top: int, out: str) -> None:
                   + f"); emulated {summary['emulated']} ({summary['evaluated_now']} now)"
                   + (f", skipped {summary['skipped_by_slo_bound']} the model's SLO bound shows "
                      "cannot be best or on the front" if summary.get("skipped_by_slo_bound") else "")
+                  + (f", stopped {summary['stopped_early']} whose first probes showed a cheaper "
+                     "finished candidate beats them" if summary.get("stopped_early") else "")
                   + f". Results: {out}")
     t = Table(title="best candidates by SLO goodput", title_justify="left")
     for col in ("candidate", "goodput (req/s)", "95% band", "Λmax", "util", "cost/h", "per $/h"):

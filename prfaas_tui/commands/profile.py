@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from emulator import budget, torch_prefill
-from emulator.budget import CAPS
+from emulator.budget import caps_for
 from emulator.scenario.knobs import number
 from emulator.scenario.reader import MAX_SEED
 from emulator.torch_prefill.config import MODEL_NAMES, counterpart, get_config
@@ -59,7 +59,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compare-out", default=None, help="write the --compare profile here")
     p.add_argument("--max-profile-tokens", default=None, metavar="N",
                    help=f"raise the cap on prefill tokens computed (default "
-                        f"{CAPS.profile_tokens:,.0f})")
+                        f"{caps_for('profile').profile_tokens:,.0f})")
 
 
 MAX_THREADS = 4096
@@ -149,8 +149,9 @@ def _run(args: argparse.Namespace) -> int:
     seed = _int("--seed", args.seed, 0)
     threads = None if args.threads is None else _int("--threads", args.threads, 1, MAX_THREADS)
     try:
-        caps = CAPS.raised(profile_tokens=None if args.max_profile_tokens is None
-                           else parse_flag("--max-profile-tokens", number, args.max_profile_tokens))
+        given = None if args.max_profile_tokens is None \
+            else parse_flag("--max-profile-tokens", number, args.max_profile_tokens)
+        caps = caps_for("profile").raised(profile_tokens=given)
         budget.check_profile(lengths, repeats, warmup, caps)
     except budget.BudgetError as exc:
         raise UsageError(str(exc)) from None

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import time
+from contextlib import ExitStack
 from dataclasses import replace
 
 from emulator.budget import BudgetError
@@ -16,7 +17,7 @@ from emulator.scenario.reader import PresetError, a_seed, positive
 from emulator.scenario.scenario import Scenario
 from emulator.sim.accounting import AccountingError
 from emulator.sim.engine import Emulation
-from emulator.sim.result import RunResult
+from emulator.sim.result import RunResult, SeriesCsv
 from emulator.torch_prefill import TorchUnavailable
 from emulator.torch_prefill.config import get_config
 from emulator.trace_formats import load_trace
@@ -98,7 +99,8 @@ def build(args) -> Emulation:
         raise UsageError(str(exc)) from None
     try:  # built, not run: the arrival and timer chains have only their first events
         check_emulation(emu, caps, trace=trace,  # a replay's span: --duration, or the rate
-                        rate_flag="--duration" if duration is not None else "--rate/--load")
+                        rate_flag="--duration" if trace is not None and duration is not None
+                        else "--rate/--load")
         check_capacity(emu)
     except BaseException:
         emu.close()
@@ -135,7 +137,15 @@ def main(args) -> int:
     except (UsageError, PresetError, TraceError, TorchUnavailable, BudgetError) as exc:
         print(f"prfaas-tui run: error: {exc}", file=sys.stderr)
         return 2
-    with emu:
+    with emu, ExitStack() as files:
+        if args.csv:  # opened first: rows go out as the run makes them (Ctrl-C keeps them)
+            try:
+                fh = files.enter_context(open(args.csv, "w", newline="", encoding="utf-8"))
+            except OSError as exc:
+                print(f"prfaas-tui run: error: --csv: cannot write {args.csv}: {exc.strerror}",
+                      file=sys.stderr)
+                return 2
+            emu.observer.series.sink = SeriesCsv(fh).row
         lam = emu.model_point("exact").lambda_max
         if not emu.scenario.sim.admission_bounded and emu.workload.mean_rate > lam:
             print(f"prfaas-tui run: warning: the offered rate {emu.workload.mean_rate:.3f} req/s "
@@ -149,13 +159,6 @@ def main(args) -> int:
             print(f"prfaas-tui run: error: {exc}", file=sys.stderr)
             return 1
         wall = time.perf_counter() - started
-    if args.csv:
-        try:
-            result.write_csv(args.csv)
-        except OSError as exc:
-            print(f"prfaas-tui run: error: --csv: cannot write {args.csv}: {exc.strerror}",
-                  file=sys.stderr)
-            return 2
     out = result.to_json(wall)
     if args.json:
         print(json.dumps(out, indent=2))

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
 
 from rich.console import Console
 from rich.table import Table
@@ -44,9 +43,6 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_budget_flags(p, ("instances",))
     add_trace_flags(p)
-    # '--slo-ttft -5ms' must reach the value check (one line, exit 2), not argparse's usage
-    # dump: no solve flag looks like a negative number, so treat '-<digit>...' as a value
-    p._negative_number_matcher = re.compile(r"^-\.?\d")
     return p
 
 

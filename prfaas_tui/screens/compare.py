@@ -23,9 +23,10 @@ from textual.worker import get_current_worker
 
 from emulator.paradigm import Paradigm
 from emulator.units import format_duration
-from prfaas_tui.live import Driver, Tick, attach_recorder
+from prfaas_tui.live import HISTORY, Driver, Tick, attach_recorder
 from prfaas_tui.messages import CompareProgress
 from prfaas_tui.modelview import ModelView, Refused, Settings
+from prfaas_tui.timeaxis import DEFAULT_SPAN, TimeWindow, clip, covering_window, frame
 from prfaas_tui.widgets.model_panel import STAGE_LABELS, num
 from prfaas_tui.widgets.plots import Chart
 
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 
 HORIZON_S = 300.0
 CHUNK_S = 20.0
+SAMPLES = 20  # snapshots per chunk, fewer on a long horizon: the whole run fits the history
 
 
 @dataclass(frozen=True)
@@ -63,21 +65,34 @@ def scheduler_variants(settings: Settings, drill: Drill) -> list[Variant]:
 
 
 class ServedChart(Chart):
-    """Served throughput of every variant over simulated time."""
+    """Served throughput of every variant over simulated time, on a window that holds every
+    incident so far (`timeaxis.covering_window`), shaded, with the changes of the first
+    variant (the scheduler's, in a drill) marked."""
 
     COLORS = ("primary", "warning", "success")
 
     def draw(self, plt: Any, variants: tuple[Variant, ...]) -> None:
         self.title(plt, "served req/s, same seeded workload", "served req/s")
+        ran = [v for v in variants if v.tick is not None]
+        if not ran:
+            return
+        snap = ran[0].tick.snapshot
+        window = covering_window(snap.incident_windows, snap.sim_time,
+                                 min_span=min(DEFAULT_SPAN, snap.sim_time))
+        window = TimeWindow(max(window.lo, ran[0].tick.history[0].sim_time), window.hi)
         top = 1e-3
+        for v in ran:
+            h = v.tick.history
+            top = max(top, max((s.served_rate for s in h), default=0), v.view.point.lambda_max)
+        top *= 1.15
+        self.time_axis(plt, frame(window, snap.incident_windows, snap.decisions), top)
         for v, col in zip(variants, self.COLORS, strict=False):
             if v.tick is None:
                 continue
             h = v.tick.history
-            y = [s.served_rate for s in h]
-            self.line(plt, [s.sim_time for s in h], y, col, v.label)
-            top = max(top, max(y, default=0), v.view.point.lambda_max)
-        plt.ylim(0, top * 1.15)
+            x, y = clip(window, [s.sim_time for s in h], [s.served_rate for s in h])
+            self.line(plt, x, y, col, v.label)
+        plt.ylim(0, top)
 
 
 def compare_table(variants: tuple[Variant, ...]) -> Table:
@@ -169,6 +184,7 @@ class CompareScreen(Screen):
                           on_tick=lambda t: None, on_error=lambda text, fatal: None)
                    for v in self.variants]
         results = list(self.variants)
+        samples = max(1, min(SAMPLES, int(HISTORY * CHUNK_S / self.horizon)))
         try:
             for d in drivers:
                 d.start()
@@ -176,7 +192,7 @@ class CompareScreen(Screen):
             while t < self.horizon and not cancelled():
                 t = min(self.horizon, t + CHUNK_S)
                 for i, d in enumerate(drivers):
-                    results[i] = replace(results[i], tick=d.run_to(t, samples=20))
+                    results[i] = replace(results[i], tick=d.run_to(t, samples=samples))
                 if t >= self.horizon and self.drill is not None:
                     results = [replace(v, card=d.scorecard(self.drill))
                                for v, d in zip(results, drivers, strict=True)]

@@ -40,10 +40,11 @@ from prfaas_tui.live import (
     load_drill,
 )
 from prfaas_tui.messages import EmulatorFailed, TickReady
-from prfaas_tui.metrics_export import export_metrics
+from prfaas_tui.metrics_export import default_export_dir, export_metrics
 from prfaas_tui.modelview import ModelView, Refused, Settings, step_speed
 from prfaas_tui.screens.compare import CompareScreen
 from prfaas_tui.screens.drills import DrillPicker, IncidentForm, InjectPicker, ScorecardScreen
+from prfaas_tui.screens.events import EventsScreen
 from prfaas_tui.screens.new_preset import NewPresetScreen
 from prfaas_tui.screens.presets import PresetPicker
 from prfaas_tui.screens.prompt import ValuePrompt
@@ -52,9 +53,11 @@ from prfaas_tui.throttle import Coalesced, Toasts
 from prfaas_tui.widgets.controls import KNOB_BY_KEY, KNOBS, ControlPanel, Knob
 from prfaas_tui.widgets.live_charts import LiveCharts
 from prfaas_tui.widgets.model_panel import DecisionLog, ModelPanel, RouterPanel
+from prfaas_tui.widgets.pictures_view import PicturesView
 from prfaas_tui.widgets.plots import CeilingsVsTChart, Figure5Data, LambdaVsNpChart
 from prfaas_tui.widgets.status import KeyFooter, StatusLine
 from prfaas_tui.widgets.timeline import DrillTimeline
+from prfaas_tui.widgets.topology import TopologyStrip
 
 if TYPE_CHECKING:
     from emulator.sim.drills import Drill
@@ -106,10 +109,14 @@ class Dashboard(Screen):
                 tooltip="Compare paradigms on the same seeded workload"),
         Binding("v", "toggle_view", "Model", id="view",  # in the footer below 130 columns
                 tooltip="Narrow terminals: switch between live charts and the model"),
+        Binding("g", "toggle_pictures", "Pictures", show=False, id="pictures",
+                tooltip="Pictures: gauges, Λmax heat map over (t, N_p), length and TTFT CDFs"),
         Binding("ctrl+s", "save", "Save", show=False, id="save-preset",
                 tooltip="Save the current scenario as a preset TOML"),
         Binding("e", "export", "Export", show=False, id="export-metrics",
-                tooltip="Export the metrics history as CSV and JSON"),
+                tooltip="Export the whole run's time series as CSV and JSON to a folder"),
+        Binding("E", "events", "Events", show=False, id="events",
+                tooltip="The run's knob changes, incidents and scheduler decisions: filter, export"),
         Binding("x", "screenshot", "SVG", show=False, id="screenshot",
                 tooltip="Save an SVG screenshot of the dashboard"),
     ]
@@ -123,8 +130,9 @@ class Dashboard(Screen):
 
     def __init__(self, scenario: Scenario, *, live: bool = True, at: float | None = None,
                  speed: float = 20.0, seed: int | None = None, drill: Drill | None = None,
-                 plan: str | None = None) -> None:
+                 plan: str | None = None, export_dir: Path | None = None) -> None:
         super().__init__()
+        self.export_dir = export_dir or default_export_dir()  # where `e` and the events go
         self.session = Session(scenario, live=live, seed=seed, speed=speed, drill=drill,
                                post_tick=lambda tick: self.post_message(TickReady(tick)),
                                post_error=lambda text, gen: self.post_message(
@@ -155,6 +163,7 @@ class Dashboard(Screen):
     # -- layout ----------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False, icon="◆")
+        yield TopologyStrip(id="topology")
         with Horizontal(id="body"):
             with Vertical(id="side"):
                 yield ControlPanel(self.session, id="controls").data_bind(Dashboard.view)
@@ -167,6 +176,7 @@ class Dashboard(Screen):
                 with Container(id="fig5"):
                     yield LambdaVsNpChart(id="fig5a")
                     yield CeilingsVsTChart(id="fig5b")
+            yield PicturesView(self.session, live=self.live, id="pictures")
         yield StatusLine(id="status")
         yield KeyFooter(compact=True)
 
@@ -224,6 +234,8 @@ class Dashboard(Screen):
                        if report is not None and live is not None else None)
         charts.show(tick)
         self._model_later()
+        self.query_one(TopologyStrip).show(self.session.effective)
+        self.query_one(PicturesView).show()
 
     def _model_later(self) -> None:
         """The model column (panel and Figure 5) redraws after the frame that answers a key or
@@ -412,16 +424,25 @@ class Dashboard(Screen):
         mode = self.session.toggle_mode()
         self.query_one(ModelPanel).watch_view()
         self.show_figures()
+        self.query_one(PicturesView).show()
         self.notify(f"{mode} mode drives the model panel (the live Λmax line stays exact)")
 
     def action_apply_slo_optimum(self) -> None:
-        b = self.view.latency.slo_optimum
-        changes: dict[str, Any] = {"t": b.t, "n_p": b.n_p, "n_d": b.n_d}
+        """The SLO optimum of the live state (as `o`); before the first tick, or for another
+        paradigm, the nominal one."""
+        live = self.session.slo_targets()
+        if live is None:
+            b = self.view.latency.slo_optimum
+            if b is None:  # the settings' view searches PrfaaS-PD whatever the paradigm
+                return
+            live = (b.t, b.n_p, b.n_d)
+        t, n_p, n_d = live
+        changes: dict[str, Any] = {"t": t, "n_p": n_p, "n_d": n_d}
         if self.settings.paradigm != Paradigm.PRFAAS_PD:
             changes["paradigm"] = Paradigm.PRFAAS_PD
         if self.request(**changes):
-            self.notify(f"applied the SLO optimum: t = {KNOBS[0].show(self.settings)}, "
-                        f"N_p/N_d = {b.n_p}/{b.n_d}, {b.rate:.2f} req/s within the SLO")
+            self.notify(f"applied the SLO optimum of the live state: t = "
+                        f"{KNOBS[0].show(self.settings)}, N_p/N_d = {n_p}/{n_d}")
 
     def action_cycle_paradigm(self) -> None:
         i = tuple(Paradigm).index(self.settings.paradigm)
@@ -432,6 +453,16 @@ class Dashboard(Screen):
     def action_toggle_view(self) -> None:
         self.toggle_class("-show-model")
         self.call_after_refresh(self._show_model)  # once the new layout shows the column
+
+    def action_toggle_pictures(self) -> None:
+        """The pictures in place of the charts and the model (drawn only while shown)."""
+        self.toggle_class("-pictures")
+        pictures = self.query_one(PicturesView)
+        pictures.display = self.has_class("-pictures")
+        pictures.show(now=True)
+        self.call_after_refresh(self._show_model)  # the model column, when it shows again
+        if not pictures.display:  # a narrow screen hid the knobs with the pictures
+            self.query_one(ControlPanel).focus()
 
     def action_presets(self) -> None:
         def done(sc: Scenario | None) -> None:
@@ -526,19 +557,26 @@ class Dashboard(Screen):
         def done(text: str | None) -> None:
             if text is None:
                 return
-            history = self.tick.history if self.tick else ()
+            self.export_dir = Path(text).expanduser()
             try:
-                paths = export_metrics(history, self.point_at, self.view,
-                                       Path(text).expanduser())
+                paths = export_metrics(self.session.record, self.view, self.export_dir,
+                                       self.session.events())
             except OSError as exc:
                 self.notify(f"not exported: {exc}", severity="error")
                 return
-            self.notify("exported " + " and ".join(str(p) for p in paths))
+            rec = self.session.record
+            self.notify(f"exported {paths[0]} and its .json: {len(rec)} rows from 0 s"
+                        + (f", every {rec.stride}th snapshot" if rec.stride > 1 else ""),
+                        timeout=10)
 
-        self.app.push_screen(ValuePrompt("export metrics (writes NAME.csv and NAME.json)",
-                                         f"prfaas-{self.settings.scenario.name}-metrics",
-                                         "one row per snapshot: measured and model values",
-                                         _dir_exists), done)
+        self.app.push_screen(ValuePrompt("export the run's time series to the folder",
+                                         str(self.export_dir),
+                                         "writes prfaas-SCENARIO-DATE-TIME.csv and .json, "
+                                         "never over an earlier export", _parent_exists), done)
+
+    def action_events(self) -> None:
+        self.app.push_screen(EventsScreen(self.session.events, scenario=self.settings.scenario.name,
+                                          export_dir=self.export_dir, live=self.live))
 
     def action_screenshot(self) -> None:
         name = f"prfaas-{self.settings.scenario.name}.svg"
@@ -552,6 +590,14 @@ def _positive_seconds(text: str) -> str | None:
     except ValueError:
         return f"expected a number of seconds, got {text!r}"
     return None if x > 0 and math.isfinite(x) else "must be > 0"
+
+
+def _parent_exists(text: str) -> str | None:
+    """A folder that exists or can be made in one that does."""
+    p = Path(text).expanduser()
+    if p.exists() and not p.is_dir():
+        return f"not a folder: {p}"
+    return None if p.parent.is_dir() else f"no such directory: {p.parent}"
 
 
 def _dir_exists(text: str) -> str | None:

@@ -28,6 +28,7 @@ from prfaas_tui.errors import UsageError
 from prfaas_tui.modelview import Refused, Settings
 from prfaas_tui.screens.presets import load_any
 from prfaas_tui.screens.prompt import steady_input
+from prfaas_tui.widgets.pareto import ParetoChart, ParetoData
 
 COLUMNS = ("#", "candidate", "goodput", "95% band", "Λmax", "util", "cost/h", "per $/h")
 
@@ -173,6 +174,7 @@ class PlanScreen(ModalScreen[PlanChoice | None]):
             table: DataTable = DataTable(cursor_type="row", zebra_stripes=True, id="ranked")
             table.add_columns(*COLUMNS)
             yield table
+            yield ParetoChart(id="pareto")
             newest = None if self.path else newest_plan()
             yield steady_input(self, str(newest.name) if newest else "", id="path",
                                placeholder="path of a plan results file (prfaas-tui plan "
@@ -208,8 +210,19 @@ class PlanScreen(ModalScreen[PlanChoice | None]):
         if not plan.records:
             self._error("no finished candidates in this plan yet")
         table.move_cursor(row=current)  # on the running candidate, if it is one of these
+        self._show_front(current)
         table.focus()
         return True
+
+    def _show_front(self, row: int | None) -> None:
+        """The cost/goodput front of the plan, the cursor's candidate marked."""
+        if self.plan is not None:
+            recs = self.plan.records
+            sel = recs[row] if row is not None and 0 <= row < len(recs) else None
+            self.query_one(ParetoChart).set_data(ParetoData.of(recs, sel), (id(recs), row))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_front(event.cursor_row)
 
     def _error(self, text: str) -> None:
         self.query_one("#error", Static).update(f"✗ {text}" if text else "")

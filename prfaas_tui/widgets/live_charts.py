@@ -17,6 +17,7 @@ from textual.containers import Grid, Vertical
 
 from emulator.model import OperatingPoint
 from prfaas_tui.live import Tick
+from prfaas_tui.timeaxis import YAxis
 from prfaas_tui.widgets.plots import (
     CeilingsChart,
     LinkChart,
@@ -24,6 +25,7 @@ from prfaas_tui.widgets.plots import (
     QueueStrip,
     ThroughputChart,
     TTFTChart,
+    live_scales,
 )
 
 PLOT_HZ = 3.0
@@ -50,6 +52,8 @@ class LiveCharts(Vertical):
         self._series: LiveSeries | None = None
         self._series_seq = -1
         self._next = -1
+        self._scales: dict[str, YAxis] = {}  # each chart's y range, kept across ticks
+        self._generation = -1  # the emulation the scales belong to
 
     def compose(self) -> ComposeResult:
         with Grid():
@@ -72,9 +76,17 @@ class LiveCharts(Vertical):
         if self._tick is None:
             return
         if self._series_seq != self._seq:
-            width = max((self.query_one(c).size.width for c in CHARTS), default=80) or 80
-            self._series = replace(LiveSeries.of(self._tick.history, self.model, 2 * width,
-                                                 self.ttft_slo), note=self.note)
+            tick = self._tick
+            # points per series: the terminal's width (each chart spans at most half of it, so
+            # about two points a column); not the charts' own widths, which are 0 before the
+            # first layout (a snapshot's first tick would be decimated differently)
+            series = LiveSeries.of(tick.history, self.model, self.app.size.width or 160,
+                                   self.ttft_slo)
+            if tick.generation != self._generation:  # a new run: its own scales
+                self._scales, self._generation = {}, tick.generation
+            self._scales = live_scales(self._scales, series, tick.snapshot.decisions)
+            self._series = replace(series, note=self.note,
+                                   tops={k: ax.top for k, ax in self._scales.items()})
             self._series_seq = self._seq
             self.query_one(QueueStrip).show(self._series)
         for cls in charts:

@@ -16,7 +16,7 @@ from emulator.effective import EffectiveView, targets_for
 from emulator.paradigm import Paradigm, Stage
 from emulator.units import format_duration, format_tokens, to_gbps
 from prfaas_tui.live import Tick
-from prfaas_tui.modelview import ModelView
+from prfaas_tui.modelview import LatencyView, ModelView, live_latency
 from prfaas_tui.widgets.theme import SizedStatic, color
 
 STAGE_LABELS = {"prfaas": "PrfaaS", "pd-p": "PD-P", "pd-d": "PD-D", "link": "link"}
@@ -31,8 +31,8 @@ class ModelPanel(Static):
     """Theta and the three ceilings at the live state (binding marked) in the driving mode,
     the other mode beside it and the nominal deployment where it differs; Lambda_max, egress,
     Eq. 7/8 residuals, the predicted TTFT and SLO-bound rate (emulator/latency.py, at the
-    operator's settings), and the two optima (Lambda_max of the live state, SLO) with the keys
-    that apply them. Before the first tick: the model at the settings."""
+    live state like Lambda_max), and the two optima of the live state (Lambda_max, SLO) with
+    the keys that apply them. Before the first tick: the model at the settings."""
 
     DEFAULT_CSS = "ModelPanel { height: 14; padding: 0 1; }"  # fixed: updates skip layout
 
@@ -114,8 +114,8 @@ class ModelPanel(Static):
                                  if cap != state.bandwidth else "")))
         else:
             lines.append(Text("p 0: nothing crosses the link", style=dim))
-        lines += self._residuals_and_latency(v, op, hot, dim)
-        lt = v.latency
+        lt = live_latency(s, live)
+        lines += self._residuals_and_latency(v, op, lt, hot, dim)
         best = live.optimum.get(mode)
         if best is not None:
             t, n_p, n_d = targets_for(best, state)
@@ -125,18 +125,20 @@ class ModelPanel(Static):
                                 f" · Λ* {best.lambda_max:.2f}\n")
             opt.append("✓ applied" if applied else "[o] apply it",
                        style=good if applied else "bold")
-            so = lt.slo_optimum
-            opt.append(f"  SLO {format_tokens(so.t)} · {so.n_p}/{so.n_d} · {so.rate:.2f}/s ",
-                       style=dim)
-            opt.append("[O]", style="bold")
+            if (so := lt.slo_optimum) is not None:
+                t, n_p, n_d = targets_for(so, state)
+                opt.append(f"  SLO {format_tokens(t)} · {n_p}/{n_d} · {so.rate:.2f}/s ",
+                           style=dim)
+                opt.append("[O]", style="bold")
             lines.append(opt)
         return Group(*lines)
 
     @staticmethod
-    def _residuals_and_latency(v: ModelView, op: Any, hot: str, dim: str) -> list[Text]:
-        """Eqs. 7-8 residuals, the paradigm note and the predicted TTFT / SLO-bound rate (at the
-        operator's settings), shared by the live and the settings view."""
-        s, lt = v.settings, v.latency
+    def _residuals_and_latency(v: ModelView, op: Any, lt: LatencyView, hot: str,
+                               dim: str) -> list[Text]:
+        """Eqs. 7-8 residuals, the paradigm note and the predicted TTFT / SLO-bound rate `lt`
+        (of the live state or of the settings), shared by the live and the settings view."""
+        s = v.settings
         lines = [Text(f"Eq.7 {num(op.eq7_residual, '{:+.3f}')}   "
                       f"Eq.8 {num(op.eq8_residual, '{:+.3f}')}")]
         if not s.paradigm.threshold_routing:
@@ -174,17 +176,18 @@ class ModelPanel(Static):
                               f"Gbps ({num(op.link_utilization(), '{:.0%}')})"))
         else:
             lines.append(Text("p 0: nothing crosses the link", style=dim))
-        lines += self._residuals_and_latency(v, op, hot, dim)
         lt = v.latency
+        lines += self._residuals_and_latency(v, op, lt, hot, dim)
         b = v.optimum.best
         opt = Text.assemble(("optimum ", "bold"),
                             f"t* {format_tokens(b.knobs.t)} · N_p*/N_d* {b.knobs.n_p}/{b.knobs.n_d}"
                             f" · Λ* {b.lambda_max:.2f}\n")
         opt.append("✓ applied" if v.at_optimum else "[o] apply it",
                    style=good if v.at_optimum else "bold")
-        so = lt.slo_optimum
-        opt.append(f"  SLO {format_tokens(so.t)} · {so.n_p}/{so.n_d} · {so.rate:.2f}/s ", style=dim)
-        opt.append("[O]", style="bold")
+        if (so := lt.slo_optimum) is not None:
+            opt.append(f"  SLO {format_tokens(so.t)} · {so.n_p}/{so.n_d} · {so.rate:.2f}/s ",
+                       style=dim)
+            opt.append("[O]", style="bold")
         lines.append(opt)
         return Group(*lines)
 

@@ -2,14 +2,19 @@
 
 textual-plotext rebuilds a whole chart on every render (tens of ms at dashboard sizes), and
 Textual renders on any repaint, so `Chart` caches the built text and rebuilds only when its data,
-size or theme changed; series are decimated to about twice the width.
+size or theme changed; series are decimated to about twice the width. A chart's title is its own
+first row (plotext drops a title wider than the plot area, which wide y labels narrow).
+
+The live charts share one time axis (`prfaas_tui.timeaxis`): the same window, labelled relative to
+now, incidents shaded ░, knob changes │ and scheduler decisions ┊ marked, y-axes kept by
+`timeaxis.rescale_y` (`live_scales`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -20,6 +25,17 @@ from textual_plotext import PlotextPlot
 from emulator.figure5 import Figure5a, Figure5b
 from emulator.model import STAGES, OperatingPoint
 from emulator.units import K_TOKENS, format_bytes, format_duration, format_tokens, to_gbps
+from prfaas_tui.timeaxis import (
+    DEFAULT_SPAN,
+    SCALE_KNOBS,
+    Frame,
+    YAxis,
+    frame,
+    last_change,
+    relative_ticks,
+    rescale_y,
+    shared_window,
+)
 from prfaas_tui.widgets.model_panel import STAGE_LABELS
 from prfaas_tui.widgets.theme import rgb
 
@@ -36,6 +52,7 @@ class Chart(PlotextPlot):
         self._data_key: Any = None
         self._key: tuple | None = None
         self._text = Text()
+        self._title = ""
 
     def set_data(self, data: Any, key: Any = None) -> None:
         """New data; with a `key` equal to the last one the chart is not rebuilt."""
@@ -50,15 +67,28 @@ class Chart(PlotextPlot):
         if key != self._key:
             plt = self.plt
             plt.clear_figure()
+            self._title = ""
+            height = self.size.height - 1  # the first row: the title
             try:
-                if self.data is not None and self.size.width > 10 and self.size.height > 3:
+                if self.data is not None and self.size.width > 10 and height > 3:
                     self.draw(plt, self.data)
-                self._text = super().render()
+                body = self._build(height)
             except (IndexError, ValueError, ZeroDivisionError):  # plotext on odd data: no chart
                 plt.clear_figure()
-                self._text = super().render()
+                body = self._build(height)
+            head = Text(self._title, style="bold", no_wrap=True, overflow="ellipsis")
+            head.truncate(self.size.width, overflow="ellipsis")
+            self._text = Text("\n").join([head, body])
             self._key = key
         return self._text
+
+    def _build(self, height: int) -> Text:
+        """The plot at the widget's width and `height` rows (PlotextPlot.render, less a row)."""
+        plt = self.plt
+        plt.plotsize(self.size.width, max(height, 1))
+        plt._set_size(self.size.width, max(height, 1))
+        plt.theme(self._get_plotext_theme_name(self.app.theme))
+        return Text.from_ansi(plt.build())
 
     def draw(self, plt: Any, data: Any) -> None:
         raise NotImplementedError
@@ -72,9 +102,25 @@ class Chart(PlotextPlot):
         return self.size.height >= 12 and self.size.width >= 30
 
     def title(self, plt: Any, full: str, short: str) -> None:
-        """plotext drops a title wider than the chart: fall back to the short one."""
-        room = self.size.width - 2
-        plt.title(full if len(full) <= room else short[:room])
+        """The chart's first row: `full` where it fits, else `short` (cut with an ellipsis)."""
+        self._title = full if len(full) <= self.size.width else short
+
+    def time_axis(self, plt: Any, f: Frame, top: float) -> None:
+        """The shared time axis under the data: incident spans shaded ░ up to `top`, knob
+        changes │ and scheduler decisions ┊ as vertical lines, ticks labelled -5m ... now.
+        Call before drawing the data, which then lies over them."""
+        lo = f.window.lo - f.window.hi
+        cols = max(self.size.width, 2)
+        for sp in f.spans:
+            n = max(2, int((sp.x1 - sp.x0) / (f.window.span or 1.0) * cols * 2) + 2)
+            plt.plot(np.linspace(sp.x0, sp.x1, n), np.full(n, top), fillx=True, marker="░",
+                     color=self.c("warning-muted"))
+        for m in f.markers:
+            plt.plot([m.x, m.x], [0, top], marker="│" if m.kind == "knob" else "┊",
+                     color=self.c("accent" if m.kind == "knob" else "secondary"))
+        ticks = relative_ticks(f.window, max_ticks=max(2, min(6, (self.size.width - 4) // 5)))
+        plt.xlim(min(lo, -1e-9), 0)
+        plt.xticks([x for x, _ in ticks], [label for _, label in ticks])
 
     def line(self, plt: Any, x: Any, y: Any, color: str, label: str, marker: str = "braille") -> None:
         """A series without its undefined points (plotext fails on an all-NaN series); legends
@@ -102,7 +148,8 @@ def finite(a: np.ndarray, cap: float) -> np.ndarray:
 
 @dataclass(frozen=True)
 class LiveSeries:
-    """The live charts' series, extracted once per refresh from the snapshot history."""
+    """The live charts' series, extracted once per refresh from the snapshot history: the
+    samples inside the shared window, `t` relative to now (the window's end)."""
 
     t: np.ndarray
     offered: np.ndarray
@@ -117,19 +164,26 @@ class LiveSeries:
     ttft_slo: float | None
     queues: dict[str, np.ndarray]
     link_queue: np.ndarray
+    frame: Frame
     note: str | None = None  # why served exceeds Λmax (emulator.stability.served_note)
+    tops: dict[str, float] = field(default_factory=dict)  # y-axis tops by chart (live_scales)
 
     @classmethod
     def of(cls, history: Sequence[Any], model: Callable[[Any], OperatingPoint],
-           width: int = 400, ttft_slo: float | None = None) -> LiveSeries:
-        h = list(history)[decimate(len(history), width)]
-        if history and (not h or h[-1] is not history[-1]):
-            h.append(history[-1])
+           width: int = 400, ttft_slo: float | None = None, span: float = DEFAULT_SPAN
+           ) -> LiveSeries:
+        """`width`: points kept per series."""
+        last = history[-1]
+        window = shared_window(last.sim_time, span, start=history[0].sim_time)
+        inside = [s for s in history if s.sim_time >= window.lo]
+        h = inside[decimate(len(inside), width)]
+        if not h or h[-1] is not last:
+            h.append(last)
         ops = [model(s) for s in h]
         arr = lambda f: np.array([f(s) for s in h], dtype=float)  # noqa: E731
         cap = arr(lambda s: to_gbps(s.link.capacity))
         return cls(
-            t=arr(lambda s: s.sim_time), offered=arr(lambda s: s.offered_rate),
+            t=arr(lambda s: s.sim_time) - window.hi, offered=arr(lambda s: s.offered_rate),
             served=arr(lambda s: s.served_rate), lam=np.array([o.lambda_max for o in ops]),
             egress_gbps=arr(lambda s: s.link.utilization) * cap, capacity_gbps=cap,
             ceilings=np.array([[o.ceilings[st] for o in ops] for st in STAGES]).reshape(3, len(h)),
@@ -138,7 +192,33 @@ class LiveSeries:
             ttft_slo=ttft_slo,
             queues={st: arr(lambda s, st=st: s.stages[st].queue) for st in STAGES},
             link_queue=arr(lambda s: s.link.queued_bytes),
+            frame=frame(window, last.incident_windows, last.decisions),
         )
+
+    def top(self, chart: str, default: float) -> float:
+        return self.tops.get(chart, default)
+
+
+def live_scales(prev: dict[str, YAxis], d: LiveSeries, decisions: Sequence[str]
+                ) -> dict[str, YAxis]:
+    """Each live chart's y range (`timeaxis.rescale_y`): it follows at once a knob that moves
+    its scale (B_out for the link, anything changing Λmax for throughput and ceilings), grows
+    with the data, and shrinks only when what it must show falls below half of it."""
+    t = d.t + d.frame.window.hi  # absolute, as the changes are noted
+
+    def scale(name: str, ys: Sequence[np.ndarray], hint: float) -> YAxis:
+        yy = np.concatenate([np.where(np.isfinite(y), y, np.nan) for y in ys])
+        tt = np.tile(t, len(ys))
+        changed = last_change(decisions, SCALE_KNOBS[name]) if name in SCALE_KNOBS else None
+        return rescale_y(prev.get(name), tt, yy, hint=hint if math.isfinite(hint) else 0.0,
+                         changed_at=changed)
+
+    return {
+        "throughput": scale("throughput", [d.offered, d.served, d.lam], d.lam[-1]),
+        "link": scale("link", [d.capacity_gbps, d.egress_gbps], d.capacity_gbps[-1]),
+        "ceilings": scale("ceilings", list(d.ceilings), float(d.ceilings[:, -1].min())),
+        "ttft": scale("ttft", [d.ttft_p50, d.ttft_p90], d.ttft_slo or 0.0),
+    }
 
 
 def _nan(x: float | None) -> float:
@@ -155,10 +235,13 @@ class ThroughputChart(Chart):
             self.title(plt, f"throughput req/s · served {d.served[-1]:.2f} of offered "
                             f"{d.offered[-1]:.2f} · Λmax {d.lam[-1]:.2f}",
                        f"req/s served {d.served[-1]:.2f} Λ {d.lam[-1]:.2f}")
+        top = d.top("throughput", max(1e-3, float(np.nanmax([d.offered.max(), d.served.max(),
+                                                                d.lam.max()]))) * 1.15)
+        self.time_axis(plt, d.frame, top)
         self.line(plt, d.t, d.offered, "foreground", "offered")
         self.line(plt, d.t, d.served, "primary", "served")
         self.line(plt, d.t, d.lam, "error", "Λmax")
-        plt.ylim(0, max(1e-3, float(np.nanmax([d.offered.max(), d.served.max(), d.lam.max()]))) * 1.15)
+        plt.ylim(0, top)
 
 
 class LinkChart(Chart):
@@ -166,9 +249,11 @@ class LinkChart(Chart):
         u = d.egress_gbps[-1] / d.capacity_gbps[-1] if d.capacity_gbps[-1] > 0 else 0
         self.title(plt, f"link Gbps · egress {d.egress_gbps[-1]:.1f} of {d.capacity_gbps[-1]:.4g}"
                         f" ({u:.0%})", f"link {d.egress_gbps[-1]:.1f}/{d.capacity_gbps[-1]:.4g} Gbps")
+        top = d.top("link", max(1e-3, float(d.capacity_gbps.max())) * 1.1)
+        self.time_axis(plt, d.frame, top)
         self.line(plt, d.t, d.capacity_gbps, "error", "capacity")
         self.line(plt, d.t, d.egress_gbps, "primary", "egress")
-        plt.ylim(0, max(1e-3, float(d.capacity_gbps.max())) * 1.1)
+        plt.ylim(0, top)
 
 
 class CeilingsChart(Chart):
@@ -177,9 +262,10 @@ class CeilingsChart(Chart):
 
     def draw(self, plt: Any, d: LiveSeries) -> None:
         top = float(np.nanmax(np.where(np.isfinite(d.ceilings), d.ceilings, np.nan), initial=1.0))
-        top = max(top, 1e-3) * 1.15
+        top = d.top("ceilings", max(top, 1e-3) * 1.15)
         self.title(plt, f"ceilings req/s · binding: {STAGE_LABELS[d.binding[-1]]}",
                    f"binds: {STAGE_LABELS[d.binding[-1]]}")
+        self.time_axis(plt, d.frame, top)
         for st, row, col in zip(STAGES, d.ceilings, ("warning", "success", "foreground"), strict=True):
             if np.isfinite(row).any():
                 self.line(plt, d.t, finite(row, top), col, STAGE_LABELS[st])
@@ -193,14 +279,15 @@ class TTFTChart(Chart):
         txt = "-" if math.isnan(p90) else f"{format_duration(p50)} / {format_duration(p90)}"
         slo = f" · SLO {format_duration(d.ttft_slo)}" if d.ttft_slo else ""
         self.title(plt, f"TTFT s · p50/p90 {txt}{slo}", f"TTFT {txt}")
-        self.line(plt, d.t, d.ttft_p50, "primary", "p50")
-        self.line(plt, d.t, d.ttft_p90, "warning", "p90")
         vals = np.concatenate([d.ttft_p50, d.ttft_p90])
         top = float(np.nanmax(vals)) if np.isfinite(vals).any() else 1.0
+        top = d.top("ttft", max(top, d.ttft_slo or 0.0) * 1.15)
+        self.time_axis(plt, d.frame, top)
+        self.line(plt, d.t, d.ttft_p50, "primary", "p50")
+        self.line(plt, d.t, d.ttft_p90, "warning", "p90")
         if d.ttft_slo:
             plt.hline(d.ttft_slo, color=self.c("error"))
-            top = max(top, d.ttft_slo)
-        plt.ylim(0, top * 1.15)
+        plt.ylim(0, top)
 
 
 class QueueStrip(Static):

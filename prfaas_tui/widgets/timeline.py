@@ -1,5 +1,7 @@
 """The incident timeline against simulated time: a drill's scripted incidents or the ones
-injected by hand, each done, active or to come, and a drill's progress bar."""
+injected by hand, each done, active or to come, and a drill's progress bar. An active or coming
+incident also says when it starts relative to now, as the charts' time axis labels it (its
+shading begins there)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from collections.abc import Sequence
 from rich.text import Text
 
 from emulator.units import format_duration
+from prfaas_tui.timeaxis import relative_label
 from prfaas_tui.widgets.theme import SizedStatic, color
 
 
@@ -38,7 +41,8 @@ class DrillTimeline(SizedStatic):
             else:
                 mark, style = "✓", ""
             span = f"{format_duration(start)}" + (f"-{format_duration(stop)}" if stop else "")
-            out.append(f"\n{mark} {span} {label}", style=style)
+            when = "" if mark == "✓" else f" ({relative_label(start - now)})"
+            out.append(f"\n{mark} {span}{when} {label}", style=style)
         lines = out.plain.count("\n") + 1  # the height (auto) changes only with the lines:
         self.update(out, layout=lines != self._lines)  # a full layout per tick costs ~50 ms
         self._lines = lines
