@@ -23,6 +23,7 @@ from textual.screen import Screen
 
 from emulator.scenario import presets
 from emulator.scenario.scenario import Scenario
+from emulator.units import format_duration
 from prfaas_tui.errors import UsageError
 from prfaas_tui.live import load_drill
 from prfaas_tui.modelview import DEFAULT_SPEED
@@ -39,9 +40,9 @@ class PrfaasApp(App):
     TITLE = "prfaas-tui"
     CSS_PATH = "app.tcss"
     BINDINGS = [
-        Binding("f1", "help", "Help", show=False, id="help",
+        Binding("question_mark,f1", "help", "Help", show=False, id="help",
                 tooltip="Keys, knobs and the model's terms"),
-        Binding("q", "quit", "Quit", id="quit", tooltip="Quit prfaas-tui"),
+        Binding("q", "quit", "Quit", id="quit", tooltip="Quit prfaas-tui (during a drill it asks first)"),
     ]
 
     def __init__(self, preset: str | Scenario | None = None, *, live: bool = True,
@@ -90,6 +91,34 @@ class PrfaasApp(App):
                 if driver is not None:
                     driver.hold(INPUT_HOLD_S)
         await super().on_event(event)
+
+    async def _on_key(self, event: events.Key) -> None:
+        """A key typed on the dashboard ahead of a screen it pushed (a picker, a prompt) goes
+        to that screen, as the typist meant (the dashboard marks it: `typed_on`)."""
+        typed_on = getattr(event, "typed_on", None)
+        if typed_on is not None and typed_on is not self.screen and typed_on in self.screen_stack:
+            event.prevent_default()  # App._on_key (bindings) runs after this one unless told
+            (self.screen.focused or self.screen)._forward_event(
+                events.Key(event.key, event.character))
+
+    async def action_quit(self) -> None:
+        """Quit; during a drill (not yet at its scorecard) ask first: its run is lost."""
+        from prfaas_tui.screens.dashboard import Dashboard
+        from prfaas_tui.screens.prompt import ConfirmScreen
+
+        if isinstance(self.screen, ConfirmScreen):
+            return
+        dash = next((s for s in self.screen_stack if isinstance(s, Dashboard)), None)
+        drill = dash.drill if dash is not None and not dash.scored else None
+        if drill is None:
+            self.exit()
+            return
+        tick = dash.tick
+        at = f" at {format_duration(tick.snapshot.sim_time)}" if tick else ""
+        self.push_screen(ConfirmScreen(f"Quit during drill {drill.name}?",
+                                       f"the drill runs{at} of {format_duration(drill.duration)}"
+                                       "; quitting ends it without a scorecard"),
+                         lambda yes: self.exit() if yes else None)
 
     def action_help(self) -> None:
         from prfaas_tui.screens.help import HelpScreen

@@ -106,8 +106,10 @@ def parse_threshold(text: str, t_max: float) -> float:
         raise KnobInputError(f"t is a token count like 19400 or 32K (got {_got(text)})") from None
     if t != math.floor(t):
         lo = math.floor(t)
-        raise KnobInputError(f"t is a whole number of tokens: {text.strip()} is {t:g} "
-                             f"(try {lo} or {lo + 1})")
+        typed = text.strip()
+        value = "" if typed == f"{t:g}" else f" = {t:g} tokens"  # 2.5 says nothing more
+        raise KnobInputError(f"t is a whole number of tokens (got {typed}{value}: "
+                             f"try {lo} or {lo + 1})")
     if not 0 <= t <= t_max:
         raise KnobInputError(f"t is 0 to {format_tokens(t_max)} ({t_max:.0f}) tokens, the "
                              f"longest request (got {t:.0f})")

@@ -56,8 +56,12 @@ def test_bandwidth_with_units_and_a_sane_range():
 def test_t_takes_whole_tokens_only():
     assert parse_threshold("19400", 131072) == 19400
     assert parse_threshold("32K", 131072) == 32768
-    with pytest.raises(KnobInputError, match=r"whole number of tokens: 2.5 is 2.5 \(try 2 or 3\)"):
+    with pytest.raises(KnobInputError,
+                       match=r"^t is a whole number of tokens \(got 2.5: try 2 or 3\)$"):
         parse_threshold("2.5", 131072)
+    with pytest.raises(KnobInputError, match=r"^t is a whole number of tokens \(got 19.3K = "
+                                             r"19763.2 tokens: try 19763 or 19764\)$"):
+        parse_threshold("19.3K", 131072)
     with pytest.raises(KnobInputError, match=r"^t is 0 to 128K \(131072\) tokens"):
         parse_threshold("200K", 131072)
     with pytest.raises(KnobInputError, match="token count like"):
@@ -119,3 +123,13 @@ def test_fractional_tokens_are_refused_not_rounded(x):
 @given(st.floats(0.001, 100_000))
 def test_gbps_in_range_round_trip(g):
     assert parse_bandwidth_knob(f"{g!r} Gbps") == pytest.approx(g * GBPS)
+
+
+def test_an_empty_paradigm_is_refused_not_the_first():
+    from prfaas_tui.modelview import Refused
+    from prfaas_tui.widgets.controls import KNOB_BY_KEY
+
+    parse = KNOB_BY_KEY["paradigm"].parse
+    assert parse(None, "homo") == {"paradigm": "homogeneous"}
+    with pytest.raises(Refused, match="^paradigm must be one of"):
+        parse(None, "  ")

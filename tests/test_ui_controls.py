@@ -72,7 +72,7 @@ async def test_type_exact_t_with_validation():
         await pilot.press("ctrl+a", "ctrl+k", *"2M", "enter")
         assert "tokens, the longest request (got 2097152)" in screen_text(app)
         await pilot.press("ctrl+a", "ctrl+k", *"2.5", "enter")  # not silently 2
-        assert "t is a whole number of tokens: 2.5 is 2.5 (try 2 or 3)" in screen_text(app)
+        assert "t is a whole number of tokens (got 2.5: try 2 or 3)" in screen_text(app)
         await pilot.press("ctrl+a", "ctrl+k", *"20000", "enter")
         assert not isinstance(app.screen, ValuePrompt)
         assert dash(app).settings.scenario.t == 20000
@@ -310,7 +310,7 @@ async def test_inject_an_incident_by_hand():
         app, d = pilot.app, dash(pilot.app)
         await pilot.press("i")
         assert isinstance(app.screen, InjectPicker)
-        await pilot.press("enter")  # the first: the link browns out to 20%
+        await pilot.press("enter", "enter")  # the first, as the catalog has it: 20% of B_out
         assert d.tick.snapshot.incidents == ("link brownout to 20%",)
         await pilot.press("full_stop")
         assert d.tick.snapshot.link.capacity == pytest.approx(0.2 * 100e9 / 8)

@@ -108,10 +108,10 @@ def test_small_terminal_and_preset_flag(tmux):
     t.wait(r"▶ sim", "toy", r"pool 1\+2 = 3 of 3")
     t.keys("v")  # narrow: switch to the model view
     t.wait(r"Λmax \d")
-    t.keys("F1")
+    t.keys("?")
     t.wait(r"prfaas-tui help")
     t.keys("Escape")  # alone: ESC and a key in one burst read as alt+key
-    t.wait(r"f1 Help")
+    t.wait(r"\? Help .* v Model q Quit")  # the narrow footer: whole words, v hinted
     t.keys("q")
 
 

@@ -12,38 +12,50 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Horizontal, Vertical
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer, Header
+from textual.widgets import Header
 
 from emulator.effective import LiveState
 from emulator.figure5 import effective_figure5
 from emulator.model import OperatingPoint
 from emulator.paradigm import Paradigm
+from emulator.scenario.incidents import hand_keys
 from emulator.scenario.reader import PresetError
 from emulator.scenario.scenario import Scenario
 from emulator.scenario.writer import write_preset
 from emulator.stability import served_note
-from prfaas_tui.live import Driver, Tick, incident_kinds, load_drill
+from emulator.units import format_duration
+from prfaas_tui.live import (
+    END_ALL,
+    Driver,
+    Tick,
+    hand_incident,
+    incident_catalog,
+    incident_kinds,
+    load_drill,
+)
 from prfaas_tui.messages import EmulatorFailed, TickReady
 from prfaas_tui.metrics_export import default_export_dir, export_metrics
 from prfaas_tui.modelview import ModelView, Refused, Settings, step_speed
 from prfaas_tui.screens.compare import CompareScreen
-from prfaas_tui.screens.drills import DrillPicker, InjectPicker, ScorecardScreen
+from prfaas_tui.screens.drills import DrillPicker, IncidentForm, InjectPicker, ScorecardScreen
 from prfaas_tui.screens.events import EventsScreen
 from prfaas_tui.screens.new_preset import NewPresetScreen
 from prfaas_tui.screens.presets import PresetPicker
 from prfaas_tui.screens.prompt import ValuePrompt
 from prfaas_tui.session import Session
+from prfaas_tui.throttle import Coalesced, Toasts
 from prfaas_tui.widgets.controls import KNOB_BY_KEY, KNOBS, ControlPanel, Knob
 from prfaas_tui.widgets.live_charts import LiveCharts
 from prfaas_tui.widgets.model_panel import DecisionLog, ModelPanel, RouterPanel
 from prfaas_tui.widgets.pictures_view import PicturesView
 from prfaas_tui.widgets.plots import CeilingsVsTChart, Figure5Data, LambdaVsNpChart
-from prfaas_tui.widgets.status import StatusLine
+from prfaas_tui.widgets.status import KeyFooter, StatusLine
 from prfaas_tui.widgets.timeline import DrillTimeline
 from prfaas_tui.widgets.topology import TopologyStrip
 
@@ -52,11 +64,14 @@ if TYPE_CHECKING:
     from prfaas_tui.screens.plan import PlanChoice
 
 
+TICK_REDRAW_HZ = 5  # panels redraw from emulator ticks at most this often (wall clock)
+
+
 class Dashboard(Screen):
     CSS_PATH = "dashboard.tcss"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (130, "-wide")]
     BINDINGS = [
-        Binding("f1", "app.help", "Help", id="dashboard-help",  # first: always in the footer
+        Binding("question_mark,f1", "app.help", "Help", id="dashboard-help",  # first in the footer
                 tooltip="Keys, knobs and the model's terms"),
         Binding("space", "pause", "Pause", id="pause",
                 tooltip="Pause or resume the emulator's simulated clock"),
@@ -89,10 +104,10 @@ class Dashboard(Screen):
         Binding("d", "drills", "Drills", id="drills",
                 tooltip="Run an incident drill and get a scorecard"),
         Binding("i", "inject", "Incident", show=False, id="inject",
-                tooltip="Inject an incident by hand"),
+                tooltip="Inject an incident by hand: its depth, duration, count (drill ranges)"),
         Binding("c", "compare", "Compare", id="compare",
                 tooltip="Compare paradigms on the same seeded workload"),
-        Binding("v", "toggle_view", "View", show=False, id="view",
+        Binding("v", "toggle_view", "Model", id="view",  # in the footer below 130 columns
                 tooltip="Narrow terminals: switch between live charts and the model"),
         Binding("g", "toggle_pictures", "Pictures", show=False, id="pictures",
                 tooltip="Pictures: gauges, Λmax heat map over (t, N_p), length and TTFT CDFs"),
@@ -107,8 +122,11 @@ class Dashboard(Screen):
     ]
 
 
-    view: reactive[ModelView | None] = reactive(None, always_update=True, init=False)
-    tick: reactive[Tick | None] = reactive(None, always_update=True, init=False)
+    # repaint=False: the bound panels redraw themselves; a repaint of the screen would redraw
+    # every widget on it (a full-screen update, ~60 ms at 160x48) per tick and per key
+    view: reactive[ModelView | None] = reactive(None, always_update=True, init=False,
+                                                repaint=False)
+    tick: reactive[Tick | None] = reactive(None, always_update=True, init=False, repaint=False)
 
     def __init__(self, scenario: Scenario, *, live: bool = True, at: float | None = None,
                  speed: float = 20.0, seed: int | None = None, drill: Drill | None = None,
@@ -125,6 +143,9 @@ class Dashboard(Screen):
         self.at = at
         self.step_seconds = 1.0
         self._figure_key: Any = None  # what Figure 5 was last drawn at
+        self._redraw: Coalesced | None = None  # tick-driven redraws, throttled (on_mount)
+        self._model_asked = False  # a model-column redraw is scheduled (_model_later)
+        self._toasts: Toasts | None = None
         self.set_reactive(Dashboard.view, self.session.view)
 
     @property
@@ -151,19 +172,23 @@ class Dashboard(Screen):
                 yield DecisionLog(id="decisions").data_bind(Dashboard.tick)
             yield LiveCharts(self.session.point_at, live=self.live, id="live")
             with Vertical(id="model"):
-                yield ModelPanel(self.session, id="model-panel").data_bind(Dashboard.view,
-                                                                           Dashboard.tick)
+                yield ModelPanel(self.session, id="model-panel")  # fed by _show_model
                 with Container(id="fig5"):
                     yield LambdaVsNpChart(id="fig5a")
                     yield CeilingsVsTChart(id="fig5b")
             yield PicturesView(self.session, live=self.live, id="pictures")
         yield StatusLine(id="status")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
+        def spawn(coro: Any) -> Any:
+            return self.run_worker(coro, name="throttle", group="throttle")
+        self._redraw = Coalesced(self.sync, TICK_REDRAW_HZ, spawn=spawn)
+        self._toasts = Toasts(lambda text, kw: super(Dashboard, self).notify(text, **kw),
+                              spawn=spawn)
         self.app.sub_title = self.settings.scenario.name
         self.query_one(ControlPanel).focus()
-        self.show_figures()
+        self._show_model()
         self.query_one(StatusLine).show(None)
         self.query_one(LiveCharts).ttft_slo = self.settings.scenario.sim.slo_ttft
         self._start()
@@ -172,6 +197,12 @@ class Dashboard(Screen):
 
     def on_unmount(self) -> None:
         self.session.stop()
+
+    def on_key(self, event: events.Key) -> None:
+        """Mark where a key was typed: one typed ahead of a screen pushed from here (`i` then
+        `/loss` at once) reaches the app after that screen is on top, which hands it on
+        (PrfaasApp._on_key) rather than lose it."""
+        event.typed_on = self  # type: ignore[attr-defined]
 
     # -- the session -------------------------------------------------------------------------------
     def _start(self) -> None:
@@ -189,7 +220,7 @@ class Dashboard(Screen):
             self.tick = self.session.tick
 
     def watch_view(self, view: ModelView) -> None:
-        self.show_figures()
+        self._model_later()
 
     def watch_tick(self, tick: Tick | None) -> None:
         if tick is None:
@@ -202,9 +233,32 @@ class Dashboard(Screen):
         charts.note = (served_note(report, live.point.lambda_max)
                        if report is not None and live is not None else None)
         charts.show(tick)
-        self.show_figures()
+        self._model_later()
         self.query_one(TopologyStrip).show(self.session.effective)
         self.query_one(PicturesView).show()
+
+    def _model_later(self) -> None:
+        """The model column (panel and Figure 5) redraws after the frame that answers a key or
+        shows a tick: its recompute (TTFT, SLO-bound rate, the curves) is the costliest on
+        screen, so the knob's echo does not wait for it. Not live (tests, snapshots): now."""
+        if not self.live:
+            self._show_model()
+        elif not self._model_asked:
+            self._model_asked = True
+            self.call_after_refresh(self._show_model)
+
+    def _show_model(self) -> None:
+        """Give the model panel the current view and tick and redraw Figure 5, unless the
+        column is hidden (a narrow terminal showing the charts: `v` shows it)."""
+        self._model_asked = False
+        if not self.query_one("#model").display:
+            return
+        panel = self.query_one(ModelPanel)
+        if panel.view is not self.view or panel.tick is not self.tick:
+            panel.set_reactive(ModelPanel.view, self.view)
+            panel.set_reactive(ModelPanel.tick, self.tick)
+            panel.watch_view()
+        self.show_figures()
 
     def load_scenario(self, scenario: Scenario, drill: Drill | None = None, *,
                       paradigm: Paradigm = Paradigm.PRFAAS_PD, split: tuple[int, int] | None = None,
@@ -222,8 +276,20 @@ class Dashboard(Screen):
         self._start()
 
     def on_tick_ready(self, message: TickReady) -> None:
+        """Live, the panels follow ticks at most TICK_REDRAW_HZ times a second (a burst of
+        ticks is one redraw of the latest); a key's own change redraws at once (`request`)."""
         if self.session.take(message.tick):
-            self.sync()
+            if self.live and self._redraw is not None:
+                self._redraw()
+            else:
+                self.sync()
+
+    def notify(self, message: str, **kwargs: Any) -> None:  # type: ignore[override]
+        """Toasts, rate-limited when live (`Toasts`: a burst shows its first and its latest)."""
+        if self.live and self._toasts is not None:
+            self._toasts(message, **kwargs)
+        else:
+            super().notify(message, **kwargs)
 
     def on_emulator_failed(self, message: EmulatorFailed) -> None:
         if message.generation == self.session.generation:
@@ -386,6 +452,7 @@ class Dashboard(Screen):
 
     def action_toggle_view(self) -> None:
         self.toggle_class("-show-model")
+        self.call_after_refresh(self._show_model)  # once the new layout shows the column
 
     def action_toggle_pictures(self) -> None:
         """The pictures in place of the charts and the model (drawn only while shown)."""
@@ -393,6 +460,7 @@ class Dashboard(Screen):
         pictures = self.query_one(PicturesView)
         pictures.display = self.has_class("-pictures")
         pictures.show(now=True)
+        self.call_after_refresh(self._show_model)  # the model column, when it shows again
         if not pictures.display:  # a narrow screen hid the knobs with the pictures
             self.query_one(ControlPanel).focus()
 
@@ -440,11 +508,28 @@ class Dashboard(Screen):
                     f"{drill.duration:g} simulated seconds")
 
     def action_inject(self) -> None:
-        def done(kind: str | None) -> None:
-            if kind:
-                self.session.inject(kind)
+        """Pick an incident, then its parameters (IncidentForm), checked as a drill file's."""
+        ready = {label: (desc, inc) for label, desc, inc in incident_catalog()}
+
+        def started(incident: Any) -> None:
+            if incident is None:
+                return
+            self.session.inject(incident)
+            self.sync()
+            until = (f" for {format_duration(incident.duration)}" if incident.duration
+                     else " until you end it (i, end all)")
+            self.notify(f"incident: {incident.label}{until}")
+
+        def picked(label: str | None) -> None:
+            if label == END_ALL:
+                self.session.inject(END_ALL)
                 self.sync()
-        self.app.push_screen(InjectPicker(incident_kinds()), done)
+            elif label:
+                desc, inc = ready[label]
+                self.app.push_screen(IncidentForm(
+                    label, desc, hand_keys(inc), inc,
+                    lambda values: hand_incident(inc.kind, values, self.settings)), started)
+        self.app.push_screen(InjectPicker(incident_kinds()), picked)
 
     def action_compare(self) -> None:
         self.app.push_screen(CompareScreen(self.settings, live=self.live, seed=self.session.seed,

@@ -7,19 +7,23 @@ The drill logic (incident schedules, the scorecard) is the engine's (`emulator.s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from rich.table import Table
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Label, OptionList, Static
+from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from emulator.scenario.reader import PresetError
 from emulator.units import format_duration
 from prfaas_tui import live
+from prfaas_tui.screens.prompt import steady_input
+from prfaas_tui.widgets.filter_list import FilterList
 from prfaas_tui.widgets.theme import color
 
 
@@ -38,8 +42,9 @@ class _Picker(ModalScreen[str | None]):
         with Vertical(classes="frame"):
             yield Label(self.title_text, classes="title")
             if self.items or not self.empty:
-                yield OptionList(*[Option(Text.assemble((f"{n:<24}", "bold"), (d, "dim")), id=n)
-                                   for n, d in self.items], id=self.list_id)
+                yield FilterList([Option(Text.assemble((f"{n:<24}", "bold"), (d, "dim")), id=n)
+                                  for n, d in self.items], list_id=self.list_id,
+                                 blink=getattr(self.app, "live", True))
             else:
                 yield Static(self.empty, classes="help")
             yield Static(self.keys, classes="help")
@@ -52,6 +57,11 @@ class _Picker(ModalScreen[str | None]):
         event.stop()
         self.dismiss(event.option.id)
 
+    def on_key(self, event: events.Key) -> None:
+        """Keys typed ahead reach the screen before its list has the focus: filter with them."""
+        if self.query(FilterList) and self.query_one(FilterList).take(event):
+            event.stop()
+
 
 class DrillPicker(_Picker):
     """Lists the shipped drills; returns the chosen name."""
@@ -60,7 +70,7 @@ class DrillPicker(_Picker):
 
     def __init__(self) -> None:
         super().__init__("Run a drill: its scenario replaces the running one", live.list_drills(),
-                         "enter: start · esc: cancel",
+                         "enter: start · /: filter · esc: cancel",
                          empty="no drills shipped (presets/drills/*.toml)", list_id="drills")
 
 
@@ -71,7 +81,85 @@ class InjectPicker(_Picker):
 
     def __init__(self, kinds: Sequence[tuple[str, str]]) -> None:
         super().__init__("Inject an incident at the current simulated time", kinds,
-                         "enter: inject · esc: cancel")
+                         "enter: set its parameters · /: filter · esc: cancel")
+
+
+HAND_HINTS = {  # what a key means when typed by hand (its range is the kind's own check)
+    "duration": "how long; blank: until you end it (i, end all)",
+    "factor": "share of B_out the link delivers (brownout), or x offered rate (surge)",
+    "long_factor": "x the odds of a request longer than cut",
+    "cut": "tokens; blank: the preset's threshold t",
+    "count": "how many instances die",
+    "stage": "prfaas, pd-p or pd-d",
+    "low": "the trough, a share of B_out",
+    "cluster": "prfaas or pd; blank: both",
+}
+
+
+def typed_value(text: str) -> int | float | str:
+    """What a typed parameter is, as a TOML file would hold it: a whole number, a number, or
+    text (a duration like '5 min', a token count like '32K', a stage name), so the kind's own
+    parser and check see exactly what they see in a drill file."""
+    t = text.strip()
+    for conv in (int, float):
+        try:
+            return conv(t)
+        except ValueError:
+            pass
+    return t
+
+
+def shown(value: object) -> str:
+    """A ready-made incident's value, as the form shows it (blank: None)."""
+    if value is None:
+        return ""
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+class IncidentForm(ModalScreen[object | None]):
+    """The parameters of an incident to inject (depth, duration, count...), prefilled with the
+    catalog's; `build({key: value})` makes the incident or raises PresetError, whose one line
+    shows under the form, which stays open."""
+
+    CSS_PATH = "dialogs.tcss"
+    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="incident-cancel")]
+
+    def __init__(self, label: str, describe: str, keys: Sequence[str], ready: object,
+                 build: Callable[[dict[str, object]], object]) -> None:
+        super().__init__(classes="dialog")
+        self.label, self.describe, self.keys = label, describe, list(keys)
+        self.ready, self.build = ready, build
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="frame"):
+            yield Label(Text.assemble(("inject ", "bold"), self.label, (f" · {self.describe}",
+                                                                       "dim")), id="title")
+            for key in self.keys:
+                with Horizontal(classes="row"):
+                    yield Label(f"{key:>12} ", classes="help")
+                    yield steady_input(self, shown(getattr(self.ready, key, None)),
+                                       id=f"inc-{key}", placeholder=HAND_HINTS.get(key, ""))
+            yield Static("enter: inject now · tab: next · esc: cancel · the ranges are those of "
+                         "a drill file's [[incidents]]", classes="help")
+            yield Static("", id="error", classes="error")
+
+    def values(self) -> dict[str, object]:
+        """The typed parameters ({key: value}); a blank one is left out (its default)."""
+        out = {}
+        for key in self.keys:
+            text = self.query_one(f"#inc-{key}", Input).value
+            if text.strip():
+                out[key] = typed_value(text)
+        return out
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        try:
+            incident = self.build(self.values())
+        except PresetError as exc:
+            self.query_one("#error", Static).update(f"✗ {exc}")
+            return
+        self.dismiss(incident)
 
 
 METRICS = (  # scorecard key, label, format

@@ -1,4 +1,4 @@
-"""F1: every key (read from the bindings themselves, so help never drifts from the keymap) and
+"""? or F1: every key (read from the bindings themselves, so help never drifts from the keymap) and
 the model's vocabulary."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from prfaas_tui.widgets.controls import KNOBS, ControlPanel
+from prfaas_tui.widgets.filter_list import FilterList
 
 GLOSSARY = (
     ("t", "routing threshold: requests longer than t tokens prefill on PrfaaS"),
@@ -28,7 +29,8 @@ GLOSSARY = (
 
 def _pretty(key: str) -> str:
     names = {"full_stop": ".", "greater_than_sign": ">", "less_than_sign": "<", "space": "space",
-             "minus": "-", "plus": "+", "equals_sign": "=", "enter": "enter"}
+             "minus": "-", "plus": "+", "equals_sign": "=", "enter": "enter",
+             "question_mark": "?", "slash": "/"}
     return names.get(key, key)
 
 
@@ -44,7 +46,7 @@ def _table(title: str, rows: list[tuple[str, str]] | tuple[tuple[str, str], ...]
 
 class HelpScreen(ModalScreen[None]):
     CSS_PATH = "dialogs.tcss"
-    BINDINGS = [Binding("escape,f1,q", "dismiss", "Close", id="help-close")]
+    BINDINGS = [Binding("escape,question_mark,f1,q", "dismiss", "Close", id="help-close")]
 
     def __init__(self) -> None:
         super().__init__(classes="dialog")
@@ -53,7 +55,8 @@ class HelpScreen(ModalScreen[None]):
         from prfaas_tui.screens.dashboard import Dashboard
 
         rows: dict[str, str] = {}  # key -> what it does (a key bound twice is listed once)
-        for group in (Dashboard.BINDINGS, ControlPanel.BINDINGS, type(self.app).BINDINGS):
+        for group in (Dashboard.BINDINGS, ControlPanel.BINDINGS, FilterList.BINDINGS,
+                      type(self.app).BINDINGS):
             for b in group:
                 if isinstance(b, Binding):
                     keys = ", ".join(_pretty(k) for k in b.key.split(","))

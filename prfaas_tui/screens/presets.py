@@ -10,6 +10,7 @@ import tomllib
 from pathlib import Path
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -23,6 +24,7 @@ from emulator.scenario.scenario import Scenario
 from emulator.traces import TraceError
 from emulator.units import UnitError
 from prfaas_tui.screens.prompt import steady_input
+from prfaas_tui.widgets.filter_list import FilterList
 
 
 def user_presets(dirs: tuple[Path, ...] | None = None) -> list[tuple[str, str, Path]]:
@@ -56,7 +58,7 @@ class PresetPicker(ModalScreen[Scenario | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="picker-cancel")]
 
     def compose(self) -> ComposeResult:
-        options: list[Option | None] = []
+        options: list[Option] = []
         for title, rows in (("shipped", presets.list_presets()), ("yours", user_presets())):
             if rows:
                 options.append(Option(Text(title, style="bold"), disabled=True))
@@ -65,11 +67,11 @@ class PresetPicker(ModalScreen[Scenario | None]):
                                       id=str(path)))
         with Vertical(classes="frame"):
             yield Label("Load a preset: it replaces the running scenario", classes="title")
-            yield OptionList(*options, id="presets")
+            yield FilterList(options, list_id="presets", blink=getattr(self.app, "live", True))
             yield steady_input(self, placeholder="or type a path to a preset TOML and press enter",
                                id="path")
             yield Static("", id="error", classes="error")
-            yield Static("enter: load · tab: path · esc: cancel", classes="help")
+            yield Static("enter: load · /: filter · tab: path · esc: cancel", classes="help")
 
     def __init__(self) -> None:
         super().__init__(classes="dialog")
@@ -78,6 +80,11 @@ class PresetPicker(ModalScreen[Scenario | None]):
         ol = self.query_one(OptionList)
         ol.focus()
         ol.action_first()
+
+    def on_key(self, event: events.Key) -> None:
+        """Keys typed ahead reach the screen before its list has the focus: filter with them."""
+        if self.focused is None and self.query_one(FilterList).take(event):
+            event.stop()
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()

@@ -50,3 +50,25 @@ class ValuePrompt(ModalScreen[str | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """A yes/no question (quitting during a drill): y answers yes; n, esc answer no."""
+
+    CSS_PATH = "dialogs.tcss"
+    BINDINGS = [Binding("y", "answer(True)", "Yes", id="confirm-yes"),
+                Binding("n,escape", "answer(False)", "No", id="confirm-no")]
+
+    def __init__(self, question: str, detail: str = "") -> None:
+        super().__init__(classes="dialog")
+        self.question, self.detail = question, detail
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="frame"):
+            yield Label(self.question, id="title")
+            if self.detail:
+                yield Static(self.detail, classes="help")
+            yield Static("y: yes · n/esc: no", classes="help")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)

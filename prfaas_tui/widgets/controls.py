@@ -53,7 +53,7 @@ def _typed(key: str) -> Callable[[Settings, str], dict]:
 
 def _paradigm(text: str) -> dict:
     want = text.strip().lower()
-    for p in Paradigm:
+    for p in Paradigm if want else ():  # nothing typed matches nothing (not the first)
         if want in (p, p.label.lower()) or p.startswith(want):
             return {"paradigm": p}
     raise Refused(f"paradigm must be one of {', '.join(Paradigm)}")

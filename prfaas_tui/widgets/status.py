@@ -1,12 +1,21 @@
-"""The status line: simulated clock, pace, request accounting and the scheduler's last word.
+"""The status line and the key footer.
 
-On a narrow terminal the least important parts drop out first, so the clock and the
+The status line: what is wrong (incidents, instances down, the instability banner, the
+bottleneck), the simulated clock, pace, request accounting and the scheduler's last word. On a
+narrow terminal the least important parts drop out first, so what is wrong, the clock and the
 accounting (lost must read 0) always stay on screen.
+
+The footer (`KeyFooter`): Textual's, fitted to the width. Below 130 columns it keeps the keys
+that fit on one line, with `v` (the model view, which shares the middle with the charts there),
+and drops the command-palette key (help lists it), so nothing is cut mid-word.
 """
 
 from __future__ import annotations
 
 from rich.text import Text
+from textual.app import ComposeResult
+from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
 
 from prfaas_tui.live import Tick
 from prfaas_tui.widgets.controls import speed_text
@@ -42,9 +51,23 @@ class StatusLine(SizedStatic):
         s = tick.snapshot
         bad, ok = color(self, "text-error"), color(self, "text-success")
         pace = speed_text(tick.speed) + (f" (rtf {tick.rtf:.3g})" if tick.rtf is not None else "")
-        # (priority: lower stays longer, text, style), in display order
-        parts: list[tuple[int, str, str]] = [
+        # (priority: lower stays longer, text, style), in display order: what is wrong first
+        # (incidents, instances down, the instability banner, the bottleneck), so a narrow
+        # terminal keeps them and drops the accounting details
+        parts: list[tuple[int, str, str]] = []
+        if s.incidents:
+            parts.append((0, f"⚠ {', '.join(s.incidents)}", bad))
+        for text in instances_down(s):
+            parts.append((1, text, bad))
+        if banner:
+            parts.append((0, f"⚠ {banner}", f"bold {bad}"))
+        if note:
+            parts.append((0, note, bad))
+        if s.bottleneck:
+            parts.append((0, f"bottleneck {STAGE_LABELS.get(s.bottleneck, s.bottleneck)}", ""))
+        parts += [
             (0, ("⏸ " if tick.paused else "▶ ") + f"sim {clock(s.sim_time)}", "bold"),
+            (0, f"lost {s.lost}", f"bold {bad if s.lost else ok}"),
             (2, pace, ""),
             (1, f"in flight {s.in_flight:,}", ""),
             (1, f"done {s.completed:,}", ""),
@@ -52,17 +75,6 @@ class StatusLine(SizedStatic):
         ]
         if s.rejected:
             parts.append((1, f"rejected {s.rejected:,}", bad))
-        parts.append((0, f"lost {s.lost}", f"bold {bad if s.lost else ok}"))
-        if s.bottleneck:
-            parts.append((3, f"bottleneck {STAGE_LABELS.get(s.bottleneck, s.bottleneck)}", ""))
-        if s.incidents:
-            parts.append((1, f"⚠ {', '.join(s.incidents)}", bad))
-        for text in instances_down(s):
-            parts.append((1, text, bad))
-        if banner:
-            parts.append((0, f"⚠ {banner}", f"bold {bad}"))
-        if note:
-            parts.append((0, note, bad))
         if s.decisions:
             parts.append((5, " ".join(s.decisions[-1].split()), "dim"))
         room = max(self.size.width - 2, 40)
@@ -78,3 +90,25 @@ class StatusLine(SizedStatic):
                 out.append(" · " if len(out) else "")
                 out.append(text, style=style)
         self.update(out, layout=False)
+
+
+WIDE_ONLY_KEYS = frozenset({"full_stop", "c"})  # dropped from the footer below 130 columns
+NARROW_ONLY_KEYS = frozenset({"v"})  # `v` switches charts/model: only narrow layouts need it
+
+
+class KeyFooter(Footer):
+    """See the module docstring; the `-narrow`/`-wide` class of the screen decides."""
+
+    SCOPED_CSS = False  # the rules read the screen's width class
+    DEFAULT_CSS = """
+    .-narrow KeyFooter FooterKey.-wide-only { display: none; }
+    .-narrow KeyFooter FooterKey.-command-palette { display: none; }
+    .-wide KeyFooter FooterKey.-narrow-only { display: none; }
+    """
+
+    def compose(self) -> ComposeResult:
+        for widget in super().compose():
+            if isinstance(widget, FooterKey):
+                widget.set_class(widget.key in WIDE_ONLY_KEYS, "-wide-only")
+                widget.set_class(widget.key in NARROW_ONLY_KEYS, "-narrow-only")
+            yield widget

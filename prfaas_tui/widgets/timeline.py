@@ -18,6 +18,7 @@ class DrillTimeline(SizedStatic):
     """The incident timeline against simulated time: done, active, to come."""
 
     DEFAULT_CSS = "DrillTimeline { height: auto; padding: 0 1; display: none; }"
+    _lines = 0  # lines last shown
 
     def show(self, title: str, windows: Sequence[tuple[float, float | None, str]], now: float,
              end: float | None) -> None:
@@ -42,4 +43,6 @@ class DrillTimeline(SizedStatic):
             span = f"{format_duration(start)}" + (f"-{format_duration(stop)}" if stop else "")
             when = "" if mark == "✓" else f" ({relative_label(start - now)})"
             out.append(f"\n{mark} {span}{when} {label}", style=style)
-        self.update(out)
+        lines = out.plain.count("\n") + 1  # the height (auto) changes only with the lines:
+        self.update(out, layout=lines != self._lines)  # a full layout per tick costs ~50 ms
+        self._lines = lines
