@@ -42,7 +42,8 @@ class _Picker(ModalScreen[str | None]):
         with Vertical(classes="frame"):
             yield Label(self.title_text, classes="title")
             if self.items or not self.empty:
-                yield FilterList([Option(Text.assemble((f"{n:<24}", "bold"), (d, "dim")), id=n)
+                width = max((len(n) for n, _ in self.items), default=0) + 2  # names never run on
+                yield FilterList([Option(Text.assemble((n.ljust(width), "bold"), (d, "dim")), id=n)
                                   for n, d in self.items], list_id=self.list_id,
                                  blink=getattr(self.app, "live", True))
             else:
