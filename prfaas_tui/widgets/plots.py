@@ -290,6 +290,13 @@ class TTFTChart(Chart):
         plt.ylim(0, top)
 
 
+def queue_label(stage: str, value: str, width: int) -> str:
+    """'PD-P queue 3', or 'PD-P 3' where the cell is too narrow: the number is what an operator
+    reads, so the word goes first (at 80 columns a cell is 12 wide and the number wrapped away)."""
+    full = f"{stage} queue {value}"
+    return full if width <= 0 or len(full) <= width else f"{stage} {value}"
+
+
 class QueueStrip(Static):
     """Queue depth per stage and bytes queued on the link, as Sparklines."""
 
@@ -297,7 +304,7 @@ class QueueStrip(Static):
     QueueStrip { layout: grid; grid-size: 4; grid-gutter: 0 1; height: 3; }
     QueueStrip > .q { height: 3; }
     QueueStrip Sparkline { height: 2; }
-    QueueStrip Static { height: 1; }
+    QueueStrip Static { height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     def compose(self):
@@ -309,13 +316,13 @@ class QueueStrip(Static):
                 yield Sparkline([0], id=f"qs-{key}")
 
     def show(self, d: LiveSeries) -> None:
+        values = {key: f"{d.queues[key][-1]:.0f}" for key in STAGES}
+        values["link"] = format_bytes(d.link_queue[-1])
+        for key, value in values.items():
+            label = self.query_one(f"#ql-{key}", Static)
+            label.update(queue_label(STAGE_LABELS[key], value, label.size.width), layout=False)
         for key in STAGES:
-            q = d.queues[key]
-            self.query_one(f"#ql-{key}", Static).update(f"{STAGE_LABELS[key]} queue {q[-1]:.0f}",
-                                                        layout=False)
-            self.query_one(f"#qs-{key}", Sparkline).data = list(q[-60:])
-        self.query_one("#ql-link", Static).update(f"link queue {format_bytes(d.link_queue[-1])}",
-                                                  layout=False)
+            self.query_one(f"#qs-{key}", Sparkline).data = list(d.queues[key][-60:])
         self.query_one("#qs-link", Sparkline).data = list(d.link_queue[-60:])
 
 
