@@ -143,9 +143,10 @@ class ModelPanel(Static):
                       f"Eq.8 {num(op.eq8_residual, '{:+.3f}')}")]
         if not s.paradigm.threshold_routing:
             lines.append(Text("t, N_p, N_d do not apply to this paradigm", style=dim))
-        lines.append(Text.assemble(("TTFT ", "bold"), f"P50 {num(lt.p50)} · P90 {num(lt.p90)} s  ",
-                                   (f"P90≤{lt.target:g}s to {lt.slo_rate:.2f}/s",
-                                    hot if settings_over(s.rate, lt.slo_rate) else dim)))
+        # Two lines: one wrapped mid-phrase ("P90≤10s to" / "1.86/s") in a 46-column panel.
+        lines.append(Text.assemble(("TTFT ", "bold"), f"P50 {num(lt.p50)} · P90 {num(lt.p90)} s"))
+        lines.append(Text(f"SLO P90≤{lt.target:g}s holds to {lt.slo_rate:.2f} req/s",
+                          style=hot if settings_over(s.rate, lt.slo_rate) else dim))
         return lines
 
     def _render_view(self, v: ModelView) -> Group:
