@@ -25,7 +25,12 @@ def settle(emu, extra=3000.0):
     emu.set_rate_multiplier("test", None)
     emu.set_link_factor("test", None)
     emu.change(rate=0.0)
+    # A backlog built at 5 req/s on one decode instance (hundreds of requests) needs longer than
+    # `extra` to drain at the toy's capacity: wait on simulated time until it has, within a bound.
+    end = emu.now + 40 * extra
     emu.run_until(emu.now + extra)
+    while emu.accounting.in_flight and emu.now < end:
+        emu.run_until(emu.now + extra)
 
 
 def test_role_change_drains_before_switching():
