@@ -297,6 +297,21 @@ def queue_label(stage: str, value: str, width: int) -> str:
     return full if width <= 0 or len(full) <= width else f"{stage} {value}"
 
 
+class QueueLabel(Static):
+    """A stage's queue label, worded for the width it is drawn at (known only at render)."""
+
+    def __init__(self, stage: str, **kw: Any) -> None:
+        super().__init__(stage, **kw)
+        self.stage, self.value = stage, ""
+
+    def set_value(self, value: str) -> None:
+        self.value = value
+        self.refresh(layout=False)
+
+    def render(self) -> str:
+        return queue_label(self.stage, self.value, self.size.width) if self.value else self.stage
+
+
 class QueueStrip(Static):
     """Queue depth per stage and bytes queued on the link, as Sparklines."""
 
@@ -304,7 +319,7 @@ class QueueStrip(Static):
     QueueStrip { layout: grid; grid-size: 4; grid-gutter: 0 1; height: 3; }
     QueueStrip > .q { height: 3; }
     QueueStrip Sparkline { height: 2; }
-    QueueStrip Static { height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
+    QueueStrip QueueLabel { height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     def compose(self):
@@ -312,15 +327,14 @@ class QueueStrip(Static):
 
         for key in (*STAGES, "link"):
             with Vertical(classes="q"):
-                yield Static(STAGE_LABELS[key], id=f"ql-{key}")
+                yield QueueLabel(STAGE_LABELS[key], id=f"ql-{key}")
                 yield Sparkline([0], id=f"qs-{key}")
 
     def show(self, d: LiveSeries) -> None:
         values = {key: f"{d.queues[key][-1]:.0f}" for key in STAGES}
         values["link"] = format_bytes(d.link_queue[-1])
         for key, value in values.items():
-            label = self.query_one(f"#ql-{key}", Static)
-            label.update(queue_label(STAGE_LABELS[key], value, label.size.width), layout=False)
+            self.query_one(f"#ql-{key}", QueueLabel).set_value(value)
         for key in STAGES:
             self.query_one(f"#qs-{key}", Sparkline).data = list(d.queues[key][-60:])
         self.query_one("#qs-link", Sparkline).data = list(d.link_queue[-60:])
