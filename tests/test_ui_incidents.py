@@ -222,3 +222,33 @@ async def test_panel_ttft_is_the_latency_model_at_the_live_state(drill):
         await pilot.pause()
         now = d.settings.scenario
         assert (now.t, now.n_p, now.n_d) == pytest.approx((t, n_p, n_d))
+
+
+async def drill_split_after(keys: tuple[str, ...] = (), until: float = 900.0):
+    """link-brownout from 1 s with the split set by hand to 2/6, then `keys`; the snapshot at
+    `until`."""
+    app = PrfaasApp(drill="link-brownout", live=False, at=1.0)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        d = dash(app)
+        assert d.request(n_p=2, n_d=6)
+        await pilot.pause()
+        for key in keys:
+            await pilot.press(key)
+            await pilot.pause()
+        d.session.step(until - d.tick.snapshot.sim_time)
+        d.sync()
+        await pilot.pause()
+        return d.tick.snapshot, screen_text(app)
+
+
+async def test_a_split_set_by_hand_is_pinned_and_left_alone():
+    snap, text = await drill_split_after()
+    assert (snap.knobs.n_p, snap.knobs.n_d) == (2, 6) and snap.scheduler_enabled
+    assert "split" in snap.pinned and "pin" in text and "split" in text
+
+
+async def test_u_releases_the_pins_and_the_scheduler_moves_the_split_again():
+    snap, _ = await drill_split_after(("U",))
+    assert snap.pinned == () and snap.scheduler_enabled
+    assert (snap.knobs.n_p, snap.knobs.n_d) != (2, 6)  # the scheduler converted toward its optimum
