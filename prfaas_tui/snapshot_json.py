@@ -5,6 +5,8 @@ and the stability report (emulator.stability); the CLI only runs the emulation a
 Keys (issue 12): sim_time, knobs, stable, unstable_stages, and `effective` / `nominal` model
 points, each with lambda_max, binding, prfaas_term, ceilings {prfaas, pd-p, pd-d},
 link_capacity_gbps and alive {prfaas, pd-p, pd-d}. No inf or nan: an unbounded ceiling is null.
+Also per stage what the router sent and what left served (`stages`), and the scheduler's state
+and the run's recent events, structured (`scheduler`, `events`: the events view's rows).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 from emulator.effective import EffectiveView, point_summary
 from emulator.stability import StabilityReport, served_note
 from emulator.units import to_gbps
+from prfaas_tui.events import events_of
 
 SCHEMA_VERSION = 1
 
@@ -28,6 +31,23 @@ def model_block(view: EffectiveView, *, effective: bool) -> dict[str, Any]:
     points = view.effective if effective else view.nominal
     out = point_summary(points[view.driving], view.state, effective=effective)
     out["lambda_max_by_mode"] = {m: op.lambda_max for m, op in points.items()}
+    return out
+
+
+def stage_block(snap: Any, report: StabilityReport | None) -> dict[str, dict[str, Any]]:
+    """Per stage: instances taking work and down, queue, utilization, served rate; with a
+    stability report, the routed rate (req/s entering: served + backlog growth), its load on
+    the stage's Theta and the queue's growth (req/s)."""
+    out = {}
+    for name, st in snap.stages.items():
+        row: dict[str, Any] = {"instances": int(st.instances), "failed": int(st.failed),
+                               "queue": int(st.queue), "utilization": _num(st.utilization),
+                               "served_rate": _num(st.served_rate)}
+        judged = report.stages.get(name) if report is not None else None
+        if judged is not None:
+            row |= {"routed_rate": _num(judged.routed_rate), "load": _num(judged.load),
+                    "queue_growth": _num(judged.queue.slope), "growing": judged.growing}
+        out[name] = row
     return out
 
 
@@ -57,4 +77,11 @@ def snapshot_json(snap: Any, view: EffectiveView, report: StabilityReport | None
             "lambda_max": opt.lambda_max, "binding": opt.binding},
         "differences": [d.text for d in view.differences],
         "incidents": list(getattr(snap, "incidents", ())),
+        "stages": stage_block(snap, report),
+        "routed_share": None if report is None else _num(report.routed_share),
+        "scheduler": {"enabled": getattr(snap, "scheduler_enabled", None),
+                      "pinned": list(getattr(snap, "pinned", ())),
+                      "last": getattr(snap, "scheduler_last", None)},
+        "events": [{"t": e.t, "kind": e.kind, "text": e.text, "change": e.change}
+                   for e in events_of(getattr(snap, "decisions", ()))],
     }

@@ -64,3 +64,27 @@ def test_mid_loss_json_counts_two_of_four(loss):
     assert eff["lambda_max_by_mode"]["paper"] != eff["lambda_max_by_mode"]["exact"]
     assert out["optimum"]["lambda_max"] > eff["lambda_max"]
     assert out["differences"][0] == "PrfaaS 2 of 4 alive (2 down)"
+
+
+def test_stages_carry_routed_rates_and_the_events_are_structured(brownout, loss):
+    """What the router sent per stage (not what left served), the scheduler's state, and the
+    incident and the scheduler's decisions as rows with a kind."""
+    for probe in (brownout, loss):
+        out = _json(probe)
+        stages, report = out["stages"], assess(probe.rows, effective_view(probe.system,
+                                                                         probe.state).point)
+        assert set(stages) == {"prfaas", "pd-p", "pd-d"}
+        for name, row in stages.items():
+            assert row["routed_rate"] == pytest.approx(report.stages[name].routed_rate)
+            assert row["served_rate"] == pytest.approx(probe.snapshot.stages[name].served_rate)
+            assert row["growing"] == (name in out["unstable_stages"])
+        # the router sends every request to PD-D, and to PrfaaS or PD-P: the two prefill
+        # paths together carry what PD-D gets
+        assert (stages["prfaas"]["routed_rate"] + stages["pd-p"]["routed_rate"]
+                == pytest.approx(stages["pd-d"]["routed_rate"], rel=0.15))
+        assert out["routed_share"] == pytest.approx(report.routed_share)
+        kinds = {e["kind"] for e in out["events"]}
+        assert "incident" in kinds and all(e["kind"] in ("knob", "incident", "scheduler")
+                                           for e in out["events"])
+        assert out["scheduler"]["enabled"] == probe.snapshot.scheduler_enabled
+    assert _json(loss)["stages"]["prfaas"]["failed"] == 2
