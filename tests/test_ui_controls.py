@@ -203,7 +203,7 @@ async def test_apply_slo_optimum_key():
     async with app_at("paper-case-study").run_test(size=SIZE) as pilot:
         app, d = pilot.app, dash(pilot.app)
         lt = d.view.latency
-        assert "TTFT P50" in screen_text(app) and f"P90≤{lt.target:g}s" in screen_text(app)
+        assert "TTFT P50" in screen_text(app) and f"SLO≤{lt.target:g}s" in screen_text(app)
         best = lt.slo_optimum
         await pilot.press("O")
         sc = d.settings.scenario

@@ -143,10 +143,13 @@ class ModelPanel(Static):
                       f"Eq.8 {num(op.eq8_residual, '{:+.3f}')}")]
         if not s.paradigm.threshold_routing:
             lines.append(Text("t, N_p, N_d do not apply to this paradigm", style=dim))
-        # Two lines: one wrapped mid-phrase ("P90≤10s to" / "1.86/s") in a 46-column panel.
-        lines.append(Text.assemble(("TTFT ", "bold"), f"P50 {num(lt.p50)} · P90 {num(lt.p90)} s"))
-        lines.append(Text(f"SLO P90≤{lt.target:g}s holds to {lt.slo_rate:.2f} req/s",
-                          style=hot if settings_over(s.rate, lt.slo_rate) else dim))
+        # One line that fits the 46-column panel and never wraps mid-phrase (the panel's height
+        # is fixed: a second line pushed the SLO optimum off it during an incident).
+        line = Text.assemble(("TTFT ", "bold"), f"P50 {num(lt.p50)} · P90 {num(lt.p90)} s · ",
+                             (f"SLO≤{lt.target:g}s {lt.slo_rate:.2f}/s",
+                              hot if settings_over(s.rate, lt.slo_rate) else dim))
+        line.no_wrap, line.overflow = True, "ellipsis"
+        lines.append(line)
         return lines
 
     def _render_view(self, v: ModelView) -> Group:
