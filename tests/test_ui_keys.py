@@ -158,6 +158,34 @@ async def test_inject_an_instance_loss_with_a_count():
         assert "3 prfaas instances lost" in d.tick.snapshot.incidents
 
 
+def burst(app, *keys: str) -> None:
+    """Keys as a terminal delivers them, all at once (tmux send-keys): none waits on another."""
+    from textual import events
+
+    for key in keys:
+        char = {"space": " "}.get(key, key if len(key) == 1 else None)
+        app._driver.send_message(events.Key(key, char))
+
+
+async def test_keys_right_after_tab_land_in_the_next_field_in_order():
+    """`Tab BSpace 3` at once: the focus moves before the next key is routed, backspace clears
+    the newly selected field before the 3 is typed (it went to the old field, or was deleted)."""
+    async with PrfaasApp("paper-case-study", live=False, at=30).run_test(size=SIZE) as pilot:
+        form = await _open_form(pilot, "brownout")
+        assert pilot.app.focused is form.query_one("#inc-duration")
+        burst(pilot.app, "tab", "backspace", "0", ".", "3")
+        await pilot.pause()
+        await pilot.pause()
+        assert pilot.app.focused is form.query_one("#inc-factor")
+        assert (form.query_one("#inc-duration").value, form.query_one("#inc-factor").value) \
+            == ("", "0.3")
+        # back to duration; "2 min" typed, its 2 made a 5 (bound keys and typed ones in order)
+        burst(pilot.app, "shift+tab", "2", "space", "m", "i", "n", "home", "delete", "5")
+        await pilot.pause()
+        await pilot.pause()
+        assert form.values() == {"duration": "5 min", "factor": 0.3}
+
+
 def drill_message(incident: dict) -> str:
     """What a drill file with this incident is refused with (its key path stripped)."""
     data = {"preset": "paper-case-study", "incidents": [{"at": "1 min", "duration": "1 min",

@@ -22,7 +22,7 @@ from textual.widgets.option_list import Option
 from emulator.scenario.reader import PresetError
 from emulator.units import format_duration
 from prfaas_tui import live
-from prfaas_tui.screens.prompt import steady_input
+from prfaas_tui.screens.prompt import FIELD_KEYS, steady_input
 from prfaas_tui.widgets.filter_list import FilterList
 from prfaas_tui.widgets.theme import color
 
@@ -123,7 +123,7 @@ class IncidentForm(ModalScreen[object | None]):
     shows under the form, which stays open."""
 
     CSS_PATH = "dialogs.tcss"
-    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="incident-cancel")]
+    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="incident-cancel")] + FIELD_KEYS
 
     def __init__(self, label: str, describe: str, keys: Sequence[str], ready: object,
                  build: Callable[[dict[str, object]], object]) -> None:

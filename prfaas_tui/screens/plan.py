@@ -27,7 +27,7 @@ from emulator.units import format_duration
 from prfaas_tui.errors import UsageError
 from prfaas_tui.modelview import Refused, Settings
 from prfaas_tui.screens.presets import load_any
-from prfaas_tui.screens.prompt import steady_input
+from prfaas_tui.screens.prompt import FIELD_KEYS, steady_input
 from prfaas_tui.widgets.pareto import ParetoChart, ParetoData
 
 COLUMNS = ("#", "candidate", "goodput", "95% band", "Λmax", "util", "cost/h", "per $/h")
@@ -156,7 +156,7 @@ class PlanScreen(ModalScreen[PlanChoice | None]):
 
     CSS_PATH = "dialogs.tcss"
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
-    BINDINGS = [Binding("escape", "cancel", "Close", id="plan-close")]
+    BINDINGS = [Binding("escape", "cancel", "Close", id="plan-close")] + FIELD_KEYS
 
     def __init__(self, path: str | None = None, *, running: Scenario | None = None,
                  running_name: str | None = None) -> None:

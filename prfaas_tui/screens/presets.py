@@ -23,7 +23,7 @@ from emulator.scenario.reader import PresetError
 from emulator.scenario.scenario import Scenario
 from emulator.traces import TraceError
 from emulator.units import UnitError
-from prfaas_tui.screens.prompt import steady_input
+from prfaas_tui.screens.prompt import FIELD_KEYS, steady_input
 from prfaas_tui.widgets.filter_list import FilterList
 
 
@@ -55,7 +55,7 @@ def load_any(name_or_path: str | Path) -> Scenario:
 
 class PresetPicker(ModalScreen[Scenario | None]):
     CSS_PATH = "dialogs.tcss"
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="picker-cancel")]
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="picker-cancel")] + FIELD_KEYS
 
     def compose(self) -> ComposeResult:
         options: list[Option] = []
