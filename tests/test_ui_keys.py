@@ -223,12 +223,31 @@ async def test_narrow_status_line_and_footer_read_cleanly():
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         *_, status, footer = screen_text(app).splitlines()
-        assert status.lstrip().startswith("⚠ link brownout to 20% · bottleneck link · ▶ sim")
+        assert status.lstrip().startswith("⚠ link brownout to 20% · busiest link (measured) · ▶ sim")
         assert "lost 0" in status
         for key in ("? Help", "space Pause", "v Model", "d Drills", "q Quit"):
             assert key in footer
         assert "palette" not in footer and "Compare" not in footer and "▏" not in footer
         assert len(footer.rstrip()) <= 80
+
+
+async def test_the_measured_busiest_stage_is_not_called_what_the_model_binds():
+    """Mid prfaas-loss the emulator measures one stage busiest while the model at the live
+    state has another bind: the status line says which notion it shows, help defines both."""
+    from prfaas_tui.screens.help import GLOSSARY
+    from prfaas_tui.widgets.model_panel import STAGE_LABELS
+
+    app = PrfaasApp(drill="prfaas-loss", live=False, at=MID)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        d = dash(app)
+        *_, status, _footer = screen_text(app).splitlines()
+        measured, binding = d.tick.snapshot.bottleneck, d.session.effective.point.binding
+        assert f"busiest {STAGE_LABELS[measured]} (measured)" in status
+        assert f"{STAGE_LABELS[binding]} binds" in screen_text(app)
+        assert "bottleneck" not in screen_text(app)
+        words = dict(GLOSSARY)
+        assert "Λmax" in words["binds"] and "measured" in words["busiest"]
 
 
 async def test_wide_footer_keeps_compare_and_the_palette_but_not_v():
@@ -237,4 +256,4 @@ async def test_wide_footer_keeps_compare_and_the_palette_but_not_v():
         await pilot.pause()
         *_, status, footer = screen_text(app).splitlines()
         assert "c Compare" in footer and "^p palette" in footer and "v Model" not in footer
-        assert status.lstrip().startswith("⚠ link brownout to 20% · bottleneck link")
+        assert status.lstrip().startswith("⚠ link brownout to 20% · busiest link (measured)")
