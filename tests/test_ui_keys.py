@@ -5,7 +5,7 @@ drill asks first, incidents injected by hand take parameters checked as a drill 
 from __future__ import annotations
 
 import pytest
-from test_ui_support import dash, screen_text
+from test_ui_support import burst, dash, screen_text
 
 from emulator.scenario.drills import drill_from_dict
 from emulator.scenario.presets import presets_dir
@@ -156,15 +156,6 @@ async def test_inject_an_instance_loss_with_a_count():
         await pilot.press("full_stop")
         assert d.tick.snapshot.stages["prfaas"].failed == 3
         assert "3 prfaas instances lost" in d.tick.snapshot.incidents
-
-
-def burst(app, *keys: str) -> None:
-    """Keys as a terminal delivers them, all at once (tmux send-keys): none waits on another."""
-    from textual import events
-
-    for key in keys:
-        char = {"space": " "}.get(key, key if len(key) == 1 else None)
-        app._driver.send_message(events.Key(key, char))
 
 
 async def test_keys_right_after_tab_land_in_the_next_field_in_order():

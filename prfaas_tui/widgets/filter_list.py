@@ -19,21 +19,28 @@ from textual.widgets.option_list import Option
 
 def _plain(option: Option) -> str:
     prompt = option.prompt
-    return (prompt.plain if isinstance(prompt, Text) else str(prompt)).lower()
+    return prompt.plain if isinstance(prompt, Text) else str(prompt)
+
+
+def matches(text: str, typed: str) -> bool:
+    """Whether a filter holding `typed` keeps a row reading `text`: it contains what was typed,
+    case and surrounding blanks aside (blank keeps everything). Every filter of the dashboard's
+    lists and tables asks this, so they all narrow alike."""
+    needle = typed.strip().lower()
+    return needle in text.lower()
 
 
 def narrowed(options: Sequence[Option], text: str) -> list[Option]:
     """The options containing `text`; a disabled option is a group heading, kept while one of
     the options under it (up to the next heading) matches."""
-    needle = text.strip().lower()
-    if not needle:
+    if not text.strip():
         return list(options)
     out: list[Option] = []
     heading: Option | None = None
     for opt in options:
         if opt.disabled:
             heading = opt
-        elif needle in _plain(opt):
+        elif matches(_plain(opt), text):
             if heading is not None:
                 out.append(heading)
                 heading = None
