@@ -32,7 +32,7 @@ from prfaas_tui.errors import UsageError
 from prfaas_tui.modelview import Refused, Settings
 from prfaas_tui.screens.presets import load_any
 from prfaas_tui.screens.prompt import FIELD_KEYS, steady_input
-from prfaas_tui.widgets.filter_list import matches
+from prfaas_tui.text_filter import matches
 from prfaas_tui.widgets.pareto import ParetoChart, ParetoData
 
 COLUMNS = ("#", "candidate", "goodput", "95% band", "Λmax", "util", "cost/h", "per $/h")

@@ -16,18 +16,12 @@ from textual.containers import Vertical
 from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
 
+from prfaas_tui.text_filter import matches
+
 
 def _plain(option: Option) -> str:
     prompt = option.prompt
     return prompt.plain if isinstance(prompt, Text) else str(prompt)
-
-
-def matches(text: str, typed: str) -> bool:
-    """Whether a filter holding `typed` keeps a row reading `text`: it contains what was typed,
-    case and surrounding blanks aside (blank keeps everything). Every filter of the dashboard's
-    lists and tables asks this, so they all narrow alike."""
-    needle = typed.strip().lower()
-    return needle in text.lower()
 
 
 def narrowed(options: Sequence[Option], text: str) -> list[Option]:
