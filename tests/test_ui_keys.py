@@ -8,9 +8,10 @@ import pytest
 from test_ui_support import burst, dash, screen_text
 
 from emulator.scenario.drills import drill_from_dict
-from emulator.scenario.presets import presets_dir
+from emulator.scenario.presets import list_presets, presets_dir
 from emulator.scenario.reader import PresetError
 from prfaas_tui.app import PrfaasApp
+from prfaas_tui.live import list_drills
 from prfaas_tui.screens.drills import DrillPicker, IncidentForm, InjectPicker
 from prfaas_tui.screens.help import HelpScreen
 from prfaas_tui.screens.presets import PresetPicker
@@ -86,6 +87,30 @@ async def test_slash_filters_the_preset_picker_and_keeps_its_heading():
         assert listed(picker) == []
         await pilot.press("enter")  # nothing to pick: the picker stays
         assert pilot.app.screen is picker
+
+
+@pytest.mark.parametrize("key,names", [
+    ("p", lambda: [name for name, _, _ in list_presets()]),
+    ("d", lambda: [name for name, _ in list_drills()]),
+])
+async def test_picker_descriptions_wrap_under_themselves_at_80_columns(key, names):
+    """A description too long for 80 columns goes on under the description column: a wrapped
+    line starting under the names read as a row of its own."""
+    names = names()
+    width = max(map(len, names))
+    async with PrfaasApp("toy", live=False, at=10).run_test(size=(80, 24)) as pilot:
+        await pilot.press(key)
+        lines = screen_text(pilot.app).splitlines()
+        top = next(i for i, ln in enumerate(lines) if "▊▔" in ln)  # the list's box
+        bottom = next(i for i, ln in enumerate(lines) if "▊▁" in ln)
+        rows = [ln.split("▊ ", 1)[1].rsplit("▎", 1)[0] for ln in lines[top + 1:bottom]]
+        starts = [r for r in rows if r.split() and r.split()[0] in names]
+        wrapped = [r for r in rows if r not in starts and r.strip() not in ("", "shipped", "yours")]
+        assert len(starts) == len(names) and wrapped  # some do wrap at this width
+        for r in starts:  # the descriptions line up: one column for all names
+            assert r[width:width + 2] == "  " and r[width + 2] != " "
+        for r in wrapped:
+            assert r[:width + 2].strip() == "", r
 
 
 async def test_quit_during_a_drill_asks_first(monkeypatch):
