@@ -16,6 +16,8 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from prfaas_tui.text_filter import matches
+
 _DECISION = re.compile(r"^\s*(-?[0-9]+(?:\.[0-9]*)?)s (.*)$")
 KINDS = ("knob", "incident", "scheduler")
 # what the engine notes (Emulation.note) -> kind: incidents (and what they do, a cache flush),
@@ -67,9 +69,8 @@ def events_of(lines: Iterable[str]) -> list[Event]:
 
 
 def select(events: Sequence[Event], kinds: Collection[str] = KINDS, text: str = "") -> list[Event]:
-    """The events of these kinds whose text holds `text` (case-insensitive)."""
-    needle = text.strip().lower()
-    return [e for e in events if e.kind in kinds and needle in e.text.lower()]
+    """The events of these kinds whose text holds `text` (the dashboard's one text filter)."""
+    return [e for e in events if e.kind in kinds and matches(e.text, text)]
 
 
 EXPORT_SUFFIXES = (".jsonl", ".csv")

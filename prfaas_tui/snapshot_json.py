@@ -4,7 +4,9 @@ A pure builder from an engine snapshot (duck-typed), the effective view (emulato
 and the stability report (emulator.stability); the CLI only runs the emulation and prints this.
 Keys (issue 12): sim_time, knobs, stable, unstable_stages, and `effective` / `nominal` model
 points, each with lambda_max, binding, prfaas_term, ceilings {prfaas, pd-p, pd-d},
-link_capacity_gbps and alive {prfaas, pd-p, pd-d}. No inf or nan: an unbounded ceiling is null.
+link_capacity_gbps and alive {prfaas, pd-p, pd-d}. `binding` is the model's: the stage whose
+ceiling is Λmax, which "binds"; the emulator's measured busiest stage (the status line's
+"busiest X (measured)") is not in this object. No inf or nan: an unbounded ceiling is null.
 Also per stage what the router sent and what left served (`stages`), and the scheduler's state
 and the run's recent events, structured (`scheduler`, `events`: the events view's rows).
 """

@@ -122,7 +122,7 @@ def test_readable_summary_and_csv(capsys, tmp_path):
     path = tmp_path / "series.csv"
     rc, out, _ = cli(capsys, "--preset", "toy", "--duration", "120", "--csv", str(path))
     assert rc == 0
-    assert "bottleneck" in out and "prfaas" in out
+    assert "busiest (measured)" in out and "prfaas" in out
     rows = list(csv.reader(path.open()))
     assert rows[0][:3] == ["time", "offered_rate", "served_rate"]
     assert len(rows) == 1 + 120  # one row per simulated second

@@ -5,12 +5,13 @@ drill asks first, incidents injected by hand take parameters checked as a drill 
 from __future__ import annotations
 
 import pytest
-from test_ui_support import dash, screen_text
+from test_ui_support import burst, dash, screen_text
 
 from emulator.scenario.drills import drill_from_dict
-from emulator.scenario.presets import presets_dir
+from emulator.scenario.presets import list_presets, presets_dir
 from emulator.scenario.reader import PresetError
 from prfaas_tui.app import PrfaasApp
+from prfaas_tui.live import list_drills
 from prfaas_tui.screens.drills import DrillPicker, IncidentForm, InjectPicker
 from prfaas_tui.screens.help import HelpScreen
 from prfaas_tui.screens.presets import PresetPicker
@@ -88,6 +89,30 @@ async def test_slash_filters_the_preset_picker_and_keeps_its_heading():
         assert pilot.app.screen is picker
 
 
+@pytest.mark.parametrize("key,names", [
+    ("p", lambda: [name for name, _, _ in list_presets()]),
+    ("d", lambda: [name for name, _ in list_drills()]),
+])
+async def test_picker_descriptions_wrap_under_themselves_at_80_columns(key, names):
+    """A description too long for 80 columns goes on under the description column: a wrapped
+    line starting under the names read as a row of its own."""
+    names = names()
+    width = max(map(len, names))
+    async with PrfaasApp("toy", live=False, at=10).run_test(size=(80, 24)) as pilot:
+        await pilot.press(key)
+        lines = screen_text(pilot.app).splitlines()
+        top = next(i for i, ln in enumerate(lines) if "▊▔" in ln)  # the list's box
+        bottom = next(i for i, ln in enumerate(lines) if "▊▁" in ln)
+        rows = [ln.split("▊ ", 1)[1].rsplit("▎", 1)[0] for ln in lines[top + 1:bottom]]
+        starts = [r for r in rows if r.split() and r.split()[0] in names]
+        wrapped = [r for r in rows if r not in starts and r.strip() not in ("", "shipped", "yours")]
+        assert len(starts) == len(names) and wrapped  # some do wrap at this width
+        for r in starts:  # the descriptions line up: one column for all names
+            assert r[width:width + 2] == "  " and r[width + 2] != " "
+        for r in wrapped:
+            assert r[:width + 2].strip() == "", r
+
+
 async def test_quit_during_a_drill_asks_first(monkeypatch):
     app = PrfaasApp(drill="link-brownout", live=False, at=MID)
     exits = []
@@ -158,6 +183,25 @@ async def test_inject_an_instance_loss_with_a_count():
         assert "3 prfaas instances lost" in d.tick.snapshot.incidents
 
 
+async def test_keys_right_after_tab_land_in_the_next_field_in_order():
+    """`Tab BSpace 3` at once: the focus moves before the next key is routed, backspace clears
+    the newly selected field before the 3 is typed (it went to the old field, or was deleted)."""
+    async with PrfaasApp("paper-case-study", live=False, at=30).run_test(size=SIZE) as pilot:
+        form = await _open_form(pilot, "brownout")
+        assert pilot.app.focused is form.query_one("#inc-duration")
+        burst(pilot.app, "tab", "backspace", "0", ".", "3")
+        await pilot.pause()
+        await pilot.pause()
+        assert pilot.app.focused is form.query_one("#inc-factor")
+        assert (form.query_one("#inc-duration").value, form.query_one("#inc-factor").value) \
+            == ("", "0.3")
+        # back to duration; "2 min" typed, its 2 made a 5 (bound keys and typed ones in order)
+        burst(pilot.app, "shift+tab", "2", "space", "m", "i", "n", "home", "delete", "5")
+        await pilot.pause()
+        await pilot.pause()
+        assert form.values() == {"duration": "5 min", "factor": 0.3}
+
+
 def drill_message(incident: dict) -> str:
     """What a drill file with this incident is refused with (its key path stripped)."""
     data = {"preset": "paper-case-study", "incidents": [{"at": "1 min", "duration": "1 min",
@@ -195,12 +239,31 @@ async def test_narrow_status_line_and_footer_read_cleanly():
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         *_, status, footer = screen_text(app).splitlines()
-        assert status.lstrip().startswith("⚠ link brownout to 20% · bottleneck link · ▶ sim")
+        assert status.lstrip().startswith("⚠ link brownout to 20% · busiest link (measured) · ▶ sim")
         assert "lost 0" in status
         for key in ("? Help", "space Pause", "v Model", "d Drills", "q Quit"):
             assert key in footer
         assert "palette" not in footer and "Compare" not in footer and "▏" not in footer
         assert len(footer.rstrip()) <= 80
+
+
+async def test_the_measured_busiest_stage_is_not_called_what_the_model_binds():
+    """Mid prfaas-loss the emulator measures one stage busiest while the model at the live
+    state has another bind: the status line says which notion it shows, help defines both."""
+    from prfaas_tui.screens.help import GLOSSARY
+    from prfaas_tui.widgets.model_panel import STAGE_LABELS
+
+    app = PrfaasApp(drill="prfaas-loss", live=False, at=MID)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        d = dash(app)
+        *_, status, _footer = screen_text(app).splitlines()
+        measured, binding = d.tick.snapshot.bottleneck, d.session.effective.point.binding
+        assert f"busiest {STAGE_LABELS[measured]} (measured)" in status
+        assert f"{STAGE_LABELS[binding]} binds" in screen_text(app)
+        assert "bottleneck" not in screen_text(app)
+        words = dict(GLOSSARY)
+        assert "Λmax" in words["binds"] and "measured" in words["busiest"]
 
 
 async def test_wide_footer_keeps_compare_and_the_palette_but_not_v():
@@ -209,4 +272,4 @@ async def test_wide_footer_keeps_compare_and_the_palette_but_not_v():
         await pilot.pause()
         *_, status, footer = screen_text(app).splitlines()
         assert "c Compare" in footer and "^p palette" in footer and "v Model" not in footer
-        assert status.lstrip().startswith("⚠ link brownout to 20% · bottleneck link")
+        assert status.lstrip().startswith("⚠ link brownout to 20% · busiest link (measured)")

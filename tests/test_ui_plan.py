@@ -4,7 +4,8 @@ load any candidate as the running scenario; a broken file says why in one line."
 from __future__ import annotations
 
 import pytest
-from test_ui_support import dash, screen_text
+from test_ui_support import burst, dash, screen_text
+from textual.widgets import DataTable
 
 from emulator.paradigm import Paradigm
 from emulator.planner.goodput import SLO, Settings
@@ -14,6 +15,7 @@ from prfaas_tui import cli
 from prfaas_tui.app import PrfaasApp
 from prfaas_tui.screens.help import HelpScreen
 from prfaas_tui.screens.plan import PlanError, PlanScreen
+from prfaas_tui.widgets.pareto import ParetoChart, ParetoData
 
 SIZE = (160, 48)
 
@@ -97,6 +99,40 @@ async def test_open_a_plan_and_load_the_second_best_candidate(plan_file):
         knobs = running_knobs(app)
         assert knobs["settings"] == knobs["emulator"] == expected(homo)
         assert Paradigm.HOMOGENEOUS.label in screen_text(app)
+
+
+@pytest.mark.asyncio
+async def test_slash_filters_the_plan_and_the_front_marks_the_row_under_the_cursor(plan_file):
+    path, ranked = plan_file
+    app = PrfaasApp("toy", live=False, at=10.0, plan=str(path))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        table, chart = screen.query_one(DataTable), screen.query_one(ParetoChart)
+
+        def shown() -> list[str]:
+            return [screen.plan.records[int(k.value)]["label"] for k in table.rows]
+
+        homo = [r for r in ranked if r["candidate"]["paradigm"] == "homogeneous"]
+        assert 2 <= len(homo) < len(ranked)
+        burst(app, "slash", *"HOMOGENEOUS")  # at once, as from a terminal: none is lost
+        await pilot.pause()
+        await pilot.pause()  # the pickers' matcher: any case
+        assert shown() == [r["label"] for r in homo]  # still ranked, best first
+        assert f"{len(homo)} of {len(ranked)} match 'HOMOGENEOUS'" in screen_text(app)
+        assert chart.data.selected["label"] == homo[0]["label"]
+        assert len(chart.data.front) == len(ParetoData.of(screen.plan.records).front)
+        await pilot.press("down", "down")  # into the table, onto the second match
+        assert chart.data.selected["label"] == homo[1]["label"]
+        await pilot.press("slash", "ctrl+a", "ctrl+k", *"zzz")
+        assert shown() == [] and chart.data.selected is None
+        await pilot.press("escape")  # clears the filter, keeps the screen
+        assert app.screen is screen and shown() == [r["label"] for r in ranked]
+        await pilot.press("slash", *"t=1k", "enter")
+        assert shown() == [r["label"] for r in ranked if "t=1K" in r["label"]] != []
+        await pilot.press("down", "enter")  # enter in the filter went to the table: load
+        await pilot.pause()
+        pick = [r for r in ranked if "t=1K" in r["label"]][1]
+        assert running_knobs(app)["emulator"] == expected(pick)
 
 
 @pytest.mark.asyncio

@@ -20,6 +20,15 @@ def panel_text(app: PrfaasApp) -> str:
     return " ".join(app.screen.query_one(ControlPanel).render().plain.split())
 
 
+def burst(app, *keys: str) -> None:
+    """Keys as a terminal delivers them, all at once (tmux send-keys): none waits on another."""
+    from textual import events
+
+    for key in keys:
+        char = {"space": " ", "slash": "/"}.get(key, key if len(key) == 1 else None)
+        app._driver.send_message(events.Key(key, char))
+
+
 def dash(app: PrfaasApp) -> Dashboard:
     return next(s for s in app.screen_stack if isinstance(s, Dashboard))
 

@@ -84,7 +84,7 @@ class Snapshot:
     ttft_p99: float
     tpot_p50: float
     slo_attainment: float | None
-    bottleneck: str | None  # prfaas, pd-p, pd-d or link
+    bottleneck: str | None  # prfaas, pd-p, pd-d or link: measured busiest (metrics.bottleneck)
     decisions: tuple[str, ...]
     events: int
     incidents: tuple[str, ...]

@@ -202,7 +202,7 @@ def _summary(out: dict) -> None:
     top.add_row("offered / served", f"{out['offered_rate']:.3f} / {out['served_rate']:.3f} req/s")
     top.add_row("Lambda_max exact / paper", f"{model['exact']['lambda_max']:.3f} / "
                 f"{model['paper']['lambda_max']:.3f} req/s")
-    top.add_row("bottleneck", f"[bold]{out['bottleneck']}[/] · link "
+    top.add_row("busiest (measured)", f"[bold]{out['bottleneck']}[/] · link "
                 f"{out['link_utilization']:.1%} utilized")
     top.add_row("TTFT mean / p50 / p90 / p99", " / ".join(
         _fmt(ttft[k], 2) for k in ("mean", "p50", "p90", "p99")) + " s")

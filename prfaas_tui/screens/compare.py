@@ -121,7 +121,8 @@ def compare_table(variants: tuple[Variant, ...]) -> Table:
     row("in flight", snap(lambda s: f"{s.in_flight:,}"))
     row("TTFT p50 / p90 s", snap(lambda s: f"{num(s.ttft_p50)} / {num(s.ttft_p90)}"))
     row("link utilization", snap(lambda s: f"{s.link.utilization:.0%}"))
-    row("bottleneck", snap(lambda s: STAGE_LABELS.get(s.bottleneck, "-") if s.bottleneck else "-"))
+    row("busiest (measured)",
+        snap(lambda s: STAGE_LABELS.get(s.bottleneck, "-") if s.bottleneck else "-"))
     row("SLO attainment, last window", snap(lambda s: num(s.slo_attainment, "{:.0%}")))
     row("lost", snap(lambda s: str(s.lost)))
     if any(v.card for v in variants):

@@ -17,13 +17,12 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList, Static
-from textual.widgets.option_list import Option
 
 from emulator.scenario.reader import PresetError
 from emulator.units import format_duration
 from prfaas_tui import live
-from prfaas_tui.screens.prompt import steady_input
-from prfaas_tui.widgets.filter_list import FilterList
+from prfaas_tui.screens.prompt import FIELD_KEYS, steady_input
+from prfaas_tui.widgets.filter_list import FilterList, named_options
 from prfaas_tui.widgets.theme import color
 
 
@@ -42,10 +41,8 @@ class _Picker(ModalScreen[str | None]):
         with Vertical(classes="frame"):
             yield Label(self.title_text, classes="title")
             if self.items or not self.empty:
-                width = max((len(n) for n, _ in self.items), default=0) + 2  # names never run on
-                yield FilterList([Option(Text.assemble((n.ljust(width), "bold"), (d, "dim")), id=n)
-                                  for n, d in self.items], list_id=self.list_id,
-                                 blink=getattr(self.app, "live", True))
+                yield FilterList(named_options([(n, d, n) for n, d in self.items]),
+                                 list_id=self.list_id, blink=getattr(self.app, "live", True))
             else:
                 yield Static(self.empty, classes="help")
             yield Static(self.keys, classes="help")
@@ -123,7 +120,7 @@ class IncidentForm(ModalScreen[object | None]):
     shows under the form, which stays open."""
 
     CSS_PATH = "dialogs.tcss"
-    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="incident-cancel")]
+    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="incident-cancel")] + FIELD_KEYS
 
     def __init__(self, label: str, describe: str, keys: Sequence[str], ready: object,
                  build: Callable[[dict[str, object]], object]) -> None:

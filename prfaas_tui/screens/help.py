@@ -21,6 +21,11 @@ GLOSSARY = (
     ("B_out", "cross-datacenter link that carries PrfaaS KVCache to the local cluster"),
     ("Θ", "a stage's capacity in req/s (Eqs. 3-5); its ceiling is Θ divided by its share"),
     ("Λmax", "end-to-end ceiling: the smallest of the three ceilings (Eq. 6); it binds"),
+    ("binds", "the model's word: the stage whose ceiling is Λmax at the live state (topology "
+              "strip, model panel; `binding` in the snapshot JSON)"),
+    ("busiest", "the emulator's word, '(measured)': the stage that worked hardest over the last "
+                "window (a queue growing at ≥ 90% busy first, else the most utilized; the status "
+                "line). It can differ from the one that binds while queues drain or refill"),
     ("Eq. 7", "best t: the PrfaaS and PD-P ceilings are equal (residual 0)"),
     ("Eq. 8", "best split: Θ_prfaas + Θ_pdp = Θ_pdd (residual 0)"),
     ("lost", "requests that vanished: must read 0 (accounting check)"),

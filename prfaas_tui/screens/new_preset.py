@@ -20,7 +20,7 @@ from emulator.traces import TraceError
 from emulator.units import UnitError
 from prfaas_tui.errors import UsageError
 from prfaas_tui.preset_builder import NewSpec, write_preset
-from prfaas_tui.screens.prompt import steady_input
+from prfaas_tui.screens.prompt import FIELD_KEYS, steady_input
 
 # field id -> (label, default)
 FIELDS = {
@@ -38,7 +38,7 @@ FIELDS = {
 
 class NewPresetScreen(ModalScreen[Scenario | None]):
     CSS_PATH = "dialogs.tcss"
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="new-cancel")]
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="new-cancel")] + FIELD_KEYS
 
     def __init__(self) -> None:
         super().__init__(classes="dialog")

@@ -4,7 +4,9 @@ goodput, and any of them loaded as the running scenario.
 Loading a candidate replaces the running scenario exactly as loading a preset does: the plan's
 base preset (named in the file's header) turned into the candidate's scenario
 (`scenario_from_record`), with the candidate's paradigm and split. A file that is not a plan,
-or a candidate that does not load, keeps the screen open with a one-line reason.
+or a candidate that does not load, keeps the screen open with a one-line reason. `/` narrows the
+table to the rows whose text contains what is typed (the pickers' matcher, `matches`); the
+Pareto chart keeps every candidate and marks the one under the cursor.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.coordinate import Coordinate
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Label, Static
 
@@ -27,7 +31,8 @@ from emulator.units import format_duration
 from prfaas_tui.errors import UsageError
 from prfaas_tui.modelview import Refused, Settings
 from prfaas_tui.screens.presets import load_any
-from prfaas_tui.screens.prompt import steady_input
+from prfaas_tui.screens.prompt import FIELD_KEYS, steady_input
+from prfaas_tui.text_filter import matches
 from prfaas_tui.widgets.pareto import ParetoChart, ParetoData
 
 COLUMNS = ("#", "candidate", "goodput", "95% band", "Λmax", "util", "cost/h", "per $/h")
@@ -139,7 +144,7 @@ def _cell(text: str) -> Text:
     return Text(text, justify="right")
 
 
-def _row(rank: int, rec: dict, running: bool) -> tuple:
+def _row(rank: int, rec: dict, running: bool) -> tuple[Text, ...]:
     cost, per = rec.get("cost_per_hour"), rec.get("goodput_per_cost")
     return (_cell(f"{'▶' if running else ''}{rank}"),
             Text(rec["label"], style="bold" if running else ""),
@@ -156,7 +161,10 @@ class PlanScreen(ModalScreen[PlanChoice | None]):
 
     CSS_PATH = "dialogs.tcss"
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
-    BINDINGS = [Binding("escape", "cancel", "Close", id="plan-close")]
+    BINDINGS = [Binding("escape", "cancel", "Close", id="plan-close"),
+                Binding("slash", "filter", "Filter", id="plan-filter", priority=True,
+                        tooltip="Plan results: narrow the candidates by text (paradigm, "
+                                "instances, t, B...)")] + FIELD_KEYS
 
     def __init__(self, path: str | None = None, *, running: Scenario | None = None,
                  running_name: str | None = None) -> None:
@@ -171,6 +179,8 @@ class PlanScreen(ModalScreen[PlanChoice | None]):
             yield Label("Plan results (req/s): load a candidate as the running scenario",
                         classes="title")
             yield Static("", id="summary", classes="help")
+            yield steady_input(self, id="filter", placeholder="filter: type to narrow · enter/down: "
+                                                              "the table · esc: clear")
             table: DataTable = DataTable(cursor_type="row", zebra_stripes=True, id="ranked")
             table.add_columns(*COLUMNS)
             yield table
@@ -180,7 +190,8 @@ class PlanScreen(ModalScreen[PlanChoice | None]):
                                placeholder="path of a plan results file (prfaas-tui plan "
                                            "--out FILE), then enter")
             yield Static("", id="error", classes="error")
-            yield Static("enter: load the candidate · tab: path · esc: close", classes="help")
+            yield Static("enter: load the candidate · /: filter · tab: path · esc: close",
+                         classes="help")
 
     def on_mount(self) -> None:
         if self.path:
@@ -199,37 +210,77 @@ class PlanScreen(ModalScreen[PlanChoice | None]):
             return False
         self.plan = plan
         self._error("")
-        self.query_one("#summary", Static).update(f"{plan.shown} · {plan.summary()}")
+        if not plan.records:
+            self._error("no finished candidates in this plan yet")
+        self._fill()
+        self.query_one(DataTable).focus()
+        return True
+
+    def _fill(self) -> None:
+        """The plan's rows that pass the filter, ranked (a row keeps its rank and its record's
+        index as its key); the cursor on the running candidate when it is shown."""
+        if self.plan is None:
+            return
+        plan, typed = self.plan, self.query_one("#filter", Input).value
         table = self.query_one(DataTable)
         table.clear()
         current = 0
         for i, rec in enumerate(plan.records):
             running = self.running_name == f"{plan.base_name}:{rec['label']}"
-            table.add_row(*_row(i + 1, rec, running), key=str(i))
-            current = i if running else current
-        if not plan.records:
-            self._error("no finished candidates in this plan yet")
-        table.move_cursor(row=current)  # on the running candidate, if it is one of these
-        self._show_front(current)
-        table.focus()
-        return True
+            row = _row(i + 1, rec, running)
+            if matches(" ".join(cell.plain for cell in row), typed):
+                current = table.row_count if running else current
+                table.add_row(*row, key=str(i))
+        table.move_cursor(row=current)
+        shown = f" · {table.row_count} of {len(plan.records)} match '{typed.strip()}'" \
+            if typed.strip() else ""
+        self.query_one("#summary", Static).update(f"{plan.shown} · {plan.summary()}{shown}")
+        self._show_front()
 
-    def _show_front(self, row: int | None) -> None:
-        """The cost/goodput front of the plan, the cursor's candidate marked."""
+    def selected(self) -> dict | None:
+        """The record under the table's cursor (None: no rows shown)."""
+        table = self.query_one(DataTable)
+        if self.plan is None or not table.row_count:
+            return None
+        key = table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value
+        return self.plan.records[int(key)] if key is not None else None
+
+    def _show_front(self) -> None:
+        """The cost/goodput front of the whole plan, the cursor's candidate marked."""
         if self.plan is not None:
-            recs = self.plan.records
-            sel = recs[row] if row is not None and 0 <= row < len(recs) else None
-            self.query_one(ParetoChart).set_data(ParetoData.of(recs, sel), (id(recs), row))
+            recs, sel = self.plan.records, self.selected()
+            self.query_one(ParetoChart).set_data(ParetoData.of(recs, sel), (id(recs), id(sel)))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        self._show_front(event.cursor_row)
+        self._show_front()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """`/` is a priority key that focuses the filter at once, so the keys typed after it
+        (`/prf` at once from a terminal) find it; in a text box it is only a slash (a path)."""
+        return action != "filter" or not isinstance(self.focused, Input)
+
+    def action_filter(self) -> None:
+        self.add_class("-filtering")
+        self.set_focus(self.query_one("#filter", Input))  # now: Widget.focus() waits a turn
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "filter":
+            event.stop()
+            self._fill()
+
+    def on_key(self, event: events.Key) -> None:
+        if event.key == "down" and self.query_one("#filter", Input).has_focus:
+            event.stop()
+            self.query_one(DataTable).focus()
 
     def _error(self, text: str) -> None:
         self.query_one("#error", Static).update(f"✗ {text}" if text else "")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        if event.value.strip():
+        if event.input.id == "filter":
+            self.query_one(DataTable).focus()
+        elif event.value.strip():
             self.open(event.value.strip())
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
@@ -244,4 +295,12 @@ class PlanScreen(ModalScreen[PlanChoice | None]):
         self.dismiss(choice)
 
     def action_cancel(self) -> None:
+        """Esc: clears a filter first (all rows back), then closes."""
+        box = self.query_one("#filter", Input)
+        if self.has_class("-filtering"):
+            self.remove_class("-filtering")
+            box.value = ""
+            self._fill()
+            self.query_one(DataTable).focus()
+            return
         self.dismiss(None)

@@ -23,8 +23,8 @@ from emulator.scenario.reader import PresetError
 from emulator.scenario.scenario import Scenario
 from emulator.traces import TraceError
 from emulator.units import UnitError
-from prfaas_tui.screens.prompt import steady_input
-from prfaas_tui.widgets.filter_list import FilterList
+from prfaas_tui.screens.prompt import FIELD_KEYS, steady_input
+from prfaas_tui.widgets.filter_list import FilterList, named_options
 
 
 def user_presets(dirs: tuple[Path, ...] | None = None) -> list[tuple[str, str, Path]]:
@@ -55,16 +55,18 @@ def load_any(name_or_path: str | Path) -> Scenario:
 
 class PresetPicker(ModalScreen[Scenario | None]):
     CSS_PATH = "dialogs.tcss"
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="picker-cancel")]
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="picker-cancel")] + FIELD_KEYS
 
     def compose(self) -> ComposeResult:
+        sections = (("shipped", presets.list_presets()), ("yours", user_presets()))
+        rows = named_options([(name, desc, str(path)) for _, found in sections
+                              for name, desc, path in found])  # one name column for both
         options: list[Option] = []
-        for title, rows in (("shipped", presets.list_presets()), ("yours", user_presets())):
-            if rows:
+        for title, found in sections:
+            if found:
                 options.append(Option(Text(title, style="bold"), disabled=True))
-            for name, desc, path in rows:
-                options.append(Option(Text.assemble((f"{name:<20}", "bold"), " ", (desc, "dim")),
-                                      id=str(path)))
+            options += rows[:len(found)]
+            rows = rows[len(found):]
         with Vertical(classes="frame"):
             yield Label("Load a preset: it replaces the running scenario", classes="title")
             yield FilterList(options, list_id="presets", blink=getattr(self.app, "live", True))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -12,10 +13,34 @@ from textual.dom import DOMNode
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
+FIELD_KEYS = [Binding("tab", "app.focus_next", "Next field", show=False, priority=True),
+              Binding("shift+tab", "app.focus_previous", "Previous field", show=False,
+                      priority=True)]
+"""Tab and shift+tab for a dialog of several fields, moving the focus the moment the key
+arrives. Textual routes each key to the widget focused on arrival, but moves the focus for a
+plain tab binding only once the tab has bubbled up from that widget: keys a terminal delivers
+with the tab (`tmux send-keys Tab BSpace 3`) went partly to the old field, partly to the new.
+A priority binding is run on arrival, so every later key finds the new field focused (and its
+Focus, which selects the text, queued ahead of them)."""
+
+
+class SteadyInput(Input):
+    """An Input that runs its own key bindings (backspace, arrows, ctrl+k...) on arrival.
+    Textual runs a widget's bindings only once the key has bubbled up to the app, a queue per
+    ancestor later, while a printable key is inserted at once: in a burst (`BSpace 3` from a
+    terminal or tmux) the 3 went in first and the backspace then deleted it."""
+
+    async def _on_key(self, event: events.Key) -> None:
+        for binding in self._bindings.key_to_bindings.get(event.key, ()):
+            if not binding.priority and await self.app.run_action(binding.action, self):
+                event.stop()
+                event.prevent_default()  # Input's own handler and the bubbling: done here
+                return
+
 
 def steady_input(node: DOMNode, value: str = "", **kw) -> Input:
-    """An Input whose cursor does not blink when the app is not live (stable snapshots)."""
-    inp = Input(value, **kw)
+    """A SteadyInput whose cursor does not blink when the app is not live (stable snapshots)."""
+    inp = SteadyInput(value, **kw)
     inp.cursor_blink = getattr(node.app, "live", True)
     return inp
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.table import Table
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
@@ -16,24 +17,48 @@ from textual.containers import Vertical
 from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
 
+from prfaas_tui.text_filter import matches
+
+
+class NamedOption(Option):
+    """A picker row: a bold name in a column `width` wide, then its description, which wraps
+    under itself, never under the names (at 80 columns a wrapped description read as the next
+    row's name). `text` is what the filter reads."""
+
+    def __init__(self, name: str, description: str, width: int, id: str | None = None) -> None:
+        grid = Table.grid(padding=(0, 2, 0, 0))
+        grid.add_column(width=width, no_wrap=True)
+        grid.add_column(ratio=1)
+        grid.add_row(Text(name, style="bold"), Text(description, style="dim"))
+        super().__init__(grid, id=id)
+        self.text = f"{name} {description}"
+
+
+def named_options(rows: Sequence[tuple[str, str, str | None]]) -> list[Option]:
+    """(name, description, id) rows as NamedOptions, the name column as wide as the longest
+    name (a long one never runs into its description)."""
+    width = max((len(name) for name, _, _ in rows), default=0)
+    return [NamedOption(name, desc, width, id=id_) for name, desc, id_ in rows]
+
 
 def _plain(option: Option) -> str:
+    if isinstance(option, NamedOption):
+        return option.text
     prompt = option.prompt
-    return (prompt.plain if isinstance(prompt, Text) else str(prompt)).lower()
+    return prompt.plain if isinstance(prompt, Text) else str(prompt)
 
 
 def narrowed(options: Sequence[Option], text: str) -> list[Option]:
     """The options containing `text`; a disabled option is a group heading, kept while one of
     the options under it (up to the next heading) matches."""
-    needle = text.strip().lower()
-    if not needle:
+    if not text.strip():
         return list(options)
     out: list[Option] = []
     heading: Option | None = None
     for opt in options:
         if opt.disabled:
             heading = opt
-        elif needle in _plain(opt):
+        elif matches(_plain(opt), text):
             if heading is not None:
                 out.append(heading)
                 heading = None

@@ -1,7 +1,7 @@
 """The status line and the key footer.
 
-The status line: what is wrong (incidents, instances down, the instability banner, the
-bottleneck), the simulated clock, pace, request accounting and the scheduler's last word. On a
+The status line: what is wrong (incidents, instances down, the instability banner, the stage
+the emulator measured busiest), the simulated clock, pace, request accounting and the scheduler's last word. On a
 narrow terminal the least important parts drop out first, so what is wrong, the clock and the
 accounting (lost must read 0) always stay on screen.
 
@@ -30,6 +30,14 @@ def clock(seconds: float) -> str:
     return f"{h}:{m:02d}:{s:04.1f}"
 
 
+def busiest_text(stage: str) -> str:
+    """The emulator's measured bottleneck (`emulator.sim.metrics.bottleneck`: the stage that
+    worked hardest over the last window) in words that keep it apart from the model's "binds"
+    (the stage whose ceiling is Λmax at the live state): the two differ while queues drain or
+    refill, and one word for both read as a contradiction during a drill."""
+    return f"busiest {STAGE_LABELS.get(stage, stage)} (measured)"
+
+
 def instances_down(snap) -> list[str]:
     """"2 of 4 PrfaaS alive" for each stage with instances down (the knob does not move)."""
     k = snap.knobs
@@ -52,7 +60,7 @@ class StatusLine(SizedStatic):
         bad, ok = color(self, "text-error"), color(self, "text-success")
         pace = speed_text(tick.speed) + (f" (rtf {tick.rtf:.3g})" if tick.rtf is not None else "")
         # (priority: lower stays longer, text, style), in display order: what is wrong first
-        # (incidents, instances down, the instability banner, the bottleneck), so a narrow
+        # (incidents, instances down, the instability banner, the busiest stage), so a narrow
         # terminal keeps them and drops the accounting details
         parts: list[tuple[int, str, str]] = []
         if s.incidents:
@@ -64,7 +72,7 @@ class StatusLine(SizedStatic):
         if note:
             parts.append((0, note, bad))
         if s.bottleneck:
-            parts.append((0, f"bottleneck {STAGE_LABELS.get(s.bottleneck, s.bottleneck)}", ""))
+            parts.append((0, busiest_text(s.bottleneck), ""))
         parts += [
             (0, ("⏸ " if tick.paused else "▶ ") + f"sim {clock(s.sim_time)}", "bold"),
             (0, f"lost {s.lost}", f"bold {bad if s.lost else ok}"),
