@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import tomlkit
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from emulator.scenario import presets
@@ -229,8 +229,15 @@ def test_an_almost_valid_drill_loads_or_says_where(workdir, data):
     loads_or_one_line(load_drill, workdir / "d.toml", data)
 
 
+# found by this test: load x Lambda_max overflowed to an infinite rate (a ValueError traceback)
+HUGE_LOAD_DRILL = (b'preset = "paper-case-study"\n[workload]\nload = 1e+308\n[emulator]\n'
+                   b'duration = "20 s"\n[[incidents]]\nkind = "instance-loss"\nstage = "pd-d"\n'
+                   b'count = 2\nat = "5 s"\nduration = "5 s"\n')
+
+
 @default_settings(120)
 @given(data=almost(DRILLS))
+@example(data=HUGE_LOAD_DRILL)
 def test_an_almost_valid_drill_runs_or_exits_in_one_line(workdir, capsys, data):
     path = workdir / "e.toml"
     path.write_bytes(data)

@@ -36,7 +36,7 @@ def preset(tmp_path: Path, old: str, new: str, name: str = "p.toml") -> str:
 # -- bounded work: run ------------------------------------------------------------------------
 @pytest.mark.parametrize("argv, names", [
     (["--rate", "1e30"], "--max-requests"),
-    (["--load", "1e30"], "--max-requests"),
+    (["--load", "1e6"], "--max-requests"),  # the largest load: in range, over the cap
     (["--duration", "1e30"], "--max-requests"),
     (["--duration", "1e12 h"], "--max-requests"),
     (["--n-prfaas", "100000"], "--max-instances"),
@@ -59,7 +59,7 @@ def test_raised_cap_lets_the_run_finish(capsys):
 
 @pytest.mark.parametrize("old, new, key", [
     ("load = 0.9", "rate = 1e300", "--max-requests"),
-    ("load = 0.9", "load = 1e300", "--max-requests"),
+    ("load = 0.9", "load = 1e300", "workload.load: must be <= 1e+06"),
     ('duration = "10 min"', 'duration = "1e12 h"', "--max-requests"),
     ('duration = "10 min"', 'duration = "10 min"\nsample_interval = "1e-9 s"\nwindow = "1 s"',
      "--max-events"),
@@ -68,6 +68,17 @@ def test_raised_cap_lets_the_run_finish(capsys):
 ])
 def test_preset_over_a_cap_is_refused(capsys, tmp_path, old, new, key):
     assert key in refused(capsys, "run", "--preset", preset(tmp_path, old, new))
+
+
+@pytest.mark.parametrize("value", ["1e30", "1e308", "inf"])
+def test_a_load_out_of_its_range_names_the_flag_or_key(capsys, tmp_path, value):
+    """load x Lambda_max overflowed to an infinite rate (a fuzzed drill with load = 1e308 ended
+    in a ValueError traceback); the load's one range refuses it wherever it is given."""
+    assert refused(capsys, "run", "--load", value).startswith("prfaas-tui run: error: --load: must")
+    path = preset(tmp_path, "load = 0.9", f"load = {value}")
+    for argv in (["run", "--preset", path], ["solve", "--preset", path],
+                 ["snapshot", "--preset", path, "--at", "10", "--out", str(tmp_path / "x.svg")]):
+        assert "workload.load: must" in refused(capsys, *argv)
 
 
 INCIDENT = '\n[[incidents]]\nkind = "{kind}"\nat = "10 s"\nduration = "1 min"\n{extra}\n'

@@ -208,6 +208,14 @@ def one_of(*options: str) -> Callable[[str], str | None]:
     return lambda x: None if x in options else f"must be one of {', '.join(options)}"
 
 
+MAX_LOAD = 1e6  # x Lambda_max: far past any overload worth emulating; load x Lambda_max stays finite
+
+
+def a_load(x: float) -> str | None:
+    """The one range of a load (preset workload.load, run --load): 1e308 overflowed the rate."""
+    return positive(x) or (None if x <= MAX_LOAD else f"must be <= {MAX_LOAD:g} (x Lambda_max)")
+
+
 MAX_SEED = 2**63 - 1  # numpy's SeedSequence and torch.manual_seed both take it
 
 

@@ -34,6 +34,7 @@ from emulator.scenario.lengths import parse_lengths
 from emulator.scenario.prefill import PrefillBackendConfig, parse_prefill
 from emulator.scenario.reader import (
     Reader,
+    a_load,
     a_seed,
     at_least,
     between,
@@ -66,7 +67,7 @@ WORK, DEC, EMU, SLO = "workload", "decode", "emulator", "slo"
 class SimConfig:
     arrival: str = setting("poisson", parse=str, check=one_of(*ARRIVALS), section=WORK)
     rate: float | None = setting(None, check=positive, section=WORK)  # req/s; None: `load`
-    load: float = setting(0.9, check=positive, section=WORK)  # x the model's Lambda_max
+    load: float = setting(0.9, check=a_load, section=WORK)  # x the model's Lambda_max
     cv: float = setting(1.0, check=positive, section=WORK)  # gamma: CV of inter-arrival times
     on_mean: float = setting(60.0, parse=parse_duration, check=positive, section=WORK)  # onoff
     off_mean: float = setting(60.0, parse=parse_duration, check=positive, section=WORK)

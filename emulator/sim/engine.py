@@ -153,7 +153,8 @@ class Emulation:
             else:
                 rate = sim.load * self.model_point("exact").lambda_max
         if not (rate >= 0 and math.isfinite(rate)):
-            raise ValueError(f"offered rate must be a finite number >= 0 req/s, got {rate!r}")
+            how = "" if load is None and sim.rate is not None else " (load x the exact Lambda_max)"
+            raise ValueError(f"offered rate must be a finite number >= 0 req/s{how}, got {rate!r}")
         if replay and duration is None and rate > 0:  # replay the whole trace (the
             # slack covers the rounding of summed gaps, so the last arrivals are in)
             span = tr.duration * source.native_rate / rate

@@ -84,7 +84,10 @@ def _check_work(drill: Drill, seed: int | None, caps: Caps, copies: int = 1) -> 
     """Refuse a drill (run `copies` times) over a cap before it runs (an emulation built, not
     run, is cheap)."""
     check_scenario_instances(drill.scenario, caps)
-    emu, _ = drill_emulation(drill, seed)
+    try:
+        emu, _ = drill_emulation(drill, seed)
+    except ValueError as exc:  # e.g. load = 1e308: load x Lambda_max is not a finite rate
+        raise UsageError(f"{drill.path}: workload.rate/load: {exc}") from None
     with emu:
         try:
             check_emulation(emu, caps, rate_flag="workload.rate/load",

@@ -13,7 +13,7 @@ from emulator.budget import BudgetError
 from emulator.scenario.knobs import KNOBS, whole
 from emulator.scenario.prefill import PrefillBackendConfig, check_device
 from emulator.scenario.presets import load
-from emulator.scenario.reader import PresetError, a_seed, positive
+from emulator.scenario.reader import PresetError, a_load, a_seed, positive
 from emulator.scenario.scenario import Scenario
 from emulator.sim.accounting import AccountingError
 from emulator.sim.engine import Emulation
@@ -74,7 +74,7 @@ def build(args) -> Emulation:
     """The emulation the flags describe; UsageError/PresetError/TraceError on bad input."""
     sc: Scenario = load(args.preset)
     duration = parse_flag("--duration", parse_duration, args.duration, positive)
-    load_ = parse_flag("--load", float, args.load, positive)
+    load_ = parse_flag("--load", float, args.load, a_load)
     seed = parse_flag("--seed", whole, args.seed, a_seed)
     caps = caps_from_args(args)
     controls, given = controls_from_args(sc, args)
@@ -95,8 +95,10 @@ def build(args) -> Emulation:
                         trace=trace)
     except TraceError:
         raise
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+    except ValueError as exc:  # the offered rate: from the flags, else the preset's keys
+        where = "--rate/--load" if controls.rate is not None or load_ is not None else \
+            f"{args.preset}: workload.rate/load"
+        raise UsageError(f"{where}: {exc}") from None
     try:  # built, not run: the arrival and timer chains have only their first events
         check_emulation(emu, caps, trace=trace,  # a replay's span: --duration, or the rate
                         rate_flag="--duration" if trace is not None and duration is not None
