@@ -77,9 +77,12 @@ class _Timer(events.TimerHandle):
         except (SystemExit, KeyboardInterrupt):
             raise
         except BaseException as exc:
-            self._loop.call_exception_handler(
-                {"message": f"Exception in callback {self._callback!r}", "exception": exc,
-                 "handle": self})
+            self._report(exc)
+
+    def _report(self, exc: BaseException) -> None:
+        self._loop.call_exception_handler(
+            {"message": f"Exception in callback {self._callback!r}", "exception": exc,
+             "handle": self})
 
 
 _new_timer = object.__new__
@@ -142,46 +145,59 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
         """BaseEventLoop._run_once for the `(deadline, order, timer)` heap with the selector's
         clock jump inlined: the same steps in the same order (drop cancelled heads, move the
         clock to the earliest deadline unless callbacks are ready, move the due timers to the
-        ready queue, run the callbacks that were ready at that point)."""
-        sched = self._scheduled
-        n = len(sched)
-        if n > _MIN_SCHEDULED and self._timer_cancelled_count / n > _MAX_CANCELLED_SHARE:
-            kept = []
-            for entry in sched:
-                if entry[2]._cancelled:
-                    entry[2]._scheduled = False
-                else:
-                    kept.append(entry)
-            heapq.heapify(kept)
-            self._scheduled = sched = kept
-            self._timer_cancelled_count = 0
-        else:
-            while sched and sched[0][2]._cancelled:
-                self._timer_cancelled_count -= 1
-                _heappop(sched)[2]._scheduled = False
+        ready queue, run the callbacks that were ready at that point), repeated here until
+        `stop()` (what `run_forever` does between its calls) to save a call per event."""
         ready = self._ready
-        now = self.now
-        if not (ready or self._stopping):
-            if not sched:
-                raise VirtualLoopStalled(
-                    "virtual-time loop: nothing is scheduled, the wait never ends")
-            target = sched[0][0]
-            if target > now:
-                # Land exactly on the earliest deadline; then run the timers due before
-                # now + resolution: a margin of a few ulps so a timer fires at its own
-                # deadline, at any clock magnitude.
-                self.now = now = target
-                self._clock_resolution = 4 * math.ulp(target)
-        end_time = now + self._clock_resolution
-        while sched and sched[0][0] < end_time:
-            timer = _heappop(sched)[2]
-            timer._scheduled = False
-            ready.append(timer)
-        popleft = ready.popleft
-        for _ in range(len(ready)):
-            handle = popleft()
-            if not handle._cancelled:
-                handle._run()
+        popleft, append = ready.popleft, ready.append
+        while True:
+            sched = self._scheduled
+            n = len(sched)
+            if n > _MIN_SCHEDULED and self._timer_cancelled_count / n > _MAX_CANCELLED_SHARE:
+                kept = []
+                for entry in sched:
+                    if entry[2]._cancelled:
+                        entry[2]._scheduled = False
+                    else:
+                        kept.append(entry)
+                heapq.heapify(kept)
+                self._scheduled = sched = kept
+                self._timer_cancelled_count = 0
+            else:
+                while sched and sched[0][2]._cancelled:
+                    self._timer_cancelled_count -= 1
+                    _heappop(sched)[2]._scheduled = False
+            now = self.now
+            if not (ready or self._stopping):
+                if not sched:
+                    raise VirtualLoopStalled(
+                        "virtual-time loop: nothing is scheduled, the wait never ends")
+                target = sched[0][0]
+                if target > now:
+                    # Land exactly on the earliest deadline; then run the timers due before
+                    # now + resolution: a margin of a few ulps so a timer fires at its own
+                    # deadline, at any clock magnitude.
+                    self.now = now = target
+                    self._clock_resolution = 4 * math.ulp(target)
+            end_time = now + self._clock_resolution
+            while sched and sched[0][0] < end_time:
+                timer = _heappop(sched)[2]
+                timer._scheduled = False
+                append(timer)
+            for _ in range(len(ready)):
+                handle = popleft()
+                if handle._cancelled:
+                    continue
+                if type(handle) is _Timer and handle._context is None:  # _Timer._run inlined
+                    try:
+                        handle._callback(*handle._args)
+                    except (SystemExit, KeyboardInterrupt):
+                        raise
+                    except BaseException as exc:
+                        handle._report(exc)
+                else:
+                    handle._run()
+            if self._stopping:
+                return
 
     def _on_error(self, loop, context: dict) -> None:
         """A callback that raises stops the run and the error surfaces from `run_until`:
