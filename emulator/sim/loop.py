@@ -151,8 +151,10 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
         popleft, append = ready.popleft, ready.append
         while True:
             sched = self._scheduled
-            n = len(sched)
-            if n > _MIN_SCHEDULED and self._timer_cancelled_count / n > _MAX_CANCELLED_SHARE:
+            cancelled = self._timer_cancelled_count  # > share x len > share x minimum first
+            if (cancelled > _MIN_SCHEDULED * _MAX_CANCELLED_SHARE
+                    and len(sched) > _MIN_SCHEDULED
+                    and cancelled / len(sched) > _MAX_CANCELLED_SHARE):
                 kept = []
                 for entry in sched:
                     if entry[2]._cancelled:
@@ -179,6 +181,25 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
                     self.now = now = target
                     self._clock_resolution = 4 * math.ulp(target)
             end_time = now + self._clock_resolution
+            if not ready and sched and sched[0][0] < end_time:
+                timer = _heappop(sched)[2]  # the head: not cancelled
+                timer._scheduled = False
+                if not (sched and sched[0][0] < end_time):
+                    # The one callback to run this pass (the usual case): run it without the
+                    # round trip through the ready queue.
+                    if timer._context is None:
+                        try:
+                            timer._callback(*timer._args)
+                        except (SystemExit, KeyboardInterrupt):
+                            raise
+                        except BaseException as exc:
+                            timer._report(exc)
+                    else:
+                        timer._run()
+                    if self._stopping:
+                        return
+                    continue
+                append(timer)
             while sched and sched[0][0] < end_time:
                 timer = _heappop(sched)[2]
                 timer._scheduled = False
