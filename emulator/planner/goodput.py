@@ -99,7 +99,7 @@ def probe(sc: Scenario, rate: float, seed: int, duration: float) -> dict:
     from emulator.sim.engine import Emulation
 
     res = Emulation(quiet(sc, duration), seed=seed, rate=rate,
-                    duration=duration).run().to_json()
+                    duration=duration).run().json  # measured figures: no model, no timing
     return {"rate": rate, "served_rate": res["served_rate"], "offered_rate": res["offered_rate"],
             "ttft_p90": res["ttft"]["p90"], "tpot_p90": (res.get("tpot") or {}).get("p90")}
 

@@ -23,7 +23,7 @@ from dataclasses import replace
 import numpy as np
 
 from emulator.distributions import LengthDistribution
-from emulator.model import STAGES, Knobs, OperatingPoint, Stage
+from emulator.model import STAGES, OperatingPoint, Stage
 from emulator.optimizer import homogeneous as homogeneous_point
 from emulator.paradigm import Paradigm
 from emulator.scenario.incidents import Incident
@@ -543,9 +543,7 @@ class Emulation:
 
     def model_point(self, mode: str | None = None) -> OperatingPoint:
         """The closed-form model at the current knobs and paradigm."""
-        k = self.knobs
-        knobs = Knobs(t=k.t, n_p=k.n_p, n_d=k.n_d, n_prfaas=k.n_prfaas, bandwidth=k.bandwidth)
-        return self.paradigm.evaluate(self.scenario.system, knobs, mode or self.mode)
+        return self.knobs.model_point(self.scenario.system, mode or self.mode)
 
     # observation (emulator.sim.observe)
     @property

@@ -12,9 +12,12 @@ import math
 
 import numpy as np
 
+_log = math.log
+
 
 class LogHistogram:
-    __slots__ = ("lo", "hi", "ratio", "_inv_log", "_log_lo", "counts", "n", "total", "min", "max")
+    __slots__ = ("lo", "hi", "ratio", "_inv_log", "_log_lo", "counts", "_top", "n", "total", "min",
+                 "max")
 
     def __init__(self, lo: float = 1e-6, hi: float = 1e7, ratio: float = 1.01):
         if not (0 < lo < hi and ratio > 1):
@@ -24,6 +27,7 @@ class LogHistogram:
         self._log_lo = math.log(lo)
         # bucket 0: <= lo; bucket i: (lo r^(i-1), lo r^i]; the last one also takes > hi
         self.counts = [0] * (int(math.ceil((math.log(hi) - self._log_lo) * self._inv_log)) + 2)
+        self._top = len(self.counts) - 1  # add() is hot: the last bucket's index, once
         self.n = 0
         self.total = 0.0
         self.min = math.inf
@@ -37,9 +41,9 @@ class LogHistogram:
         if x > self.max:
             self.max = x
         if x > self.lo:
-            i = int((math.log(x) - self._log_lo) * self._inv_log) + 1
-            counts = self.counts
-            counts[i if i < len(counts) else len(counts) - 1] += 1
+            i = int((_log(x) - self._log_lo) * self._inv_log) + 1
+            top = self._top
+            self.counts[i if i <= top else top] += 1
         else:
             self.counts[0] += 1
 

@@ -8,8 +8,8 @@ futures, tasks) work, which the slow paths use (controllers, incidents), while t
 (arrivals, transfers, decode completions) schedules plain `call_at` callbacks.
 
 How: `BaseEventLoop._run_once` asks its selector to wait `timeout` seconds for I/O before it runs
-the timers that are due. Our selector has no I/O; `select(timeout)` advances the clock to the
-earliest timer instead. The loop has no file descriptors, sockets or executors.
+the timers that are due. Ours has no I/O: its `_run_once` (the same steps) advances the clock to
+the earliest timer instead. The loop has no file descriptors, sockets or executors.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ class VirtualLoopStalled(RuntimeError):
 
 
 class _VirtualSelector(selectors.BaseSelector):
-    """No I/O: waiting `timeout` seconds means moving the clock to the next deadline."""
+    """No I/O, so nothing to wait for: `VirtualTimeLoop._run_once` moves the clock to the
+    earliest deadline itself and never calls `select`."""
 
     def __init__(self, loop: VirtualTimeLoop):
         self._loop = loop
@@ -40,19 +41,6 @@ class _VirtualSelector(selectors.BaseSelector):
         raise NotImplementedError("the virtual-time loop has no I/O")
 
     def select(self, timeout: float | None = None) -> list:
-        loop = self._loop
-        if timeout is None:
-            raise VirtualLoopStalled("virtual-time loop: nothing is scheduled, the wait never ends")
-        if timeout > 0:
-            # Land exactly on the earliest deadline (not on now + timeout, which rounds, nor in
-            # steps of asyncio's one-day select cap). _run_once dropped cancelled heads already.
-            sched = loop._scheduled
-            target = sched[0].when() if sched else loop.now + timeout
-            if target > loop.now:
-                loop.now = target
-                # _run_once then runs the timers due before now + resolution: keep that margin
-                # a few ulps so a timer fires at its own deadline, at any clock magnitude.
-                loop._clock_resolution = 4 * math.ulp(target)
         return []
 
     def get_map(self):
@@ -62,15 +50,44 @@ class _VirtualSelector(selectors.BaseSelector):
         pass
 
 
+# BaseEventLoop._run_once's rule for purging cancelled timers from the heap (memory only: the
+# keys are distinct, so the pop order does not depend on the heap's layout).
+_MIN_SCHEDULED = 100
+_MAX_CANCELLED_SHARE = 0.5
+
+
 class _Timer(events.TimerHandle):
-    """A timer ordered by (deadline, creation order). asyncio's heap orders by deadline only and
-    heapq is not stable, so timers due at the same instant could run in an order that depends
-    on what else sits in the heap (a progress bar's extra stop, say): ties go first-come."""
+    """A timer of the virtual loop. It sits in the loop's heap as `(deadline, creation order,
+    timer)`: asyncio's heap orders by deadline only and heapq is not stable, so timers due at
+    the same instant could run in an order that depends on what else sits in the heap (a
+    progress bar's extra stop, say): ties go first-come. The tuple keys compare in C (a Python
+    `__lt__` was ~5% of a planner probe). Built without `Handle.__init__`: no context copy
+    (the emulator's callbacks use no context variables; one passed explicitly is kept) and no
+    debug traceback."""
 
-    __slots__ = ("_seq", "_counted")
+    __slots__ = ("_counted",)
 
-    def __lt__(self, other: _Timer) -> bool:  # type: ignore[override]
-        return self._when < other._when or (self._when == other._when and self._seq < other._seq)
+    def _run(self) -> None:
+        context = self._context
+        try:
+            if context is None:
+                self._callback(*self._args)
+            else:
+                context.run(self._callback, *self._args)
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            self._report(exc)
+
+    def _report(self, exc: BaseException) -> None:
+        self._loop.call_exception_handler(
+            {"message": f"Exception in callback {self._callback!r}", "exception": exc,
+             "handle": self})
+
+
+_new_timer = object.__new__
+_heappush = heapq.heappush
+_heappop = heapq.heappop
 
 
 class VirtualTimeLoop(asyncio.BaseEventLoop):
@@ -94,26 +111,114 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
                 context=None) -> asyncio.TimerHandle:
         """BaseEventLoop.call_at with first-come ties and without its debug-mode checks."""
         self.timer_events += 1
-        timer = self.call_at_quiet(when, callback, *args, context=context)
+        timer = _new_timer(_Timer)
+        timer._when = when
+        timer._callback = callback
+        timer._args = args
+        timer._loop = self
+        timer._context = context
+        timer._cancelled = False
+        timer._repr = None
+        timer._source_traceback = None
         timer._counted = True
+        self._seq = seq = self._seq + 1
+        _heappush(self._scheduled, (when, seq, timer))
+        timer._scheduled = True
         return timer
 
     def call_at_quiet(self, when: float, callback: Callable[..., Any], *args: Any,
                       context=None) -> _Timer:
         """`call_at` for bookkeeping (sampling, stops) that is not an event of the emulated
         system: not counted in `timer_events`."""
-        timer = _Timer(when, callback, args, self, context)
-        self._seq += 1
-        timer._seq = self._seq
+        timer = self.call_at(when, callback, *args, context=context)
         timer._counted = False
-        heapq.heappush(self._scheduled, timer)
-        timer._scheduled = True
+        self.timer_events -= 1
         return timer
 
     def _timer_handle_cancelled(self, handle) -> None:
-        if handle._scheduled and handle._counted:
-            self.timer_events -= 1
-        super()._timer_handle_cancelled(handle)
+        if handle._scheduled:
+            self._timer_cancelled_count += 1
+            if handle._counted:
+                self.timer_events -= 1
+
+    def _run_once(self) -> None:
+        """BaseEventLoop._run_once for the `(deadline, order, timer)` heap with the selector's
+        clock jump inlined: the same steps in the same order (drop cancelled heads, move the
+        clock to the earliest deadline unless callbacks are ready, move the due timers to the
+        ready queue, run the callbacks that were ready at that point), repeated here until
+        `stop()` (what `run_forever` does between its calls) to save a call per event."""
+        ready = self._ready
+        popleft, append = ready.popleft, ready.append
+        while True:
+            sched = self._scheduled
+            cancelled = self._timer_cancelled_count  # > share x len > share x minimum first
+            if (cancelled > _MIN_SCHEDULED * _MAX_CANCELLED_SHARE
+                    and len(sched) > _MIN_SCHEDULED
+                    and cancelled / len(sched) > _MAX_CANCELLED_SHARE):
+                kept = []
+                for entry in sched:
+                    if entry[2]._cancelled:
+                        entry[2]._scheduled = False
+                    else:
+                        kept.append(entry)
+                heapq.heapify(kept)
+                self._scheduled = sched = kept
+                self._timer_cancelled_count = 0
+            else:
+                while sched and sched[0][2]._cancelled:
+                    self._timer_cancelled_count -= 1
+                    _heappop(sched)[2]._scheduled = False
+            now = self.now
+            if not (ready or self._stopping):
+                if not sched:
+                    raise VirtualLoopStalled(
+                        "virtual-time loop: nothing is scheduled, the wait never ends")
+                target = sched[0][0]
+                if target > now:
+                    # Land exactly on the earliest deadline; then run the timers due before
+                    # now + resolution: a margin of a few ulps so a timer fires at its own
+                    # deadline, at any clock magnitude.
+                    self.now = now = target
+                    self._clock_resolution = 4 * math.ulp(target)
+            end_time = now + self._clock_resolution
+            if not ready and sched and sched[0][0] < end_time:
+                timer = _heappop(sched)[2]  # the head: not cancelled
+                timer._scheduled = False
+                if not (sched and sched[0][0] < end_time):
+                    # The one callback to run this pass (the usual case): run it without the
+                    # round trip through the ready queue.
+                    if timer._context is None:
+                        try:
+                            timer._callback(*timer._args)
+                        except (SystemExit, KeyboardInterrupt):
+                            raise
+                        except BaseException as exc:
+                            timer._report(exc)
+                    else:
+                        timer._run()
+                    if self._stopping:
+                        return
+                    continue
+                append(timer)
+            while sched and sched[0][0] < end_time:
+                timer = _heappop(sched)[2]
+                timer._scheduled = False
+                append(timer)
+            for _ in range(len(ready)):
+                handle = popleft()
+                if handle._cancelled:
+                    continue
+                if type(handle) is _Timer and handle._context is None:  # _Timer._run inlined
+                    try:
+                        handle._callback(*handle._args)
+                    except (SystemExit, KeyboardInterrupt):
+                        raise
+                    except BaseException as exc:
+                        handle._report(exc)
+                else:
+                    handle._run()
+            if self._stopping:
+                return
 
     def _on_error(self, loop, context: dict) -> None:
         """A callback that raises stops the run and the error surfaces from `run_until`:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from emulator.distributions import LengthDistribution
+from emulator.model import Knobs, OperatingPoint, System
 from emulator.paradigm import Paradigm
 
 
@@ -20,6 +21,12 @@ class LiveKnobs:
     n_prfaas: int
     bandwidth: float  # configured B_out, bytes per second
     paradigm: Paradigm
+
+    def model_point(self, system: System, mode: str) -> OperatingPoint:
+        """The closed-form model at these knobs, as the paradigm deploys them."""
+        knobs = Knobs(t=self.t, n_p=self.n_p, n_d=self.n_d, n_prfaas=self.n_prfaas,
+                      bandwidth=self.bandwidth)
+        return self.paradigm.evaluate(system, knobs, mode)
 
 
 @dataclass(frozen=True)

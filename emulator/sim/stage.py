@@ -59,9 +59,10 @@ class Stage:
     def _account(self, now: float) -> None:
         dt = now - self._t
         if dt > 0:
-            self._busy_area += self.in_service * dt
+            busy = self.in_service
+            self._busy_area += busy * dt
             self._online_area += self.n_online * dt
-            self._n_area += (len(self.queue) + self.in_service) * dt
+            self._n_area += (len(self.queue) + busy) * dt
             self._t = now
 
     def totals(self, now: float) -> tuple[float, float, float]:

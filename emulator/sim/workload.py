@@ -24,27 +24,30 @@ CHUNK = 4096
 class _Stream:
     """Values drawn `CHUNK` at a time, handed out one by one as Python scalars."""
 
-    __slots__ = ("draw", "buf", "i")
+    __slots__ = ("draw", "buf", "i", "n")
 
     def __init__(self, draw: Callable[[], list]):
         self.draw = draw
         self.buf: list = []
         self.i = 0
+        self.n = 0  # len(buf)
 
     def next(self):
-        if self.i >= len(self.buf):
-            self.buf = self.draw()
-            self.i = 0
-            if not self.buf:
+        i = self.i
+        if i >= self.n:
+            self.buf = buf = self.draw()
+            self.n = len(buf)
+            self.i = i = 0
+            if not buf:
                 return None
-        v = self.buf[self.i]
-        self.i += 1
-        return v
+        self.i = i + 1
+        return self.buf[i]
 
     def redraw(self, draw: Callable[[], list]) -> None:
         self.draw = draw
         self.buf = []
         self.i = 0
+        self.n = 0
 
 
 class SyntheticSource:
