@@ -87,4 +87,4 @@ def queues(emu: Emulation) -> tuple[int, int]:
 
 def pending_timers(emu: Emulation) -> int:
     """Timers still scheduled on the virtual loop: a leak shows here first."""
-    return sum(1 for h in emu.loop._scheduled if not h.cancelled())
+    return emu.loop.pending_timers()

@@ -47,7 +47,9 @@ class LocalPool:
         try:
             for fut in as_completed(futs):
                 yield futs[fut], fut.result()
-        except BaseException:
+        except Exception:  # a task failed: drop the queued ones. Not on Ctrl-C (or the
+            # generator closed): terminate() ends the pool, and futures cancelled here race its
+            # manager thread, which (CPython 3.11) then prints an InvalidStateError traceback
             for f in futs:
                 f.cancel()
             raise

@@ -126,6 +126,11 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
         timer._scheduled = True
         return timer
 
+    def pending_timers(self) -> int:
+        """Timers still to fire (cancelled ones excluded): a drained run leaves none behind,
+        and a leak shows here first. The heap's layout is the loop's own business."""
+        return sum(1 for _, _, timer in self._scheduled if not timer._cancelled)
+
     def call_at_quiet(self, when: float, callback: Callable[..., Any], *args: Any,
                       context=None) -> _Timer:
         """`call_at` for bookkeeping (sampling, stops) that is not an event of the emulated
