@@ -25,6 +25,20 @@ class CardError(ValueError):
 CARDS_DIR = Path(__file__).resolve().parent
 
 
+def card_text(path: str | Path) -> str:
+    """A card file's text; CardError naming the file when it is missing, unreadable or not
+    UTF-8 (a binary file), for config.json and GPU TOML cards alike."""
+    p = Path(path)
+    try:
+        return p.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise CardError(p, "", "no such file") from None
+    except OSError as exc:
+        raise CardError(p, "", f"cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise CardError(p, "", "not UTF-8") from None
+
+
 def shipped_cards(kind: str, suffix: str) -> list[str]:
     """Names of the cards shipped in CARDS_DIR/kind (files ending in `suffix`)."""
     return sorted(p.stem for p in (CARDS_DIR / kind).glob(f"*{suffix}"))

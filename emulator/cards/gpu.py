@@ -12,7 +12,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from emulator.cards import CardError, load_named, shipped_cards
+from emulator.cards import CardError, card_text, load_named, shipped_cards
 
 # key -> (unit for messages, absurd ceiling)
 _SPEC = {"bf16_tflops": ("TFLOPS", 1e6), "fp8_tflops": ("TFLOPS", 1e6),
@@ -104,14 +104,7 @@ def from_dict(data: dict, path: str | Path | None = None, name: str | None = Non
 
 def read_gpu(path: str | Path, name: str | None = None) -> GpuCard:
     p = Path(path)
-    try:
-        text = p.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise CardError(p, "", "no such file") from None
-    except OSError as exc:
-        raise CardError(p, "", f"cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise CardError(p, "", "not UTF-8") from None
+    text = card_text(p)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from emulator.cards import CARDS_DIR, CardError, load_named, shipped_cards
+from emulator.cards import CARDS_DIR, CardError, card_text, load_named, shipped_cards
 
 KINDS = ("gqa", "mla", "swa", "linear")
 DTYPE_BYTES = {"bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "half": 2, "float32": 4,
@@ -425,14 +425,7 @@ def from_dict(data: dict, path: str | Path | None = None, name: str | None = Non
 def read_config(path: str | Path, name: str | None = None) -> ModelCard:
     """A ModelCard from a config.json on disk (UTF-8 JSON, finite numbers)."""
     p = Path(path)
-    try:
-        text = p.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise CardError(p, "", "no such file") from None
-    except OSError as exc:
-        raise CardError(p, "", f"cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise CardError(p, "", "not UTF-8") from None
+    text = card_text(p)
 
     def no_constants(token: str):
         raise ValueError(f"{token} is not a finite number")
