@@ -128,6 +128,7 @@ class Emulation:
         self.decisions: deque[str] = deque(maxlen=NOTE_LOG)
         self.cache_flushes = 0
         self._done_hooks: list[Callable[[Request, float], None]] = []
+        self._arrive_hooks: list[Callable[[Request], None]] = []
         self._tasks: list[asyncio.Task] = []
         self._max_queue = sim.max_queue
         self._max_wait = sim.max_queue_seconds
@@ -208,6 +209,8 @@ class Emulation:
         self._rid += 1
         self.arrived += 1
         req = Request(self._rid, self.loop.now, length, out_len, hash_ids)
+        for fn in self._arrive_hooks:
+            fn(req)
         stage = self.prfaas if self.router.remote(req) else self.pdp
         if self._admission:
             reason = self._refuse(stage, req)
@@ -321,6 +324,11 @@ class Emulation:
         task = self.loop.create_task(coro)
         self._tasks.append(task)
         return task
+
+    def on_arrive(self, fn: Callable[[Request], None]) -> None:
+        """Call fn(request) at every arrival, before admission (scorecards follow the requests
+        that never finish)."""
+        self._arrive_hooks.append(fn)
 
     def on_done(self, fn: Callable[[Request, float], None]) -> None:
         """Call fn(request, now) at every completion (scorecards' per-request views)."""

@@ -1,6 +1,6 @@
 """A drill's scorecard: requests lost, SLO attainment, peak windowed TTFT P90, TTFT P90 of the
-requests that arrived during an incident (the ones still unfinished count with their wait so
-far, a lower bound), peak queues, time to recover (`recovery_time`), and the scheduler's
+requests that arrived during an incident (the ones still without their first token count as
+waiting until now, a lower bound), peak queues, time to recover (`recovery_time`), and the scheduler's
 decisions, each checked against the drill's bars."""
 
 from __future__ import annotations
@@ -52,11 +52,8 @@ def scorecard(emu: Emulation, rec: Recorder | None = None,
     during, unfinished, recovery, peak, queues = None, 0, None, None, dict.fromkeys(STAGES, 0)
     if rec is not None:
         rec._row()
-        values = list(rec.during)
-        unfinished = max(0, rec.arrived_during() - len(values))
-        if unfinished:  # they arrived before their episode ended: waited at least this long
-            last_end = max((e for *_, e in rec.episodes if e is not None), default=emu.now)
-            values += [emu.now - last_end] * unfinished
+        values = rec.waits_during()
+        unfinished = len(rec.open)
         during = float(np.percentile(values, 90)) if values else None
         ends = [e for *_, e in rec.episodes]
         recovery = recovery_time(list(rec.rows), ends, scoring.recovery_window,
