@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from emulator.files import FileRefused, checked
 from emulator.model import DecodeSpec, System
 from emulator.profiles import BEYOND_RULES, Curve, Profile
 from emulator.scenario.incidents import count_problem
@@ -52,9 +53,11 @@ def resolve(name_or_path: str) -> Path:
     preset with incidents and expectations; they load through emulator.sim.drills."""
     p = Path(name_or_path)
     if p.suffix == ".toml" or p.exists() or "/" in name_or_path:
-        if not p.is_file():
-            raise PresetError(p, "", "no such preset file")
-        return p
+        try:
+            return checked(p, "preset")
+        except FileRefused as exc:
+            raise PresetError(p, "", "no such preset file" if not p.exists() and not p.is_symlink()
+                              else exc.message) from None
     base = presets_dir()
     cand = base / f"{name_or_path}.toml"
     if cand.is_file():

@@ -8,7 +8,6 @@ which), 2 on a broken drill file or flag (one line naming the file and the key).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
@@ -21,6 +20,7 @@ from emulator.scenario.reader import a_seed
 from emulator.sim.accounting import AccountingError
 from emulator.sim.drills import drill_emulation, run_drill
 from emulator.units import format_duration
+from prfaas_tui import json_out
 from prfaas_tui.commands.common import (
     add_budget_flags,
     caps_from_args,
@@ -70,7 +70,7 @@ def main(args) -> int:
                          "realtime_factor": out["simulated_seconds"] * len(runs) / wall}
     main_run = runs.get("scheduler", runs.get("drill"))
     if args.json:
-        print(json.dumps(runs if args.compare else main_run, indent=2))
+        print(json_out.dumps(runs if args.compare else main_run, indent=2))
     else:
         _print(drill, runs)
     if not main_run["scorecard"]["passed"]:

@@ -5,7 +5,6 @@ Phi_kv at 1K / 8K / 32K / 128K on one 8-GPU instance."""
 from __future__ import annotations
 
 import argparse
-import json
 
 from rich.console import Console
 from rich.table import Table
@@ -14,6 +13,7 @@ from emulator.cards.gpu import load_gpu
 from emulator.cards.model_card import ModelCard, load_card, read_config, shipped
 from emulator.cards.roofline import roofline_profile
 from emulator.units import format_bytes
+from prfaas_tui import json_out
 
 LENGTHS = {"1K": 1024, "8K": 8192, "32K": 32768, "128K": 131072}
 PARALLELISM = 8
@@ -44,7 +44,7 @@ def main(args: argparse.Namespace) -> int:
     gpu = load_gpu(args.gpu) if args.gpu else None
     rows = [describe(c, gpu) for c in cards]
     if args.json:
-        print(json.dumps(rows, indent=2, allow_nan=False))
+        print(json_out.dumps(rows, indent=2))
         return 0
     t = Table(title="model cards" + (f" (roofline on {PARALLELISM}x{gpu.name})" if gpu else ""),
               title_justify="left")

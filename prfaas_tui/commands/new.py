@@ -10,7 +10,6 @@ initial knobs are the optimum. The dashboard's `n` form calls `build_preset` too
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from rich.console import Console
@@ -18,6 +17,7 @@ from rich.console import Console
 from emulator.scenario.knobs import whole
 from emulator.scenario.reader import positive
 from emulator.units import format_tokens, parse_tokens
+from prfaas_tui import json_out
 from prfaas_tui.commands.trace_flags import add_trace_flags
 from prfaas_tui.errors import UsageError, parse_flag
 from prfaas_tui.preset_builder import NewSpec, write_preset
@@ -71,7 +71,7 @@ def main(args: argparse.Namespace) -> int:
         l_out=parse_flag("--l-out", parse_tokens, args.l_out, positive), name=args.name)
     answer = write_preset(spec, Path(args.out) if args.out else None, force=args.force)
     if args.json:
-        print(json.dumps(answer, indent=2, allow_nan=False))
+        print(json_out.dumps(answer, indent=2))
     else:
         render(answer, Console())
     return 0

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -26,6 +25,7 @@ from emulator.scenario import presets
 from emulator.scenario.knobs import KnobError, whole
 from emulator.scenario.reader import positive
 from emulator.units import parse_bandwidth, parse_duration, parse_tokens
+from prfaas_tui import json_out
 from prfaas_tui.commands.common import add_budget_flags, caps_from_args, knob_error
 from prfaas_tui.commands.trace_flags import add_trace_flags, with_workload, workload_from_args
 from prfaas_tui.errors import UsageError, parse_flag
@@ -199,7 +199,7 @@ def main(args: argparse.Namespace) -> int:
     if args.csv:
         write_csv(summary["ranked"], args.csv)
     if args.json:
-        print(json.dumps(summary, indent=2))
+        print(json_out.dumps(summary, indent=2))
         return 0
     render(summary, Console(), top, out)
     return 0

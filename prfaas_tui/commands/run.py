@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from contextlib import ExitStack
@@ -23,6 +22,7 @@ from emulator.torch_prefill.config import get_config
 from emulator.trace_formats import load_trace
 from emulator.traces import TraceError, read_trace
 from emulator.units import parse_duration
+from prfaas_tui import json_out
 from prfaas_tui.commands.common import (
     add_budget_flags,
     add_scenario_flags,
@@ -163,7 +163,7 @@ def main(args) -> int:
         wall = time.perf_counter() - started
     out = result.to_json(wall)
     if args.json:
-        print(json.dumps(out, indent=2))
+        print(json_out.dumps(out, indent=2))
     else:
         _summary(out)
     return 0

@@ -4,7 +4,6 @@ paradigms, as a rich table or as the JSON contract of shared/design/architecture
 from __future__ import annotations
 
 import argparse
-import json
 import math
 
 from rich.console import Console
@@ -14,6 +13,7 @@ from emulator.model import MODES, STAGES, Knobs, evaluate
 from emulator.optimizer import paradigms, search
 from emulator.scenario.reader import positive
 from emulator.units import format_tokens, parse_duration
+from prfaas_tui import json_out
 from prfaas_tui.commands.common import (
     add_budget_flags,
     add_scenario_flags,
@@ -123,7 +123,8 @@ def solve(args: argparse.Namespace) -> dict:
     }
     if wl is not None:
         lam = found.best.lambda_max
-        out["trace"] = {**wl.to_dict(), "utilization_at_optimum": wl.rate / lam if lam > 0 else None}
+        out["trace"] = {**wl.to_dict(), "utilization_at_optimum":
+                        wl.rate / lam if lam > 0 and wl.rate is not None else None}
     if slo is not None:
         out["objective"] = objective
         out["slo"] = slo
@@ -133,7 +134,7 @@ def solve(args: argparse.Namespace) -> dict:
 def main(args: argparse.Namespace) -> int:
     out = solve(args)
     if args.json:
-        print(json.dumps(out, indent=2, allow_nan=False))
+        print(json_out.dumps(out, indent=2))
         return 0
     render(out, Console())
     return 0
@@ -147,8 +148,10 @@ def render(out: dict, console: Console) -> None:
     console.print(f"[bold]{out['scenario']}[/] (model mode: {out['mode']})")
     if tr := out.get("trace"):
         util = tr["utilization_at_optimum"]
-        console.print(f"workload from {tr['path']}: {tr['requests']} requests at {tr['rate']:.2f} "
-                      f"req/s, mean input {tr['mean_input']:.0f}"
+        rate = ("an undefined rate (one request, or all at one instant)" if tr["rate"] is None
+                else f"{tr['rate']:.2f} req/s")
+        console.print(f"workload from {tr['path']}: {tr['requests']} requests at {rate}, "
+                      f"mean input {tr['mean_input']:.0f}"
                       f"{' (incremental, after prefix reuse)' if tr['incremental'] else ''}; "
                       f"utilization at the optimum {_f(util, '{:.0%}')}")
     for title, d in (("operating point", out["operating_point"]), ("optimum", out["optimum"])):
