@@ -32,6 +32,7 @@ from emulator.scenario.cache import CacheConfig, SessionWorkload, parse_cache, p
 from emulator.scenario.incidents import FIXED_LENGTHS, Incident, cut_problem, parse_incidents
 from emulator.scenario.lengths import parse_lengths
 from emulator.scenario.prefill import PrefillBackendConfig, parse_prefill
+from emulator.files import FileRefused, checked
 from emulator.scenario.reader import (
     Reader,
     a_load,
@@ -122,7 +123,7 @@ def parse_sim_config(root: Reader, work: Reader, dec: Reader, base_dir: Path,
         kw["output_lengths"] = dist
     if work.has("replay"):
         p = Path(work.get("replay", str))
-        kw["replay"] = str(p if p.is_absolute() else base_dir / p)
+        kw["replay"] = str(check_replay(work, p if p.is_absolute() else base_dir / p))
     kw["cache"] = parse_cache(root)
     kw["prefill"] = parse_prefill(root)
     if (ses := work.section("sessions")) is not None:
@@ -158,3 +159,17 @@ def parse_sim_config(root: Reader, work: Reader, dec: Reader, base_dir: Path,
             if inc.changes_lengths:
                 raise root.error(f"incidents[{i}].kind", f"{inc.kind}: {FIXED_LENGTHS}")
     return SimConfig(**kw)
+
+
+def check_replay(work: Reader, path: Path) -> Path:
+    """A replay trace as the preset is loaded: a regular file within the trace cap (not
+    /dev/zero, a FIFO or a folder), of a replayable format, and not the preset itself."""
+    if path.suffix not in (".jsonl", ".json", ".csv"):
+        raise work.error("replay", f"{path}: expected a Mooncake .jsonl or Azure .csv trace")
+    try:
+        checked(path, "trace")
+    except FileRefused as exc:
+        raise work.error("replay", str(exc)) from None
+    if work.path is not None and path.resolve() == Path(work.path).resolve():
+        raise work.error("replay", f"{path} is this preset itself, not a trace")
+    return path

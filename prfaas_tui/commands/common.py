@@ -127,6 +127,7 @@ def check_emulation(emu: Emulation, caps: Caps, *, trace: Trace | None = None,
                                    emu.scenario.system.homogeneous_pool),
                      rate_flag=rate_flag + (" (x surge factors)" if factors else ""),
                      duration_flag=duration_flag, caps=caps)
+    emu.workload.limit = caps.requests / copies  # counted again as generated: see engine
     budget.check_incidents(
         [(f"incidents[{i}] ({inc.kind})", inc.kind,
           math.inf if inc.duration is None else inc.duration, budget.incident_params(inc))

@@ -56,11 +56,12 @@ def main(args) -> int:
     _check_work(drill, seed, caps, copies=2 if args.compare else 1)
     started = time.perf_counter()
     try:
+        limit = caps.requests / (2 if args.compare else 1)
         if args.compare:
-            runs = {"scheduler": run_drill(drill, seed, scheduler=True),
-                    "static": run_drill(drill, seed, scheduler=False)}
+            runs = {"scheduler": run_drill(drill, seed, scheduler=True, max_requests=limit),
+                    "static": run_drill(drill, seed, scheduler=False, max_requests=limit)}
         else:
-            runs = {"drill": run_drill(drill, seed)}
+            runs = {"drill": run_drill(drill, seed, max_requests=limit)}
     except AccountingError as exc:
         print(f"prfaas-tui drill: error: {exc}", file=sys.stderr)
         return 1
@@ -69,6 +70,10 @@ def main(args) -> int:
         out["timing"] = {"wall_seconds": wall / len(runs), "requests_per_wall_second": None,
                          "realtime_factor": out["simulated_seconds"] * len(runs) / wall}
     main_run = runs.get("scheduler", runs.get("drill"))
+    for name, out in runs.items():
+        for line in out.get("warnings", ()):
+            what = f" ({name})" if args.compare else ""
+            print(f"prfaas-tui drill: warning{what}: {line}", file=sys.stderr)
     if args.json:
         print(json_out.dumps(runs if args.compare else main_run, indent=2))
     else:

@@ -16,6 +16,7 @@ from emulator.scenario.reader import PresetError, a_load, a_seed, positive
 from emulator.scenario.scenario import Scenario
 from emulator.sim.accounting import AccountingError
 from emulator.sim.engine import Emulation
+from emulator.sim.health import served_warnings
 from emulator.sim.result import RunResult, SeriesCsv
 from emulator.torch_prefill import TorchUnavailable
 from emulator.torch_prefill.config import get_config
@@ -161,7 +162,12 @@ def main(args) -> int:
             print(f"prfaas-tui run: error: {exc}", file=sys.stderr)
             return 1
         wall = time.perf_counter() - started
+        warnings = served_warnings(emu)
     out = result.to_json(wall)
+    for line in warnings:
+        print(f"prfaas-tui run: warning: {line}", file=sys.stderr)
+    if warnings:
+        out["warnings"] = warnings
     if args.json:
         print(json_out.dumps(out, indent=2))
     else:

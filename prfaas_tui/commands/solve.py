@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 
 from rich.console import Console
 from rich.table import Table
@@ -55,7 +56,8 @@ def slo_flags(args: argparse.Namespace) -> tuple[float | None, float, str]:
     naming its flag."""
     target = parse_flag("--slo-ttft", parse_duration, getattr(args, "slo_ttft", None), positive)
     q = parse_flag("--slo-quantile", float, getattr(args, "slo_quantile", None), _quantile)
-    objective = getattr(args, "objective", None) or "lambda"
+    objective = getattr(args, "objective", None)
+    objective = "lambda" if objective is None else objective  # "" is a value, and refused
     if objective not in OBJECTIVES:
         raise UsageError(f"--objective: must be one of {', '.join(OBJECTIVES)} (got {objective!r})")
     if target is None and (q is not None or objective == "slo"):
@@ -88,7 +90,9 @@ def slo_section(sc, target: float, q: float) -> tuple[dict, Knobs]:
         "lambda_max_exact": lam_exact,
         "ttft": {"offered_rate": offered, "mean": d["mean"], "p50": d["p50"], "p90": d["p90"],
                  "paths": d["paths"]},
-        "optimum": {"t": opt.t, "n_p": opt.n_p, "n_d": opt.n_d, "rate": opt.rate},
+        # an SLO nothing meets names no optimum: there is no point that serves it
+        "optimum": {"t": opt.t, "n_p": opt.n_p, "n_d": opt.n_d, "rate": opt.rate}
+        if opt.rate > 0 else None,
         "tail_approximation": "Allen-Cunneen M/G/c mean wait, exponential beyond P(wait) = "
                               "Erlang C, exact service-time distribution",
     }, knobs
@@ -98,7 +102,7 @@ def solve(args: argparse.Namespace) -> dict:
     sc = scenario_from_args(args)
     if getattr(args, "columns", None) and not getattr(args, "trace", None):
         raise UsageError("--columns: needs --trace FILE")
-    wl = workload_from_args(args)
+    wl = workload_from_args(args, sc)
     if wl is not None:
         sc = with_workload(sc, wl)
     check_scenario_instances(sc, caps_from_args(args))  # the search walks every split of the pool
@@ -108,8 +112,15 @@ def solve(args: argparse.Namespace) -> dict:
     found = search(sc.system, mode, n_prfaas=sc.system.n_prfaas, bandwidth=sc.system.bandwidth)
     best = found.best
     slo = None
+    warnings = []
     if target is not None:
         slo, knobs = slo_section(sc, target, q)
+        if slo["optimum"] is None:
+            warnings.append(f"--slo-ttft: no threshold and split meets P{q * 100:g} TTFT <= "
+                            f"{target:g} s at any rate > 0 (the predicted quantile is over the "
+                            "target even with no queueing); no SLO optimum"
+                            + ("; `optimum` is the Lambda_max one" if objective == "slo" else ""))
+            objective = "lambda" if objective == "slo" else objective
         if objective == "slo":
             best = evaluate(sc.system, knobs, mode)
     out = {
@@ -128,11 +139,15 @@ def solve(args: argparse.Namespace) -> dict:
     if slo is not None:
         out["objective"] = objective
         out["slo"] = slo
+    if warnings:
+        out["warnings"] = warnings
     return out
 
 
 def main(args: argparse.Namespace) -> int:
     out = solve(args)
+    for line in out.get("warnings", ()):
+        print(f"prfaas-tui solve: warning: {line}", file=sys.stderr)
     if args.json:
         print(json_out.dumps(out, indent=2))
         return 0
@@ -190,6 +205,7 @@ def render(out: dict, console: Console) -> None:
         console.print(
             f"  TTFT at the offered {tt['offered_rate']:.3f} req/s: mean {_f(tt['mean'], '{:.2f}')} s, "
             f"P50 {_f(tt['p50'], '{:.2f}')} s, P90 {_f(tt['p90'], '{:.2f}')} s   SLO P{d['quantile'] * 100:g} "
-            f"<= {d['target_s']:g} s holds up to [bold]{d['rate']:.3f}[/] req/s here; best "
-            f"t = {format_tokens(o['t'])}, N_p/N_d = {o['n_p']}/{o['n_d']}: {o['rate']:.3f} req/s")
+            f"<= {d['target_s']:g} s holds up to [bold]{d['rate']:.3f}[/] req/s here; "
+            + (f"best t = {format_tokens(o['t'])}, N_p/N_d = {o['n_p']}/{o['n_d']}: "
+               f"{o['rate']:.3f} req/s" if o is not None else "no threshold and split meets it"))
 

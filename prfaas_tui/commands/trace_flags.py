@@ -28,10 +28,15 @@ def add_trace_flags(p: argparse.ArgumentParser, *, with_trace: bool = True) -> N
     p.add_argument("--columns", metavar="MAP", help=COLUMNS_HELP)
 
 
-def workload_from_args(args: argparse.Namespace) -> TraceWorkload | None:
-    if getattr(args, "trace", None) is None:
-        return None
-    return trace_workload(load_trace(args.trace, args.columns), incremental=args.incremental)
+def workload_from_args(args: argparse.Namespace,
+                       sc: Scenario | None = None) -> TraceWorkload | None:
+    """--trace's workload; without it, the preset's `[workload] replay` trace (the model then
+    solves the traffic the emulator replays, not the length law beside it); None otherwise."""
+    if getattr(args, "trace", None) is not None:
+        return trace_workload(load_trace(args.trace, args.columns), incremental=args.incremental)
+    if sc is not None and sc.sim.replay is not None:
+        return trace_workload(load_trace(sc.sim.replay))
+    return None
 
 
 def with_workload(sc: Scenario, wl: TraceWorkload) -> Scenario:
