@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from emulator.distributions import LengthDistribution
+from emulator.files import FileRefused, checked
 from emulator.scenario.cache import CacheConfig, SessionWorkload, parse_cache, parse_sessions
 from emulator.scenario.incidents import FIXED_LENGTHS, Incident, cut_problem, parse_incidents
 from emulator.scenario.lengths import parse_lengths
 from emulator.scenario.prefill import PrefillBackendConfig, parse_prefill
-from emulator.files import FileRefused, checked
 from emulator.scenario.reader import (
     Reader,
     a_load,
