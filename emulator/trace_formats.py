@@ -11,6 +11,7 @@ ids) and the arrival rate.
 from __future__ import annotations
 
 import csv
+import functools
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -20,6 +21,7 @@ import numpy as np
 from emulator.distributions import Empirical
 from emulator.traces import (
     MAX_TIMESTAMP_MS,
+    MAX_TOKENS,
     MOONCAKE_BLOCK_TOKENS,
     Records,
     Stamps,
@@ -77,6 +79,7 @@ def read_columns(path: str | Path, columns: dict[str, str]) -> Trace:
                 raise TraceError(path, 1, f"--columns {role}={col}: no column {col!r} in the "
                                  f"header (columns: {_names(names)})")
             idx[role] = names.index(col)
+        i_in, i_out = idx["input"], idx.get("output")
         for row in reader:
             n = reader.line_num
             if not row or (len(row) == 1 and not row[0].strip()):
@@ -91,19 +94,51 @@ def read_columns(path: str | Path, columns: dict[str, str]) -> Trace:
                 raise TraceError(path, n, f"column {columns['time']!r} mixes seconds and "
                                  f"date-times (found {_shown(cell)})")
             if is_secs:
-                t = check_number(path, n, columns["time"], cell, lo=0.0,
-                                 hi=MAX_TIMESTAMP_MS / 1000.0, unit=" of s")
+                t = _seconds(cell)  # the common case inline; the shared check says why not
+                if t is None:
+                    t = check_number(path, n, columns["time"], cell, lo=0.0, hi=MAX_SECONDS,
+                                     unit=" of s")
             else:
                 stamp = stamps(n, cell)
                 t0 = stamp if t0 is None else t0  # seconds from the first row; sorted later
                 t = (stamp - t0).total_seconds()
-            n_in = check_tokens(path, n, columns["input"], row[idx["input"]].strip())
-            n_out = check_tokens(path, n, columns["output"], row[idx["output"]].strip(),
-                                 allow_zero=True) if "output" in idx else 0
+            raw = row[i_in]
+            n_in = _tokens(raw, 1)
+            if n_in is None:
+                n_in = check_tokens(path, n, columns["input"], raw.strip())
+            n_out = 0
+            if i_out is not None:
+                raw = row[i_out]
+                n_out = _tokens(raw, 0)
+                if n_out is None:
+                    n_out = check_tokens(path, n, columns["output"], raw.strip(), allow_zero=True)
             recs.add(n, t, n_in, n_out)
     except csv.Error as exc:
         raise csv_error(path, reader, exc) from None
     return recs.finish(key=columns["time"])
+
+
+MAX_SECONDS = MAX_TIMESTAMP_MS / 1000.0
+
+
+def _seconds(cell: str) -> float | None:
+    """A valid seconds cell as check_number reads it, or None (then check_number says why):
+    the fast path of a 10M-row file."""
+    try:
+        t = float(cell)
+    except ValueError:
+        return None
+    return t if 0.0 <= t <= MAX_SECONDS else None  # NaN fails the comparison
+
+
+def _tokens(cell: str, lo: int) -> int | None:
+    """A valid token cell (a plain whole number in [lo, MAX_TOKENS]) or None (then
+    check_tokens reads it: '12.0', or says why not)."""
+    try:
+        v = int(cell)
+    except ValueError:
+        return None
+    return v if lo <= v <= MAX_TOKENS else None
 
 
 def _is_number(cell: str) -> bool:
@@ -193,3 +228,21 @@ def trace_workload(trace: Trace, incremental: bool = False) -> TraceWorkload:
     rate = (len(trace) - 1) / span if span > 0 and len(trace) > 1 else None
     return TraceWorkload(trace.path, Empirical.of(lengths, Path(trace.path).name), rate, len(trace),
                          float(np.mean(trace.output_lengths)), incremental)
+
+
+def read_workload(path: str | Path, columns: str | None = None,
+                  incremental: bool = False) -> TraceWorkload:
+    """trace_workload(load_trace(...)) of a file, remembered for the last file read (keyed by
+    its resolved path, size and modification time): `new` reads a trace, solves the preset
+    that names it and loads that preset back, and a 10M-row trace is then read once, not
+    three times."""
+    p = checked_trace(path)
+    st = p.stat()
+    return _read_workload(str(p.resolve()), st.st_size, st.st_mtime_ns, str(path), columns,
+                          incremental)
+
+
+@functools.lru_cache(maxsize=1)
+def _read_workload(resolved: str, size: int, mtime_ns: int, shown: str, columns: str | None,
+                   incremental: bool) -> TraceWorkload:
+    return trace_workload(load_trace(shown, columns), incremental)

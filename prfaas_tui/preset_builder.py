@@ -18,7 +18,7 @@ from emulator.cards.model_card import load_card
 from emulator.optimizer import paradigms, search
 from emulator.scenario import presets
 from emulator.scenario.reader import positive
-from emulator.trace_formats import load_trace, trace_workload
+from emulator.trace_formats import read_workload
 from emulator.units import parse_bandwidth, parse_duration, parse_tokens, to_gbps
 from prfaas_tui.errors import UsageError, parse_flag
 
@@ -115,7 +115,7 @@ def build_preset(spec: NewSpec, out: Path) -> tomlkit.TOMLDocument:
     doc["profiles"] = profiles
 
     if spec.trace:
-        wl = trace_workload(load_trace(spec.trace, spec.columns), spec.incremental)
+        wl = read_workload(spec.trace, spec.columns, spec.incremental)
         # the preset names the trace (read the same way on load), never copies its samples:
         # a copy made `new` superlinear in rows and the preset as large as the trace
         lengths = {"kind": "empirical", "trace": _ref(spec.trace, out_dir)}

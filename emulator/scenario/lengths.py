@@ -9,7 +9,7 @@ import numpy as np
 
 from emulator.distributions import Discrete, Empirical, LengthDistribution, TruncatedLogNormal
 from emulator.scenario.reader import Reader, at_most, one_of, positive
-from emulator.trace_formats import load_trace, trace_workload
+from emulator.trace_formats import read_workload
 from emulator.traces import MAX_TOKENS, TraceError
 from emulator.units import parse_tokens
 
@@ -65,7 +65,7 @@ def parse_lengths(r: Reader, base_dir: Path) -> LengthDistribution:
             columns = r.get("columns", str, None)
             incremental = r.get("incremental", bool, False)
             try:
-                wl = trace_workload(load_trace(p, columns), incremental)
+                wl = read_workload(p, columns, incremental)
             except TraceError as exc:
                 key = "columns" if exc.args[0].startswith("--columns") else "trace"
                 raise r.error(key, str(exc)) from None
