@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from emulator import budget
 from emulator.budget import FLAGS, BudgetError, Caps, caps_for
+from emulator.files import cap_help
 from emulator.optimizer import starting_split
 from emulator.paradigm import Paradigm
 from emulator.scenario.knobs import KNOBS, Controls, KnobError, number
@@ -31,7 +32,8 @@ def add_scenario_flags(p: argparse.ArgumentParser,
     """--preset and one flag per knob, spelled as KNOBS says (old spellings stay as hidden
     aliases)."""
     p.add_argument("--preset", default="paper-case-study", metavar="NAME|PATH",
-                   help="shipped preset name or TOML path (default: paper-case-study)")
+                   help="shipped preset name or TOML path (default: paper-case-study; a path is "
+                        f"{cap_help('preset')})")
     for name in names:
         k = KNOBS[name]
         choices = {"choices": list(Paradigm)} if k.parse is Paradigm else {}

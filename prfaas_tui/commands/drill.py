@@ -13,6 +13,7 @@ import sys
 import time
 
 from emulator.budget import BudgetError, Caps
+from emulator.files import cap_help
 from emulator.scenario.drill import Drill
 from emulator.scenario.drills import list_drills, load_drill
 from emulator.scenario.knobs import whole
@@ -35,7 +36,7 @@ HELP = "run an incident drill (presets/drills) and print its scorecard"
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("drill", help=HELP, description=HELP + ". Without NAME, list them.")
-    p.add_argument("name", nargs="?", metavar="NAME|PATH", help="shipped drill or drill TOML path")
+    p.add_argument("name", nargs="?", metavar="NAME|PATH", help=f"shipped drill or drill TOML path ({cap_help('drill')})")
     p.add_argument("--compare", choices=("static",),
                    help="also run the same seeded workload with the scheduler off")
     p.add_argument("--seed", metavar="N", help="random seed (default: the drill's)")

@@ -12,6 +12,7 @@ from rich.table import Table
 from emulator.cards.gpu import load_gpu
 from emulator.cards.model_card import ModelCard, load_card, read_config, shipped
 from emulator.cards.roofline import roofline_profile
+from emulator.files import cap_help
 from emulator.units import format_bytes
 from prfaas_tui import json_out
 
@@ -21,9 +22,10 @@ PARALLELISM = 8
 
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("models", help="list the shipped model cards, or read one config.json")
-    p.add_argument("--config", metavar="PATH", help="read this Hugging Face config.json instead")
+    p.add_argument("--config", metavar="PATH", help=f"read this Hugging Face config.json instead ({cap_help('model card')})")
     p.add_argument("--gpu", metavar="NAME|card.toml",
-                   help="add the roofline T_prefill and Phi_kv on 8 of these GPUs")
+                   help="add the roofline T_prefill and Phi_kv on 8 of these GPUs (a card path is "
+                        f"{cap_help('GPU card')})")
     p.add_argument("--json", action="store_true", help="one JSON object per model (a list)")
     return p
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from emulator.files import cap_help
 from emulator.scenario.knobs import whole
 from emulator.scenario.reader import positive
 from emulator.units import format_tokens, parse_tokens
@@ -28,11 +29,12 @@ HELP = "build a preset from a model (config.json or card), GPU cards and a trace
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("new", help=HELP, description=HELP + ".")
     p.add_argument("--model", required=True, metavar="NAME|config.json",
-                   help="a shipped model card (prfaas-tui models) or a Hugging Face config.json")
+                   help="a shipped model card (prfaas-tui models) or a Hugging Face config.json "
+                        f"({cap_help('model card')})")
     p.add_argument("--prefill-gpu", default="h200", metavar="NAME|card.toml",
-                   help="PrfaaS (remote prefill) GPU card (default h200)")
+                   help=f"PrfaaS (remote prefill) GPU card (default h200; {cap_help('GPU card')})")
     p.add_argument("--local-gpu", default="h20", metavar="NAME|card.toml",
-                   help="local PD cluster GPU card (default h20)")
+                   help=f"local PD cluster GPU card (default h20; {cap_help('GPU card')})")
     p.add_argument("--parallelism", default="8", metavar="P", help="GPUs per instance (default 8)")
     p.add_argument("--prfaas-gpus", default="32", metavar="N", help="PrfaaS GPUs (default 32)")
     p.add_argument("--local-gpus", default="64", metavar="N", help="local PD GPUs (default 64)")
@@ -48,7 +50,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--l-out", metavar="TOKENS",
                    help="mean output tokens (default 1024, or the trace's mean output)")
     p.add_argument("--name", help="preset name (default MODEL-PREFILLGPU-LOCALGPU)")
-    p.add_argument("--out", metavar="FILE.toml", help="where to write (default ./NAME.toml)")
+    p.add_argument("--out", metavar="FILE.toml", help="where to write (default ./NAME.toml, NAME made a plain file name: "
+                        "letters, digits and ._+- only)")
     p.add_argument("--force", action="store_true", help="overwrite an existing --out")
     p.add_argument("--json", action="store_true", help="print the answer as one JSON object")
     return p

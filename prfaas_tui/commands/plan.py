@@ -15,6 +15,7 @@ from rich.table import Table
 
 from emulator import budget
 from emulator.budget import Caps
+from emulator.files import cap_help
 from emulator.model import evaluate
 from emulator.paradigm import Paradigm
 from emulator.planner.goodput import SLO, Settings, too_short, unmeetable
@@ -105,7 +106,7 @@ def _list(flag: str, text: str | None, conv) -> tuple[float, ...] | None:
 
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("plan", help="SLO-aware capacity planning by model pruning + emulation")
-    p.add_argument("--preset", default="paper-case-study", help="base preset name or TOML path")
+    p.add_argument("--preset", default="paper-case-study", help=f"base preset name or TOML path ({cap_help('preset')})")
     p.add_argument("--n-prfaas", dest="n_prfaas", help="PrfaaS instances: range 2:6 or list 2,4")
     p.add_argument("--nprfaas", dest="n_prfaas", help=argparse.SUPPRESS)
     p.add_argument("--pool", help="local pool sizes to split every way: range or list")

@@ -21,7 +21,7 @@ from emulator.sim.result import RunResult, SeriesCsv
 from emulator.torch_prefill import TorchUnavailable
 from emulator.torch_prefill.config import get_config
 from emulator.trace_formats import load_trace
-from emulator.traces import TraceError, read_trace
+from emulator.traces import LIMITS_HELP, TraceError, read_trace
 from emulator.units import parse_duration
 from prfaas_tui import json_out
 from prfaas_tui.commands.common import (
@@ -53,7 +53,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--trace", metavar="FILE",
                    help="replay a Mooncake .jsonl, Azure or BurstGPT .csv, or any CSV with --columns "
                         "(its own rate unless "
-                        "--rate/--load rescales its time)")
+                        "--rate/--load rescales its time; " + LIMITS_HELP + ")")
     add_trace_flags(p, with_trace=False)
     p.add_argument("--backend", choices=("profile", "torch"),
                    help="prefill service times from the preset's profiles, or from a real torch "

@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from emulator.scenario.scenario import Scenario
 from emulator.trace_formats import TraceWorkload, load_trace, trace_workload
+from emulator.traces import LIMITS_HELP
 
 COLUMNS_HELP = ("column map for a generic CSV trace, e.g. time=ts,input=prompt_tokens,"
                 "output=completion_tokens (time in seconds or ISO date-times)")
@@ -21,7 +22,8 @@ def add_trace_flags(p: argparse.ArgumentParser, *, with_trace: bool = True) -> N
     if with_trace:
         p.add_argument("--trace", metavar="FILE",
                        help="take the input-length distribution and arrival rate from a trace: "
-                            "Mooncake .jsonl, Azure or BurstGPT .csv, or any CSV with --columns")
+                            "Mooncake .jsonl, Azure or BurstGPT .csv, or any CSV with --columns; "
+                            + LIMITS_HELP)
         p.add_argument("--incremental", action="store_true",
                        help="with a Mooncake trace: the lengths left after prefix reuse "
                             "(hash ids), which is what routing sees")
