@@ -59,7 +59,16 @@ def run_plan(plan: Plan, *, out: str | Path, workers: int = 1, dask: str | objec
     cands = plan.space.candidates()
     scored = prune(plan.scenario.system, cands, per_config=plan.per_config, margin=plan.margin)
     survivors = [s for s in scored if s.pruned is None]
-    store = ResultsFile(out, header(plan))
+    lam = {s.cand.key: s.lambda_max for s in survivors}
+
+    def fits(rec: dict) -> str | None:  # a resumed record is checked like fresh input
+        want = lam.get(rec["key"])
+        if want is not None and abs(rec["lambda_max"] - want) > 1e-9 * max(want, 1.0):
+            return (f"lambda_max: expected this candidate's {want:.6g} req/s, found "
+                    f"{rec['lambda_max']:.6g}")
+        return None
+
+    store = ResultsFile(out, header(plan), check=fits)
     todo = [s for s in survivors if s.cand.key not in store.done]
     if on_start:
         on_start(len(survivors), len(survivors) - len(todo))
