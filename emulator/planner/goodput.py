@@ -43,9 +43,10 @@ def too_short(sc: Scenario, duration: float) -> str | None:
         return None
     need = latency / (1 - KEEPS_UP)
     share = 1 - latency / duration
-    serves = (f"serves at most {share:.0%} of what it is offered" if share > 0 else
-              "serves none of what it is offered (it ends before one request can finish)")
-    return (f"a run of {duration:g} s {serves} (a request decodes for {latency:.3g} s), under "
+    serves = (f"serves at most {share:.0%} of what it is offered (a request decodes for "
+              f"{latency:.3g} s)" if share > 0 else "serves none of what it is offered (a "
+              f"request decodes for {latency:.3g} s, longer than the run)")
+    return (f"a run of {duration:g} s {serves}, under "
             f"the {KEEPS_UP:.0%} a candidate must serve: every goodput will be 0; use "
             f"--duration of at least {math.ceil(need)} s")
 
