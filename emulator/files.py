@@ -32,10 +32,12 @@ class FileRefused(ValueError):
 
     def __init__(self, path: str | Path, message: str):
         self.path, self.message = str(path), message
-        super().__init__(f"{_printable(str(path))}: {message}")
+        super().__init__(printable(f"{path}: {message}"))
 
 
-def _printable(text: str) -> str:
+def printable(text: str) -> str:
+    """text with control and other non-printable characters escaped (\\n, \\x1b): an error
+    that quotes a file's own text (a header cell, a name) stays one line."""
     return text if text.isprintable() else "".join(
         c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from emulator.files import LIMITS, FileRefused, checked, size_text
+from emulator.files import LIMITS, FileRefused, checked, printable, size_text
 
 MOONCAKE_BLOCK_TOKENS = 512
 MAX_TOKENS = 16 * 1024 * 1024  # 16M tokens: beyond any model's context
@@ -42,7 +42,7 @@ LIMITS_HELP = (f"a trace is a regular file of at most {size_text(LIMITS['trace']
 class TraceError(ValueError):
     def __init__(self, path: str | Path, line: int | None, message: str):
         where = f"{path}:{line}" if line else str(path)
-        super().__init__(f"{where}: {message}")
+        super().__init__(printable(f"{where}: {message}"))
 
 
 @dataclass(frozen=True, eq=False)

@@ -139,3 +139,28 @@ def test_a_card_name_never_chooses_the_folder(tmp_path, capsys, monkeypatch):
     before = written.read_text()
     line = one_line(capsys, ["new", "--model", str(cfg), "--lengths", "lognormal:9.9,1.0"])
     assert "exists (pass --force" in line and written.read_text() == before
+
+
+def test_azure_with_a_bom_and_crlf_loads(tmp_path):
+    p = tmp_path / "a.csv"
+    p.write_bytes("\ufeffTIMESTAMP,ContextTokens,GeneratedTokens\r\n2023-11-16 18:00:00,10,1\r\n"
+                  "2023-11-16 18:00:04,20,2\r\n".encode())
+    tr = load_trace(p)
+    assert tr.arrivals.tolist() == [0.0, 4.0] and tr.input_lengths.tolist() == [10, 20]
+
+
+def test_a_trace_that_is_a_folder_or_fifo_is_refused_unopened(tmp_path, capsys):
+    import os
+    fifo = tmp_path / "t.csv"
+    os.mkfifo(fifo)
+    line = one_line(capsys, ["new", "--model", "qwen3-235b-a22b", "--trace", str(fifo),
+                             "--out", str(tmp_path / "x.toml")])
+    assert "expected a regular trace file, found a FIFO" in line
+
+
+def test_a_header_cell_with_a_newline_stays_one_line(tmp_path, capsys):
+    """Found by the mapped-CSV fuzzer: a quoted header cell holding a newline split the line."""
+    p = tmp_path / "m.csv"
+    p.write_bytes(b'"s,n_in,n_out\n0,1,0\n')
+    line = one_line(capsys, ["solve", "--trace", str(p), "--columns", "time=ts,input=n_in"])
+    assert "no column 'ts' in the header" in line and "\\n" in line

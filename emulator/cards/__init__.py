@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from emulator.files import MAX_DEPTH, FileRefused, read_text, too_deep
+from emulator.files import MAX_DEPTH, FileRefused, printable, read_text, too_deep
 
 C = TypeVar("C")
 
@@ -24,12 +24,6 @@ class CardError(ValueError):
         self.path, self.key, self.message = str(path) if path else "<card>", key, message
         line = f"{self.path}: {key}: {message}" if key else f"{self.path}: {message}"
         super().__init__(printable(line))
-
-
-def printable(text: str) -> str:
-    """text with control and other non-printable characters escaped (\\n, \\x1b)."""
-    return text if text.isprintable() else "".join(
-        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 CARDS_DIR = Path(__file__).resolve().parent

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from emulator.files import MAX_DEPTH, FileRefused, read_text, too_deep
+from emulator.files import MAX_DEPTH, FileRefused, printable, read_text, too_deep
 from emulator.units import UnitError
 
 T = TypeVar("T")
@@ -30,14 +30,9 @@ class PresetError(ValueError):
 
     def __init__(self, path: str | Path | None, key: str, message: str):
         self.path, self.key, self.message = str(path) if path else "<preset>", key, message
-        key = _printable(key)  # a key is the file's text: a newline in it must not split the line
-        super().__init__(f"{self.path}: {key}: {message}" if key else f"{self.path}: {message}")
-
-
-def _printable(text: str) -> str:
-    """text with control and other non-printable characters escaped (\\n, \\x1e)."""
-    return text if text.isprintable() else "".join(
-        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+        # the key and message quote the file's own text: a newline must not split the line
+        super().__init__(printable(f"{self.path}: {key}: {message}" if key
+                                   else f"{self.path}: {message}"))
 
 
 def read_toml(path: str | Path, kind: str = "preset") -> dict:
