@@ -22,6 +22,9 @@ def gap_reasons(topo: Topology, bound: Bound, policy: PolicyPoint) -> list[str]:
     if bound.lambda_max <= 0:
         return ["nothing is served: Lambda is 0 for every routing"]
     gap = (bound.lambda_max - policy.lambda_max) / bound.lambda_max
+    if gap < SMALL_GAP:  # the routings' differences then lie in regions with slack: noise
+        return [f"the gap is {gap:.3%}: the threshold rule is as good as any routing here, up "
+                "to where its threshold grid can cut (the bound may cut inside a length bin)"]
     out = []
     for r in topo.regions:
         rr, s = bound.routing[r.name], policy.settings[r.name]
@@ -43,9 +46,6 @@ def gap_reasons(topo: Topology, bound: Bound, policy: PolicyPoint) -> list[str]:
         if (bound.n_p[r.name], bound.n_d[r.name]) != (s.n_p, s.n_d):
             out.append(f"{r.name}: the bound's split N_p/N_d = {bound.n_p[r.name]}/"
                        f"{bound.n_d[r.name]}, the policy's {s.n_p}/{s.n_d}")
-    if gap < SMALL_GAP:
-        out.insert(0, f"the gap is {gap:.3%}: the threshold rule is as good as any routing here, "
-                      "up to where its threshold grid can cut")
     return out
 
 

@@ -197,6 +197,29 @@ class Bound:
     variables: int
     constraints: int
     integers: int
+    program: Program | None = None  # what was solved (for re-solves)
+
+    def finite_difference(self, name: str, rel: float = 0.01) -> float:
+        """Row `name`'s price by re-solving the LP at the bound's split with `rel` more of its
+        capacity: (Lambda' - Lambda) / the added capacity, in the price's units."""
+        prog = self.program
+        i = [r.name for r in prog.rows].index(name)
+        row = prog.rows[i]
+        if row.kind == "pool":
+            raise ValueError("a pool's price is the better of its pd-p and pd-d prices")
+        added = rel * self.capacity[name]  # instances, or Gbps
+        n_p = [self.n_p[r.name] for r in prog.topology.regions]
+        n_d = [self.n_d[r.name] for r in prog.topology.regions]
+        lam = fixed_lambda(prog, n_p, n_d, {name: added / prog.scale[i]})
+        return (lam - self.lambda_max) / added
+
+    def plus_1pct(self) -> dict[str, float]:
+        """Each binding row's gain per unit over a +1% step, re-solved at the split: the shadow
+        price unless another row starts to bind within that 1% (then less)."""
+        if not hasattr(self, "_plus"):
+            object.__setattr__(self, "_plus", {n: self.finite_difference(n) for n in self.binding
+                                               if self.capacity[n] > 0})
+        return self._plus
 
     def to_dict(self) -> dict:
         return {
@@ -204,6 +227,7 @@ class Bound:
             "n_p": self.n_p, "n_d": self.n_d,
             "binding": list(self.binding),
             "shadow_prices": {k: round(v, 9) for k, v in self.shadow_prices.items()},
+            "plus_1pct": {k: round(v, 9) for k, v in self.plus_1pct().items()},
             "shadow_price_units": {r.name: "req/s per Gbps" if r.per_gbps else
                                    "req/s per instance" for r in self.rows},
             "utilization": {r.name: (round(self.used[r.name] / self.capacity[r.name], 6)
@@ -274,7 +298,7 @@ def routing_bound(topo: Topology, *, edges: dict[str, list[float]] | None = None
                   max_bins: int = MAX_BINS, prog: Program | None = None) -> Bound:
     """The routing bound of a topology, with its routing, binding rows and shadow prices."""
     prog = prog or program(topo, edges=edges, max_bins=max_bins)
-    n_p, n_d = solve_split(prog)
+    _, n_p, n_d = solve_milp(prog)
     res, keep, b = _fixed(prog, n_p, n_d)
     lam = float(-res.fun)
     x = res.x
@@ -316,4 +340,4 @@ def routing_bound(topo: Topology, *, edges: dict[str, list[float]] | None = None
                                                       enumerate(prog.links[r.name])})
     return Bound(lam, {k: v[0] for k, v in split.items()}, {k: v[1] for k, v in split.items()},
                  routing, prog.rows, used, capacity, prices, binding, prog.n_vars,
-                 prog.a_ub.shape[0] + prog.a_eq.shape[0], 2 * len(topo.regions))
+                 prog.a_ub.shape[0] + prog.a_eq.shape[0], 2 * len(topo.regions), prog)
