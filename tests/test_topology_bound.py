@@ -195,3 +195,27 @@ def test_bound_holds_every_threshold_policy(p_long, n_site, pool, bw, t2, bs):
     assert b.lambda_max >= best.lambda_max * (1 - 1e-9)
     policy, _ = search_policy(topo, b)
     assert policy.lambda_max == pytest.approx(best.lambda_max, rel=1e-9, abs=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(cap=st.floats(0.01, 100.0), pdp=st.one_of(st.just(0.0), st.floats(1e-6, 5.0)), per_d=st.floats(0.01, 10.0),
+       pool=st.integers(1, 300))
+def test_best_split_in_closed_form_matches_every_split(cap, pdp, per_d, pool):
+    from emulator.topology.policy import _best_splits
+
+    n, lam = _best_splits(np.array([cap]), np.array([pdp]), per_d, pool)
+    splits = np.arange(pool + 1, dtype=float)
+    with np.errstate(divide="ignore", over="ignore"):
+        every = np.minimum(np.minimum(cap, splits / pdp if pdp > 0 else np.inf),
+                           (pool - splits) * per_d)
+    assert lam[0] == pytest.approx(every.max(), rel=1e-12)
+    assert every[n[0]] == pytest.approx(every.max(), rel=1e-12)
+
+
+def test_link_rtt_is_in_the_remote_path():
+    """two-regions: east and west differ only in their links (10 vs 25 ms; neither binds), so
+    their remote paths' TTFT differs by the 15 ms and the local paths not at all."""
+    out = json.loads(_solve_json(["--preset", "two-regions"]))["topology"]
+    east, west = (out["threshold_policy"]["ttft"]["regions"][r]["paths"] for r in ("east", "west"))
+    assert west["hub"]["mean"] - east["hub"]["mean"] == pytest.approx(0.015, abs=1e-9)
+    assert west["local"]["mean"] == pytest.approx(east["local"]["mean"], rel=1e-12)

@@ -80,6 +80,12 @@ def test_commands_that_cannot_run_a_topology_refuse_in_one_line(capsys, tmp_path
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "declares a topology" in err and "Traceback" not in err
+    drill = tmp_path / "d.toml"
+    drill.write_text('description = "d"\npreset = "two-regions"\n[[incidents]]\n'
+                     'kind = "brownout"\nat = "1 min"\nduration = "1 min"\nfactor = 0.5\n')
+    assert main(["drill", str(drill)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "declares a topology" in err
 
 
 def test_programmatic_problems_name_the_table_index(tmp_path):

@@ -54,11 +54,12 @@ def topology_answer(topo: Topology, *, rate: float | None = None, load: float = 
                     max_bins: int = MAX_BINS) -> dict:
     """The `topology` object of `solve --json`. `rate`: the total offered rate the TTFT is
     predicted at (default `load` x the best policy's Lambda)."""
-    first = routing_bound(topo, max_bins=max_bins)
+    # one region: its step is the exhaustive search, no rounded start needed
+    first = routing_bound(topo, max_bins=max_bins) if len(topo.regions) > 1 else None
     policy, rounds = search_policy(topo, first)
     edges = {name: [s.t] for name, s in policy.settings.items()}
     bound = routing_bound(topo, edges=edges, max_bins=max_bins)  # contains the policy
-    declared = evaluate_policy(topo, preset_settings(topo))
+    declared = evaluate_policy(topo, preset_settings(topo), policy.stats)
     offered = rate if rate is not None else load * policy.lambda_max
     latency = region_latency(topo, policy, offered, rdma_latency=rdma_latency, target=target, q=q)
     pol = policy.to_dict(bound)

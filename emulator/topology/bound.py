@@ -38,6 +38,7 @@ from emulator.units import GBPS
 
 GB = 1e9  # bytes are scaled to GB in the program (rates of order 1, bandwidths of order 1-1e3)
 BINDING_SLACK = 1e-7  # relative slack under which a constraint binds
+MIP_GAP = 1e-9  # HiGHS stops at 1e-4 by default: a bound must not stop short of the best split
 
 
 class BoundError(RuntimeError):
@@ -273,7 +274,8 @@ def solve_milp(prog: Program, ub: np.ndarray | None = None) -> tuple[np.ndarray,
     integrality[prog.n_route:] = 1
     res = milp(c, constraints=[LinearConstraint(prog.a_ub, -np.inf, prog.b_ub),
                                LinearConstraint(prog.a_eq, 0.0, 0.0)],
-               integrality=integrality, bounds=Bounds(0, np.inf if ub is None else ub))
+               integrality=integrality, bounds=Bounds(0, np.inf if ub is None else ub),
+               options={"mip_rel_gap": MIP_GAP})
     if res.status != 0 or res.x is None:
         raise BoundError(f"HiGHS: {res.message}")
     n = np.round(res.x[prog.n_route:]).astype(int)

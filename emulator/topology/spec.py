@@ -9,7 +9,8 @@ API (what the model, the simulator and the UI read; nothing here parses TOML):
   of the total offered rate (the shares sum to 1); ``lengths``/``decode`` are its own (the
   preset's top-level tables unless ``[region.workload]``/``[region.decode]`` override them).
 - ``Link(site, region, bandwidth, rtt=0, long_share=1, price_per_tb=None, fluctuation=0)``:
-  ``bandwidth`` bytes/s, ``rtt`` seconds, ``long_share`` the part of the region's long requests
+  ``bandwidth`` bytes/s, ``rtt`` seconds (the delay a remote request adds to its TTFT: its trip
+  to the site and its KV's trip back), ``long_share`` the part of the region's long requests
   (above its threshold) the threshold policy sends over this link (a region's shares sum to 1),
   ``fluctuation`` the fraction of capacity another tenant may take. ``Link.name`` is
   ``"site->region"``.
@@ -18,6 +19,10 @@ API (what the model, the simulator and the UI read; nothing here parses TOML):
   ``links_of_site(name)``; ``is_pair`` (one site, one region, one link); ``problems()`` lists
   every cross-table inconsistency as (key, message) with the table index (``link[3].site``), the
   one check the preset reader and programmatic builders share.
+- ``Scenario.topology`` (emulator.scenario.scenario) is the one to read: the declared topology of a
+  [[site]]/[[region]]/[[link]] preset (``Scenario.declared_topology``), else the single pair at the
+  scenario's current knobs. ``presets.load(name, topology=True)`` loads topology presets; without
+  ``topology=True`` they are refused in one line (callers that run single pairs only).
 - ``Topology.pair(system, t, n_p, n_d, rtt=0)``: the 1x1 topology of a single-pair model
   ``System`` (site ``prfaas``, region ``pd``, link ``prfaas->pd``); ``pair_system(region, site)``
   is the inverse view, one region with one of its sites as a ``System`` for the single-pair model.

@@ -114,14 +114,20 @@ def region_latency(topo: Topology, point: PolicyPoint, rate: float, *, rdma_late
     out = {}
     for r in topo.regions:
         lam_r = r.share * rate
-        paths = _paths(topo, point, r, lam_r, rdma_latency)
         views = list(_views(topo, point, r))
-        if len(views) == 1:  # the layer's own mixture of the two paths
-            _, system, knobs, delay, _ = views[0]
+        if len(views) == 1:  # the layer's own answer, its mixture of the two paths included
+            site, system, knobs, delay, _ = views[0]
             d = predict(system, knobs, lam_r, link_latency=delay,
                         rdma_latency=rdma_latency).to_dict()
             mean, p90 = d["mean"], d["p90"]
+            paths = {}
+            if "pd-p" in d["paths"]:
+                paths["local"] = {k: d["paths"]["pd-p"][k] for k in ("share", "mean", "p90")}
+            if site is not None and "prfaas" in d["paths"]:
+                paths[site] = {**{k: d["paths"]["prfaas"][k] for k in ("share", "mean", "p90")},
+                               "rtt_s": delay, "instances_seen": knobs.n_prfaas}
         else:
+            paths = _paths(topo, point, r, lam_r, rdma_latency)
             mean, p90 = _summary(paths)
         bound_rate = None
         if target is not None:
