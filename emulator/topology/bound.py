@@ -38,6 +38,7 @@ from emulator.units import GBPS
 
 GB = 1e9  # bytes are scaled to GB in the program (rates of order 1, bandwidths of order 1-1e3)
 BINDING_SLACK = 1e-7  # relative slack under which a constraint binds
+PLUS_RESOLVES = 12  # +1% re-solves per answer (each an LP of the whole topology)
 MIP_GAP = 1e-9  # HiGHS stops at 1e-4 by default: a bound must not stop short of the best split
 
 
@@ -216,10 +217,16 @@ class Bound:
 
     def plus_1pct(self) -> dict[str, float]:
         """Each binding row's gain per unit over a +1% step, re-solved at the split: the shadow
-        price unless another row starts to bind within that 1% (then less)."""
+        price unless another row starts to bind within that 1% (then less). A row priced 0 gains
+        0 (the value is concave: no step is worth more than a price); re-solved are the
+        PLUS_RESOLVES highest-priced rows, the rest are left out."""
         if not hasattr(self, "_plus"):
-            object.__setattr__(self, "_plus", {n: self.finite_difference(n) for n in self.binding
-                                               if self.capacity[n] > 0})
+            rows = [n for n in self.binding if self.capacity[n] > 0]
+            priced = sorted((n for n in rows if self.shadow_prices[n] > 1e-12),
+                            key=lambda n: -self.shadow_prices[n])[:PLUS_RESOLVES]
+            plus = {n: 0.0 for n in rows if self.shadow_prices[n] <= 1e-12}
+            plus |= {n: self.finite_difference(n) for n in priced}
+            object.__setattr__(self, "_plus", {n: plus[n] for n in rows if n in plus})
         return self._plus
 
     def to_dict(self) -> dict:

@@ -88,6 +88,7 @@ class _Stats:
         self.full: dict[tuple[str, str | None], SplitStats] = {}
         self.index: dict[str, dict[float, int]] = {}
         self.extra: dict[tuple[str, str | None, float], SplitStats] = {}
+        self.memo: dict[tuple, dict[str, float]] = {}
         for r in topo.regions:
             grid = np.asarray(r.lengths.threshold_grid(), dtype=float)
             self.grids[r.name] = grid
@@ -120,6 +121,16 @@ class _Stats:
                     self.extra[key] = self._compute(r, s, np.array([float(t)]))
                 out[s] = self.extra[key]
         return self._split(out)
+
+    def point_loads(self, r: Region, setting: RegionSetting) -> dict[str, float]:
+        """Region r's load per unit Lambda on each row at one setting (memoized: the search
+        asks for the others' loads at every step)."""
+        key = (r.name, float(setting.t), tuple(sorted(setting.shares.items())))
+        if key not in self.memo:
+            st, per_site = self.at(r, setting.t)
+            self.memo[key] = {n: float(np.asarray(v)[0]) for n, v in _region_loads(
+                self.topo, r, st, per_site, setting.shares).items()}
+        return self.memo[key]
 
     @staticmethod
     def _split(per: dict[str | None, SplitStats]) -> tuple[SplitStats, dict[str, SplitStats]]:
@@ -177,10 +188,9 @@ def evaluate_policy(topo: Topology, settings: dict[str, RegionSetting],
     ps = {}
     for r in topo.regions:
         s = settings[r.name]
-        st, per_site = stats.at(r, s.t)
-        ps[r.name] = float(st.p[0])
-        for n, v in _region_loads(topo, r, st, per_site, s.shares).items():
-            loads[n] = loads.get(n, 0.0) + float(np.asarray(v)[0])
+        ps[r.name] = float(stats.at(r, s.t)[0].p[0])
+        for n, v in stats.point_loads(r, s).items():
+            loads[n] = loads.get(n, 0.0) + v
     cap = _capacities(topo, settings)
     loads = {n: v for n, v in loads.items() if not (n.startswith("none:") and v == 0)}
     if any(np.isinf(v) for v in loads.values()):
@@ -200,13 +210,15 @@ def _region_step(topo: Topology, settings: dict[str, RegionSetting], r: Region,
     it the most room instead of a tie. Ties: the lowest t, then the lowest N_p (as the
     single-pair search)."""
     s = settings[r.name]
+    # the others' loads on the sites r uses (its links, pd-p and pd-d are its own)
+    shared = {k.site for k in topo.links_of_region(r.name)}
     others: dict[str, float] = {}
     for q in topo.regions:
-        if q.name == r.name:
+        if q.name == r.name or not shared & {k.site for k in topo.links_of_region(q.name)}:
             continue
-        st, per_site = stats.at(q, settings[q.name].t)
-        for n, v in _region_loads(topo, q, st, per_site, settings[q.name].shares).items():
-            others[n] = others.get(n, 0.0) + float(np.asarray(v)[0])
+        for n, v in stats.point_loads(q, settings[q.name]).items():
+            if n.startswith(("site:", "egress:")):
+                others[n] = others.get(n, 0.0) + v
     cap = _capacities(topo, settings)
     grid = stats.grids[r.name]
     st, per_site = stats.grid(r)

@@ -45,7 +45,7 @@ from emulator.units import GBPS, format_tokens
 
 ROUTINGS = ("threshold", "lp", "best-bandwidth", "best-cache")  # the site choice (emulator)
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # no '>' or ':': names join into keys
-MAX_SITES, MAX_REGIONS, MAX_LINKS = 64, 256, 1024  # what the routing bound solves in seconds
+MAX_SITES, MAX_REGIONS, MAX_LINKS = 32, 64, 256  # 64 regions x 256 links: solve in ~30 s
 SHARE_TOLERANCE = 1e-6
 DEFAULT_RDMA = 800 * GBPS
 
@@ -119,6 +119,16 @@ class Topology:
         return ({s.name: s for s in self.sites}, {r.name: r for r in self.regions},
                 {(k.site, k.region): k for k in self.links})
 
+    @cached_property
+    def _by_end(self) -> tuple[dict[str, tuple[Link, ...]], dict[str, tuple[Link, ...]]]:
+        by_region: dict[str, list[Link]] = {}
+        by_site: dict[str, list[Link]] = {}
+        for k in self.links:
+            by_region.setdefault(k.region, []).append(k)
+            by_site.setdefault(k.site, []).append(k)
+        return ({n: tuple(v) for n, v in by_region.items()},
+                {n: tuple(v) for n, v in by_site.items()})
+
     def site(self, name: str) -> Site:
         return self._by_name[0][name]
 
@@ -129,10 +139,10 @@ class Topology:
         return self._by_name[2].get((site, region))
 
     def links_of_region(self, name: str) -> tuple[Link, ...]:
-        return tuple(k for k in self.links if k.region == name)
+        return self._by_end[0].get(name, ())
 
     def links_of_site(self, name: str) -> tuple[Link, ...]:
-        return tuple(k for k in self.links if k.site == name)
+        return self._by_end[1].get(name, ())
 
     @property
     def is_pair(self) -> bool:
