@@ -180,10 +180,19 @@ def test_text_solve_on_a_topology(capsys):
         assert needle in text, needle
 
 
-def test_knob_flags_on_a_topology_are_refused(capsys):
-    assert main(["solve", "--preset", "two-regions", "--t", "8K"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "--t" in err
+def test_knob_flags_on_a_topology_are_refused(capsys, tmp_path):
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"timestamp": 0, "input_length": 100, "output_length": 10}\n')
+    for argv, flag in ((["--t", "8K"], "--t"), (["--trace", str(trace)], "--trace"),
+                       (["--slo-ttft", "6s", "--objective", "slo"], "--objective")):
+        assert main(["solve", "--preset", "two-regions", *argv]) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and flag in err, err
+
+
+def test_solve_on_a_topology_is_deterministic():
+    assert _solve_json(["--preset", "global", "--slo-ttft", "8s"]) == \
+        _solve_json(["--preset", "global", "--slo-ttft", "8s"])
 
 
 def _toy_profile(t1: float, t2: float, s1: float, s2: float) -> Profile:
