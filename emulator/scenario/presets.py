@@ -206,12 +206,15 @@ def _profiles(sec: Reader, base_dir: Path) -> dict[str, Profile]:
 
 
 def _roofline_profile(r: Reader, pname: str, base_dir: Path) -> Profile:
-    """`roofline = { model = NAME|config.json, gpu = NAME|card.toml, gpus = 8 }`: a profile from
-    a model card and a GPU card (emulator.cards.roofline); paths are relative to the preset."""
+    """`roofline = { model = NAME|config.json, gpu = NAME|card.toml, gpus = 8, tp = 8, ep = 8,
+    dtype = "fp8", kv_dtype = "bf16", source = "builtin"|"aiconfigurator" }` with
+    `prefill_overhead = "0.39 s"` beside it: a profile from a model card and a GPU card
+    (emulator.cards), T = overhead + kernel; paths are relative to the preset."""
     from emulator.cards import CardError
     from emulator.cards.gpu import load_gpu
     from emulator.cards.model_card import load_card
-    from emulator.cards.roofline import roofline_profile
+    from emulator.cards.roofline import DEFAULT_OVERHEAD_S
+    from emulator.cards.sources import PROFILE_SOURCES, card_profile
 
     c = r.section("roofline", required=True)
 
@@ -228,10 +231,24 @@ def _roofline_profile(r: Reader, pname: str, base_dir: Path) -> Profile:
             raise c.error(key, str(exc)) from None
     model, gpu = loaded["model"], loaded["gpu"]
     gpus = c.get("gpus", int, 8, check=lambda x: positive(x) or at_most(4096, "4096 GPUs")(x))
+    degree = {k: c.get(k, int, None, check=lambda x: positive(x) or at_most(4096, "4096 GPUs")(x))
+              for k in ("tp", "ep")}
+    dtypes = {"dtype": c.get("dtype", str, None, check=lambda x: None if x in ("bf16", "fp8", "int4")
+                             else "must be bf16, fp8 or int4"),
+              "kv_dtype": c.get("kv_dtype", str, None, check=lambda x: None if x in ("bf16", "fp8")
+                                else "must be bf16 or fp8")}
+    source = c.get("source", str, "builtin", check=lambda x: None if x in PROFILE_SOURCES else
+                   "must be " + " or ".join(PROFILE_SOURCES))
+    overhead = r.get("prefill_overhead", parse_duration, DEFAULT_OVERHEAD_S,
+                     check=lambda x: None if 0 <= x <= 60 else "must be between 0 and 60 s")
+    try:
+        prof, _, _ = card_profile(model, gpu, gpus, **degree, **dtypes, overhead_s=overhead,
+                                  profile_source=source, name=pname)
+    except CardError as exc:
+        key = {"--tp": "tp", "--ep": "ep", "--dtype": "dtype", "--kv-dtype": "kv_dtype"}.get(exc.key)
+        raise c.error(key or "model", exc.message if key else str(exc)) from None
     c.finish()
-    return replace(roofline_profile(model, gpu, gpus, pname),
-                   description=r.get("description", str, "") or
-                   f"roofline: {model.name} on {gpus}x{gpu.name}")
+    return replace(prof, description=r.get("description", str, "") or prof.description)
 
 
 def _inline_profile(r: Reader, pname: str) -> Profile:
