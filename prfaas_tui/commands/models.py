@@ -16,8 +16,8 @@ import json
 from rich.console import Console
 from rich.table import Table
 
-from emulator.cards.gpu import GpuCard, load_gpu
 from emulator.cards import CardError
+from emulator.cards.gpu import GpuCard, load_gpu
 from emulator.cards.memory import check_memory, memory_per_gpu
 from emulator.cards.model_card import ModelCard, load_card, read_config, shipped
 from emulator.cards.roofline import DEFAULT_OVERHEAD_S, DEFAULT_OVERHEAD_SOURCE

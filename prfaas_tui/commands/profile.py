@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from emulator import budget, torch_prefill
-from emulator.cards import CardError
 from emulator.budget import caps_for
+from emulator.cards import CardError
 from emulator.scenario.knobs import number
 from emulator.scenario.reader import MAX_SEED
 from emulator.torch_prefill.config import MODEL_NAMES, counterpart, get_config
