@@ -33,7 +33,8 @@ CALIBRATION = {
     "collective": "TP all-reduce / EP all-to-all, of nvlink_gbps",
 }
 FIXED_US = {"attention_us": "per attention layer", "collective_us": "per collective",
-            "layer_us": "per layer (launches, small kernels)"}
+            "layer_us": "per layer (launches, small kernels)",
+            "linear_ns": "per token and linear-attention layer (the chunk loop's floor), ns"}
 OLD_KEYS = {"mfu", "attn_mfu", "overhead_s"}
 
 
@@ -54,6 +55,7 @@ class Calibration:
     attention_us: float = 0.0
     collective_us: float = 0.0
     layer_us: float = 0.0
+    linear_ns: float = 0.0
     measured: bool = False
     source: str = ""
 

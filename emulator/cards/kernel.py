@@ -10,16 +10,19 @@ one model does not.
 Per GPU, for a prefill of n tokens on `gpus` GPUs (TP `tp` for attention and dense layers, EP
 `ep` for routed experts, the remaining gpus/ep as expert-tensor parallel):
 
-    gemm       2 n dense/tp / (peak x gemm)            + dense/tp weight bytes / (HBM x memory)
+    gemm       2 n dense/tp / (peak x gemm)           | dense/tp weight bytes / (HBM x memory)
     moe        2 n routed_active/gpus / (peak x moe)   + routed_total/gpus weight bytes / (HBM x memory)
     attention  pair FLOPs / tp / (bf16 peak x attention) + attention_us per attention layer
-    linear     state-kernel FLOPs / tp / (bf16 peak x linear) + attention_us per linear layer
+    linear     state-kernel FLOPs / tp / (bf16 peak x linear) + linear_ns per token and layer
+               + attention_us per linear layer
     memory     norms and activations: 16 B x hidden per token and layer + 6 B x FFN width / tp
     collective 2 all-reduces of n x hidden x 2 B per layer (ring: 2 (tp-1)/tp of it over NVLink)
                + collective_us each; attention-DP (tp = 1) with ep > 1: an all-to-all instead
     layer      layer_us per layer (launches, small kernels)
 
-Every term is a polynomial of degree <= 2 in n (pieces split at sliding windows), so a profile
+(a | b: the slower of the two, a GEMM streams its weights while it computes.) Every term is a
+polynomial of degree <= 2 in n on pieces split at sliding windows and at the lengths where a
+GEMM turns compute-bound, so a profile
 built from it keeps the model's exact mode. The serving overhead (scheduling, tokenization,
 sampling, the first decode step) is not in here: it is a setting of the deployment
 (roofline.Setup.overhead_s).
@@ -86,17 +89,21 @@ def kernel_parts(card: ModelCard, gpu: GpuCard, setup: Setup,
     g_eff = c.gemm_fp8 if setup.dtype == "fp8" else c.gemm
     moe_eff = c.moe_fp8 if setup.dtype == "fp8" else c.moe
 
-    gemm = 2 * n * m.dense / tp / (peak * g_eff) + m.dense / tp * wb / hbm
+    # a GEMM streams its weights while it computes: the slower of the two (weight-bound short
+    # prompts, compute-bound long ones; the crossover is a break of the profile's pieces)
+    gemm = np.maximum(2 * n * m.dense / tp / (peak * g_eff), m.dense / tp * wb / hbm)
     moe = np.zeros_like(n)
     if m.routed_active:
-        moe = 2 * n * m.routed_active / gpus / (peak * moe_eff) + m.routed_total / gpus * wb_moe / hbm
+        moe = np.maximum(2 * n * m.routed_active / gpus / (peak * moe_eff),
+                         m.routed_total / gpus * wb_moe / hbm)
     attn_layers = sum(g.count for g in card.groups if g.kind != "linear")
     lin_layers = card.num_layers - attn_layers
     only_attn, only_lin = _only(card, linear=False), _only(card, linear=True)
     attention = only_attn.attn_flops(n) / tp / (bf16 * c.attention) + attn_layers * c.attention_us * 1e-6
     linear = np.zeros_like(n)
     if lin_layers:
-        linear = only_lin.attn_flops(n) / tp / (bf16 * c.linear) + lin_layers * c.attention_us * 1e-6
+        linear = (only_lin.attn_flops(n) / tp / (bf16 * c.linear)
+                  + lin_layers * (n * c.linear_ns * 1e-9 + c.attention_us * 1e-6))
     memory = (card.num_layers * n * m.hidden * NORM_BYTES + n * m.act_width / tp * ACT_BYTES) / hbm
     collective = np.zeros_like(n)
     if gpus > 1:
@@ -111,6 +118,20 @@ def kernel_parts(card: ModelCard, gpu: GpuCard, setup: Setup,
     out = {"gemm": gemm, "moe": moe, "attention": attention, "linear": linear, "memory": memory,
            "collective": collective, "layer": layer}
     return {k: np.broadcast_to(v, n.shape).astype(float) for k, v in out.items()}
+
+
+def kernel_breaks(card: ModelCard, gpu: GpuCard, setup: Setup) -> list[float]:
+    """Lengths where a GEMM class turns from weight-bound to compute-bound (pieces of the
+    profile), besides the model's sliding windows."""
+    c, m = gpu.calibration, card.matmul
+    peak, hbm = _peak(gpu, setup.dtype), gpu.hbm_tbps * 1e12 * c.memory
+    wb, wb_moe = weight_bytes(setup.dtype)
+    fp8 = setup.dtype == "fp8"
+    out = [wb / hbm * peak * (c.gemm_fp8 if fp8 else c.gemm) / 2]
+    if m.routed_active:
+        out.append(m.routed_total * wb_moe / hbm * peak * (c.moe_fp8 if fp8 else c.moe)
+                   / (2 * m.routed_active))
+    return sorted({round(x, 6) for x in out if x > 0})
 
 
 def kernel_seconds(card: ModelCard, gpu: GpuCard, setup: Setup, length: float | np.ndarray):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from emulator.cards.gpu import GpuCard
-from emulator.cards.kernel import Setup, kernel_seconds
+from emulator.cards.kernel import Setup, kernel_breaks, kernel_seconds
 from emulator.cards.model_card import ModelCard
 from emulator.profiles import Curve, Profile
 
@@ -55,10 +55,11 @@ def roofline_profile(card: ModelCard, gpu: GpuCard, setup: Setup, name: str | No
     served = card.with_kv_dtype(setup.kv_dtype)
     breaks = served.breaks()
     if kernel is None:
+        breaks = sorted({*breaks, *kernel_breaks(served, gpu, setup)})
         t = _piecewise(lambda x: prefill_seconds(served, gpu, setup, x), breaks)
     else:
         t = kernel.affine(setup.overhead_s, 1.0)
-    s = _piecewise(lambda x: served.kv_bytes(x), breaks)
+    s = _piecewise(lambda x: served.kv_bytes(x), served.breaks())
     mark = f", {gpu.mark}" if gpu.mark else ""
     desc = f"{source}: {card.name} on {gpu.name}{mark} ({setup.describe()})"
     return Profile(name or f"{gpu.name}", t, s, desc)
