@@ -27,7 +27,9 @@ PCIE_GBPS = 512.0  # PCIe Gen5 x16, one direction: the scale-up link of a card t
 CALIBRATION = {
     "gemm": "dense BF16 GEMM, of bf16_tflops", "gemm_fp8": "dense FP8 GEMM, of fp8_tflops",
     "moe": "grouped MoE GEMM in BF16, of bf16_tflops", "moe_fp8": "grouped MoE GEMM in FP8, of fp8_tflops",
-    "attention": "flash-attention prefill, of bf16_tflops",
+    "moe_int4": "grouped MoE GEMM with 4-bit weights (W4A16), of bf16_tflops",
+    "attention": "flash-attention prefill (GQA/MHA, sliding windows), of bf16_tflops",
+    "attention_mla": "MLA prefill attention (d_qk 192, d_v 128), of bf16_tflops",
     "linear": "linear-attention / state kernels, of bf16_tflops",
     "memory": "HBM-bound kernels (norms, activations, weight reads), of hbm_tbps",
     "collective": "TP all-reduce / EP all-to-all, of nvlink_gbps",
@@ -48,7 +50,9 @@ class Calibration:
     gemm_fp8: float
     moe: float
     moe_fp8: float
+    moe_int4: float
     attention: float
+    attention_mla: float
     linear: float
     memory: float
     collective: float

@@ -12,7 +12,8 @@ Per GPU, for a prefill of n tokens on `gpus` GPUs (TP `tp` for attention and den
 
     gemm       2 n dense/tp / (peak x gemm)           | dense/tp weight bytes / (HBM x memory)
     moe        2 n routed_active/gpus / (peak x moe)   + routed_total/gpus weight bytes / (HBM x memory)
-    attention  pair FLOPs / tp / (bf16 peak x attention) + attention_us per attention layer
+    attention  pair FLOPs / tp / (bf16 peak x attention, attention_mla for MLA layers)
+               + attention_us per attention layer
     linear     state-kernel FLOPs / tp / (bf16 peak x linear) + linear_ns per token and layer
                + attention_us per linear layer
     memory     norms and activations: 16 B x hidden per token and layer + 6 B x FFN width / tp
@@ -87,7 +88,7 @@ def kernel_parts(card: ModelCard, gpu: GpuCard, setup: Setup,
     bf16 = gpu.bf16_tflops * 1e12
     hbm = gpu.hbm_tbps * 1e12 * c.memory
     g_eff = c.gemm_fp8 if setup.dtype == "fp8" else c.gemm
-    moe_eff = c.moe_fp8 if setup.dtype == "fp8" else c.moe
+    moe_eff = {"fp8": c.moe_fp8, "int4": c.moe_int4}.get(setup.dtype, c.moe)
 
     # a GEMM streams its weights while it computes: the slower of the two (weight-bound short
     # prompts, compute-bound long ones; the crossover is a break of the profile's pieces)
@@ -98,8 +99,9 @@ def kernel_parts(card: ModelCard, gpu: GpuCard, setup: Setup,
                          m.routed_total / gpus * wb_moe / hbm)
     attn_layers = sum(g.count for g in card.groups if g.kind != "linear")
     lin_layers = card.num_layers - attn_layers
-    only_attn, only_lin = _only(card, linear=False), _only(card, linear=True)
-    attention = only_attn.attn_flops(n) / tp / (bf16 * c.attention) + attn_layers * c.attention_us * 1e-6
+    only_lin, full, mla = _only(card, ("linear",)), _only(card, ("gqa", "swa")), _only(card, ("mla",))
+    attention = (full.attn_flops(n) / tp / (bf16 * c.attention) + mla.attn_flops(n) / tp / (bf16 * c.attention_mla)
+                 + attn_layers * c.attention_us * 1e-6)
     linear = np.zeros_like(n)
     if lin_layers:
         linear = (only_lin.attn_flops(n) / tp / (bf16 * c.linear)
@@ -129,7 +131,8 @@ def kernel_breaks(card: ModelCard, gpu: GpuCard, setup: Setup) -> list[float]:
     fp8 = setup.dtype == "fp8"
     out = [wb / hbm * peak * (c.gemm_fp8 if fp8 else c.gemm) / 2]
     if m.routed_active:
-        out.append(m.routed_total * wb_moe / hbm * peak * (c.moe_fp8 if fp8 else c.moe)
+        moe_eff = {"fp8": c.moe_fp8, "int4": c.moe_int4}.get(setup.dtype, c.moe)
+        out.append(m.routed_total * wb_moe / hbm * peak * moe_eff
                    / (2 * m.routed_active))
     return sorted({round(x, 6) for x in out if x > 0})
 
@@ -140,11 +143,11 @@ def kernel_seconds(card: ModelCard, gpu: GpuCard, setup: Setup, length: float | 
     return float(total) if np.ndim(total) == 0 else total
 
 
-def _only(card: ModelCard, *, linear: bool) -> ModelCard:
+def _only(card: ModelCard, kinds: tuple[str, ...]) -> ModelCard:
+    """The card with only the layer groups of these kinds (their attention FLOPs)."""
     from dataclasses import replace
 
-    keep = tuple(g for g in card.groups if (g.kind == "linear") == linear)
-    return replace(card, groups=keep)
+    return replace(card, groups=tuple(g for g in card.groups if g.kind in kinds))
 
 
 # -- the setup from flags and the card's defaults -------------------------------------------------
