@@ -63,3 +63,35 @@ def roofline_profile(card: ModelCard, gpu: GpuCard, setup: Setup, name: str | No
     mark = f", {gpu.mark}" if gpu.mark else ""
     desc = f"{source}: {card.name} on {gpu.name}{mark} ({setup.describe()})"
     return Profile(name or f"{gpu.name}", t, s, desc)
+
+
+COMPUTE_CLASSES = ("gemm", "gemm_fp8", "moe", "moe_fp8", "moe_int4", "attention", "attention_mla",
+                   "linear")
+EFFICIENCY_CAP = 0.95
+
+
+def scaled(gpu: GpuCard, k: float) -> GpuCard:
+    """The GPU with its compute-class efficiencies times `k`, each at most EFFICIENCY_CAP."""
+    from dataclasses import replace
+
+    c = gpu.calibration
+    new = {name: min(getattr(c, name) * k, EFFICIENCY_CAP) for name in COMPUTE_CLASSES}
+    return replace(gpu, calibration=replace(c, **new))
+
+
+def scale_fit(card: ModelCard, gpu: GpuCard, setup: Setup, lengths, seconds) -> float:
+    """The one factor on a borrowed calibration's compute efficiencies (capped) that best meets
+    a few known prefill times, least squares in relative error: how a GPU with no measured
+    operators but a couple of known points (the H20, from the paper's Table 6) is set."""
+    from scipy.optimize import minimize_scalar
+
+    n_tok = np.asarray(lengths, dtype=float)
+    t = np.asarray(seconds, dtype=float)
+
+    def loss(log_k: float) -> float:
+        pred = prefill_seconds(card, scaled(gpu, float(np.exp(log_k))), setup, n_tok)
+        return float(np.sum((pred / t - 1) ** 2))
+
+    res = minimize_scalar(loss, bounds=(np.log(0.2), np.log(10.0)), method="bounded",
+                          options={"xatol": 1e-6})
+    return float(np.exp(res.x))
