@@ -35,7 +35,8 @@ def test_new_case_study_solves_within_5pct_of_the_shipped_preset(tmp_path, capsy
     assert (answer["optimum"]["n_prfaas"], answer["optimum"]["n_p"], answer["optimum"]["n_d"]) == (4, 3, 5)
     assert set(answer["paradigms"]) == {"prfaas-pd", "homogeneous", "naive-heterogeneous"}
     text = out.read_text()
-    assert "# roofline:" in text and "# the model's optimum" in text
+    assert "# T_prefill = prefill_overhead + kernel" in text and "# the model's optimum" in text
+    assert text.count('prefill_overhead = "0.39 s"') == 2 and "[UNCALIBRATED GPU]" in text  # the H20
     sc = presets.load(out)  # what --preset PATH opens
     assert sc.t == pytest.approx(answer["optimum"]["t"], abs=1)
     assert (sc.n_p, sc.n_d) == (3, 5)
@@ -76,15 +77,75 @@ def test_models_json_has_the_promised_fields(capsys):
     assert len(rows) == 7
     for d in rows:
         assert {"name", "family", "dtype", "layers", "kv_bytes_per_token", "state_bytes",
-                "active_params"} <= set(d)
-        assert set(d["t_prefill_s"]) == set(d["phi_kv_gbps"]) == {"1K", "8K", "32K", "128K"}
+                "active_params", "profile", "memory_per_gpu", "memory_error"} <= set(d)
+        assert [p["length"] for p in d["profile"]] == [1024, 8192, 32768, 131072]
+    # a 1T model in bf16 does not fit 8xH200: listed, with the reason, not a failure
+    ring = next(d for d in rows if d["name"] == "ring-2.5-1t")
+    assert "does not fit 8 x h200" in ring["memory_error"]
 
 
 def test_models_reads_one_config(capsys):
     path = shipped_dir() / "mimo-v2-flash.json"
     assert main(["models", "--config", str(path), "--json"]) == 0
-    (d,) = json.loads(capsys.readouterr().out)
+    d = json.loads(capsys.readouterr().out)  # one object for one config
     assert d["layers"] == {"swa": 39, "gqa": 9} and d["windows"] == {"128": 39}
+
+
+CONTRACT = ["models", "--config", "tests/configs/qwen3-32b.json", "--gpu", "h200", "--parallelism", "8",
+            "--lengths", "8K,32K,128K"]
+
+
+def test_models_contract_kernel_and_overhead_apart(capsys):
+    assert main([*CONTRACT, "--dtype", "bf16", "--kv-dtype", "bf16", "--overhead", "0s", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["kv_bytes_per_token"] == 64 * 2 * 8 * 128 * 2
+    assert [p["length"] for p in d["profile"]] == [8192, 32768, 131072]
+    for p in d["profile"]:
+        assert set(p) == {"length", "kernel_s", "overhead_s", "t_prefill_s", "kv_bytes", "phi_kv_gbps"}
+        assert p["overhead_s"] == 0 and p["t_prefill_s"] == pytest.approx(p["kernel_s"], rel=1e-9)
+        assert p["kv_bytes"] == pytest.approx(d["kv_bytes_per_token"] * p["length"])
+        assert p["phi_kv_gbps"] == pytest.approx(p["kv_bytes"] * 8 / p["t_prefill_s"] / 1e9)
+    assert 20 < d["profile"][0]["phi_kv_gbps"] < 200  # about 99 Gbps at 8K (measured operators)
+    assert main([*CONTRACT, "--kv-dtype", "fp8", "--json"]) == 0
+    e = json.loads(capsys.readouterr().out)
+    assert e["kv_bytes_per_token"] == d["kv_bytes_per_token"] / 2
+    assert e["overhead_s"] == 0.39 and e["profile"][0]["t_prefill_s"] == pytest.approx(
+        e["profile"][0]["kernel_s"] + 0.39)
+    assert e["gpu_calibrated"] is True and e["tp"] == 8 and e["ep"] == 1
+
+
+def test_models_marks_an_uncalibrated_gpu(capsys):
+    assert main(["models", "--config", "tests/configs/qwen3-32b.json", "--gpu", "h20"]) == 0
+    assert "UNCALIBRATED" in capsys.readouterr().out
+
+
+def test_models_refuses_deepseek_v3_on_one_h200(capsys):
+    line = _one_error_line(capsys, ["models", "--config", "tests/configs/deepseek-v3.json", "--gpu", "h200",
+                                    "--parallelism", "1", "--lengths", "8K"])
+    assert "deepseek-v3.json: does not fit 1 x h200" in line and "needs 6" in line and "of 141 GB" in line
+
+
+@pytest.mark.parametrize("flag,value,needle", [("--overhead", "61s", "--overhead"),
+                                                ("--tp", "3", "--tp"), ("--ep", "0", "--ep")])
+def test_models_bad_setup_flags_are_one_line(capsys, flag, value, needle):
+    line = _one_error_line(capsys, [*CONTRACT, flag, value])
+    assert needle in line
+
+
+def test_new_overhead_flag_is_written_and_used(tmp_path, capsys):
+    out = tmp_path / "o.toml"
+    assert main([*CASE, "--overhead", "0.1s", "--out", str(out), "--json"]) == 0
+    fast = json.loads(capsys.readouterr().out)["optimum"]["lambda_max"]
+    assert out.read_text().count('prefill_overhead = "0.1 s"') == 2
+    assert main([*CASE, "--out", str(out), "--force", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["optimum"]["lambda_max"] < fast
+
+
+def test_new_refuses_a_model_that_does_not_fit(tmp_path, capsys):
+    line = _one_error_line(capsys, ["new", "--model", "tests/configs/deepseek-v3.json", "--parallelism", "1",
+                                    "--prfaas-gpus", "4", "--local-gpus", "4", "--out", str(tmp_path / "x.toml")])
+    assert "does not fit 1 x h200" in line
+    assert not (tmp_path / "x.toml").exists()
 
 
 def _config(tmp_path, **edits) -> str:
@@ -145,7 +206,7 @@ def test_a_preset_can_name_a_roofline_profile(tmp_path):
     p.write_text(text)
     sc = presets.load(p)
     assert sc.system.prfaas.name == "roof"
-    assert sc.system.prfaas.description.startswith("roofline: kimi-linear-48b-a3b")  # dir name
+    assert sc.system.prfaas.description.startswith("kernel model: kimi-linear-48b-a3b")  # dir name
     p.write_text(text.replace('gpu = "h200"', 'gpu = "h999"'))
     with pytest.raises(PresetError, match=r"profiles\.roof\.roofline\.gpu: h999: no GPU card"):
         presets.load(p)
