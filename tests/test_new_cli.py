@@ -5,6 +5,7 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,8 @@ from emulator.optimizer import search
 from emulator.scenario import presets
 from emulator.scenario.reader import PresetError
 from prfaas_tui.cli import main
+
+CONFIGS = Path(__file__).parent / "configs"
 
 CASE = ["new", "--model", "prfaas-case-study-1t", "--prefill-gpu", "h200", "--local-gpu", "h20",
         "--parallelism", "8", "--prfaas-gpus", "32", "--local-gpus", "64",
@@ -91,7 +94,7 @@ def test_models_reads_one_config(capsys):
     assert d["layers"] == {"swa": 39, "gqa": 9} and d["windows"] == {"128": 39}
 
 
-CONTRACT = ["models", "--config", "tests/configs/qwen3-32b.json", "--gpu", "h200", "--parallelism", "8",
+CONTRACT = ["models", "--config", str(CONFIGS / "qwen3-32b.json"), "--gpu", "h200", "--parallelism", "8",
             "--lengths", "8K,32K,128K"]
 
 
@@ -115,12 +118,12 @@ def test_models_contract_kernel_and_overhead_apart(capsys):
 
 
 def test_models_marks_an_uncalibrated_gpu(capsys):
-    assert main(["models", "--config", "tests/configs/qwen3-32b.json", "--gpu", "h20"]) == 0
+    assert main(["models", "--config", str(CONFIGS / "qwen3-32b.json"), "--gpu", "h20"]) == 0
     assert "UNCALIBRATED" in capsys.readouterr().out
 
 
 def test_models_refuses_deepseek_v3_on_one_h200(capsys):
-    line = _one_error_line(capsys, ["models", "--config", "tests/configs/deepseek-v3.json", "--gpu", "h200",
+    line = _one_error_line(capsys, ["models", "--config", str(CONFIGS / "deepseek-v3.json"), "--gpu", "h200",
                                     "--parallelism", "1", "--lengths", "8K"])
     assert "deepseek-v3.json: does not fit 1 x h200" in line and "needs 6" in line and "of 141 GB" in line
 
@@ -142,7 +145,7 @@ def test_new_overhead_flag_is_written_and_used(tmp_path, capsys):
 
 
 def test_new_refuses_a_model_that_does_not_fit(tmp_path, capsys):
-    line = _one_error_line(capsys, ["new", "--model", "tests/configs/deepseek-v3.json", "--parallelism", "1",
+    line = _one_error_line(capsys, ["new", "--model", str(CONFIGS / "deepseek-v3.json"), "--parallelism", "1",
                                     "--prfaas-gpus", "4", "--local-gpus", "4", "--out", str(tmp_path / "x.toml")])
     assert "does not fit 1 x h200" in line
     assert not (tmp_path / "x.toml").exists()
