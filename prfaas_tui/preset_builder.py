@@ -202,6 +202,12 @@ def set_optimum(doc: tomlkit.TOMLDocument, out: Path) -> dict:
             "paradigms": paradigms(sc.system, sc.mode, best)}
 
 
+def uncalibrated_notes(answer: dict) -> list[str]:
+    """One line per GPU of the answer whose card has no measured efficiencies (new, `n` form)."""
+    return [f"{role} GPU {g['name']} is uncalibrated: {g['source']}"
+            for role, g in answer.get("gpus", {}).items() if not g["calibrated"]]
+
+
 def write_preset(spec: NewSpec, out: Path | None, force: bool = False) -> dict:
     """Build, solve, write; returns the answer (with the path written)."""
     tmp = out or Path.cwd() / "new-preset.toml"

@@ -16,6 +16,10 @@ AIC_PREFILL_MS = {
     ("deepseek-v3", "h200", "fp8", 131072): 15925.4,
     ("deepseek-v3", "h200", "fp8", 32768): 1607.0,
     ("deepseek-v3", "h200", "fp8", 8192): 316.7,
+    ("kimi-k2", "h100", "bf16", 131072): 10736.5,
+    ("kimi-k2", "h100", "bf16", 32768): 1346.0,
+    ("kimi-k2", "h100", "bf16", 8192): 336.2,
+    ("kimi-k2", "h200", "bf16", 131072): 10565.3,
     ("kimi-k2", "h200", "bf16", 32768): 1218.4,
     ("kimi-k2", "h200", "bf16", 8192): 319.5,
     ("llama-3.1-70b", "h100", "bf16", 131072): 10391.0,
@@ -71,6 +75,8 @@ AIC_PREFILL_MS = {
 # hybrid linear-attention / sliding-window models: reported in docs/profiles.md, where this
 # estimator and the paper's measurements disagree by about 2x (see there)
 AIC_HYBRID_PREFILL_MS = {
+    ("mimo-v2-flash", "h200", "bf16", 131072): 5625.4,
+    ("mimo-v2-flash", "h200", "bf16", 32768): 638.5,
     ("mimo-v2-flash", "h200", "bf16", 8192): 128.5,
     ("qwen3.5-397b-a17b", "h200", "bf16", 131072): 6654.1,
     ("qwen3.5-397b-a17b", "h200", "bf16", 32768): 1487.2,

@@ -21,7 +21,7 @@ from emulator.units import format_tokens, parse_tokens
 from prfaas_tui.commands.models import add_setup_flags, setup_options
 from prfaas_tui.commands.trace_flags import add_trace_flags
 from prfaas_tui.errors import UsageError, parse_flag
-from prfaas_tui.preset_builder import NewSpec, write_preset
+from prfaas_tui.preset_builder import NewSpec, uncalibrated_notes, write_preset
 
 HELP = "build a preset from a model (config.json or card), GPU cards and a trace or length law"
 
@@ -83,10 +83,8 @@ def main(args: argparse.Namespace) -> int:
 def render(answer: dict, console: Console) -> None:
     b = answer["optimum"]
     console.print(f"wrote [bold]{answer['preset']}[/] (open it: prfaas-tui --preset {answer['preset']})")
-    for role, g in answer.get("gpus", {}).items():
-        if not g["calibrated"]:
-            console.print(f"[yellow]{role} GPU {g['name']} is uncalibrated[/]: {g['source']}",
-                          highlight=False)
+    for note in uncalibrated_notes(answer):
+        console.print(note, style="yellow", highlight=False)
     console.print(f"optimum: t = {format_tokens(b['t'])} ({b['t']:.0f} tokens), N_prfaas/N_p/N_d = "
                   f"{b['n_prfaas']}/{b['n_p']}/{b['n_d']}, p = {b['p']:.3f}, Lambda_max = "
                   f"[bold]{b['lambda_max']:.3f}[/] req/s ({b['binding']} binds, PrfaaS "
