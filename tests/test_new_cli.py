@@ -213,3 +213,35 @@ def test_a_preset_can_name_a_roofline_profile(tmp_path):
     p.write_text(text.replace('gpu = "h200"', 'gpu = "h999"'))
     with pytest.raises(PresetError, match=r"profiles\.roof\.roofline\.gpu: h999: no GPU card"):
         presets.load(p)
+
+
+def _roof_preset(tmp_path, roofline: str, extra: str = "") -> Path:
+    toy = (presets.presets_dir() / "toy.toml").read_text()
+    text = toy.replace("[profiles.slow]", f"[profiles.roof]\nroofline = {{ {roofline} }}\n{extra}\n"
+                       "[profiles.slow]", 1)
+    text = text.replace('prfaas_profile = "fast"', 'prfaas_profile = "roof"', 1)
+    p = tmp_path / "p.toml"
+    p.write_text(text)
+    return p
+
+
+def test_preset_prefill_overhead_and_setup_keys(tmp_path):
+    base = 'model = "qwen3-235b-a22b", gpu = "h200", gpus = 8'
+    default = presets.load(_roof_preset(tmp_path, base)).system.prfaas
+    zero = presets.load(_roof_preset(tmp_path, base, 'prefill_overhead = "0 s"')).system.prfaas
+    assert default.t_prefill(8192) - zero.t_prefill(8192) == pytest.approx(0.39)
+    fp8kv = presets.load(_roof_preset(tmp_path, base + ', kv_dtype = "fp8", dtype = "fp8", tp = 8, ep = 4'))
+    assert fp8kv.system.prfaas.s_kv(8192) == pytest.approx(default.s_kv(8192) / 2)
+    assert fp8kv.system.prfaas.t_prefill(8192) < default.t_prefill(8192)
+
+
+@pytest.mark.parametrize("roofline,extra,match", [
+    ('model = "qwen3-235b-a22b", gpu = "h200", tp = 3', "", r"profiles\.roof\.roofline\.tp: 3 must divide"),
+    ('model = "qwen3-235b-a22b", gpu = "h200", dtype = "fp4"', "", r"profiles\.roof\.roofline\.dtype: must be"),
+    ('model = "qwen3-235b-a22b", gpu = "h200", source = "magic"', "", r"roofline\.source: must be"),
+    ('model = "qwen3-235b-a22b", gpu = "h200"', 'prefill_overhead = "-1 s"', r"profiles\.roof\.prefill_overhead"),
+    ('model = "qwen3-235b-a22b", gpu = "h200", gpus = 1', "", r"profiles\.roof\.roofline\.model: .*does not fit"),
+])
+def test_preset_bad_setup_keys_name_the_key(tmp_path, roofline, extra, match):
+    with pytest.raises(PresetError, match=match):
+        presets.load(_roof_preset(tmp_path, roofline, extra))
