@@ -149,3 +149,48 @@ def test_more_gpus_are_faster_for_a_long_prompt():
     card, g = _card("llama-3.1-70b"), load_gpu("h200")
     times = [kernel_seconds(card, g, resolve_setup(card, g, p), 32768) for p in (2, 4, 8)]
     assert np.all(np.diff(times) < 0), times
+
+
+def _with_quant(q: dict | None, **extra):
+    from emulator.cards.model_card import from_dict
+
+    cfg = {k: v for k, v in load_card("qwen3-235b-a22b").config.items() if k != "_card"}
+    cfg.update(extra)
+    if q is not None:
+        cfg["quantization_config"] = q
+    return from_dict(cfg, "config.json")
+
+
+@pytest.mark.parametrize("q,weights,kv", [
+    (None, "bf16", "bf16"),
+    ({"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]}, "fp8", "bf16"),
+    ({"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}, "fp8", "fp8"),
+    ({"quant_method": "compressed-tensors",
+      "config_groups": {"g": {"weights": {"num_bits": 8, "type": "float"}}},
+      "kv_cache_scheme": {"num_bits": 8, "type": "float"}}, "fp8", "fp8"),
+    ({"quant_method": "compressed-tensors",
+      "config_groups": {"g": {"weights": {"num_bits": 4, "type": "int"}}}}, "int4", "bf16"),
+])
+def test_quantization_config_sets_the_defaults(q, weights, kv):
+    card = _with_quant(q)
+    assert (card.weight_dtype, card.kv_dtype) == (weights, kv)
+    s = resolve_setup(card, load_gpu("h200"), 8)
+    assert (s.dtype, s.kv_dtype) == (weights, kv)
+
+
+def test_an_unmodelled_quantization_needs_the_flag():
+    card = _with_quant({"quant_method": "awq", "bits": 4})
+    with pytest.raises(CardError, match="awq is not modelled.*--dtype"):
+        resolve_setup(card, load_gpu("h200"), 8)
+    assert resolve_setup(card, load_gpu("h200"), 8, dtype="bf16").dtype == "bf16"
+
+
+def test_int4_experts_take_half_a_byte_and_the_w4a16_efficiency():
+    card, g = load_card("prfaas-case-study-1t"), load_gpu("h200")
+    int4, fp8 = resolve_setup(card, g, 8), resolve_setup(card, g, 8, dtype="fp8")
+    m = card.matmul
+    w4, w8 = memory_per_gpu(card, g, int4, 1024).weights, memory_per_gpu(card, g, fp8, 1024).weights
+    assert w8 - w4 == pytest.approx(m.routed_total / 8 * 0.5 - m.dense / 8 * 1.0, rel=1e-9)
+    parts = kernel_parts(card, g, int4, 32768)
+    flops = 2 * 32768 * m.routed_active / 8
+    assert float(parts["moe"]) == pytest.approx(flops / (g.bf16_tflops * 1e12 * g.calibration.moe_int4))
