@@ -40,14 +40,6 @@ class AicUnavailable(CardError):
         return f"--profile-source aiconfigurator: {self.message}"
 
 
-def available() -> bool:
-    try:
-        _api()
-    except AicUnavailable:
-        return False
-    return True
-
-
 def _api():
     try:
         import aiconfigurator
