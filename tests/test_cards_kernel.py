@@ -203,3 +203,16 @@ def test_int4_experts_take_half_a_byte_and_the_w4a16_efficiency():
     parts = kernel_parts(card, g, int4, 32768)
     flops = 2 * 32768 * m.routed_active / 8
     assert float(parts["moe"]) == pytest.approx(flops / (g.bf16_tflops * 1e12 * g.calibration.moe_int4))
+
+
+@settings(max_examples=30, deadline=None)
+@given(name=st.sampled_from(["qwen3-235b-a22b", "minimax-m2.5", "kimi-linear-48b-a3b", "mimo-v2-flash",
+                             "qwen3.5-397b-a17b"]),
+       n_tok=st.integers(1, 262_144), kv=st.sampled_from(["bf16", "fp8"]))
+def test_memory_per_gpu_falls_with_more_gpus_and_grows_with_the_request(name, n_tok, kv):
+    card, g = load_card(name), load_gpu("h200")
+    fits = [memory_per_gpu(card, g, resolve_setup(card, g, p, kv_dtype=kv), n_tok) for p in (2, 4, 8)]
+    assert fits[0].needed > fits[1].needed > fits[2].needed
+    s8 = resolve_setup(card, g, 8, kv_dtype=kv)
+    assert memory_per_gpu(card, g, s8, n_tok + 1024).needed > fits[2].needed
+    assert fits[2].fits == (fits[2].needed <= 141e9)
