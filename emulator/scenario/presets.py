@@ -108,7 +108,8 @@ def from_dict(data: dict, path: str | Path | None = None, *, topology: bool = Fa
     top = read_fields(Scenario, root)  # description, mode
     base_dir = Path(path).parent if path else Path.cwd()
 
-    profiles = _profiles(root.section("profiles", required=True), base_dir)
+    fits: dict[str, object] = {}  # card-made profiles: their memory check, run once lengths are known
+    profiles = _profiles(root.section("profiles", required=True), base_dir, fits)
     dep = root.section("deployment", required=True)
     par = dep.get("parallelism", int, default_of(System, "parallelism"), check=positive)
 
@@ -147,6 +148,9 @@ def from_dict(data: dict, path: str | Path | None = None, *, topology: bool = Fa
     for pname, prof in profiles.items():
         if prof in (prfaas_prof, local_prof) and (msg := prof.check_positive(grid)):
             raise PresetError(path, f"profiles.{pname}", msg)
+    for pname, fit in fits.items():  # the longest request the workload can send must fit
+        if (msg := fit(hi)) is not None:
+            raise PresetError(path, f"profiles.{pname}.roofline.model", msg)
 
     homo_pool, homo_prof = default_of(System, "homogeneous_pool"), None
     if (h := root.section("homogeneous")) is not None:
@@ -198,7 +202,7 @@ def _topology_scenario(data: dict, path: str | Path | None) -> Scenario:
                     rdma_bandwidth=first.rdma_bandwidth, declared_topology=topo, **top)
 
 
-def _profiles(sec: Reader, base_dir: Path) -> dict[str, Profile]:
+def _profiles(sec: Reader, base_dir: Path, fits: dict | None = None) -> dict[str, Profile]:
     out: dict[str, Profile] = {}
     pending = list(sec.data)
     for _ in range(len(pending) + 1):  # derived profiles may name ones defined later
@@ -219,7 +223,7 @@ def _profiles(sec: Reader, base_dir: Path) -> dict[str, Profile]:
             elif r.has("file"):
                 prof = _profile_file(r, base_dir)
             elif r.has("roofline"):
-                prof = _roofline_profile(r, pname, base_dir)
+                prof = _roofline_profile(r, pname, base_dir, fits if fits is not None else {})
             else:
                 prof = _inline_profile(r, pname)
             r.finish()
@@ -232,13 +236,17 @@ def _profiles(sec: Reader, base_dir: Path) -> dict[str, Profile]:
     return out
 
 
-def _roofline_profile(r: Reader, pname: str, base_dir: Path) -> Profile:
-    """`roofline = { model = NAME|config.json, gpu = NAME|card.toml, gpus = 8 }`: a profile from
-    a model card and a GPU card (emulator.cards.roofline); paths are relative to the preset."""
+def _roofline_profile(r: Reader, pname: str, base_dir: Path, fits: dict) -> Profile:
+    """`roofline = { model = NAME|config.json, gpu = NAME|card.toml, gpus = 8, tp = 8, ep = 8,
+    dtype = "fp8", kv_dtype = "bf16", source = "builtin"|"aiconfigurator" }` with
+    `prefill_overhead = "0.39 s"` beside it: a profile from a model card and a GPU card
+    (emulator.cards), T = overhead + kernel; paths are relative to the preset."""
     from emulator.cards import CardError
     from emulator.cards.gpu import load_gpu
+    from emulator.cards.memory import check_memory
     from emulator.cards.model_card import load_card
-    from emulator.cards.roofline import roofline_profile
+    from emulator.cards.roofline import DEFAULT_OVERHEAD_S
+    from emulator.cards.sources import PROFILE_SOURCES, card_profile
 
     c = r.section("roofline", required=True)
 
@@ -255,10 +263,33 @@ def _roofline_profile(r: Reader, pname: str, base_dir: Path) -> Profile:
             raise c.error(key, str(exc)) from None
     model, gpu = loaded["model"], loaded["gpu"]
     gpus = c.get("gpus", int, 8, check=lambda x: positive(x) or at_most(4096, "4096 GPUs")(x))
+    degree = {k: c.get(k, int, None, check=lambda x: positive(x) or at_most(4096, "4096 GPUs")(x))
+              for k in ("tp", "ep")}
+    dtypes = {"dtype": c.get("dtype", str, None, check=lambda x: None if x in ("bf16", "fp8", "int4")
+                             else "must be bf16, fp8 or int4"),
+              "kv_dtype": c.get("kv_dtype", str, None, check=lambda x: None if x in ("bf16", "fp8")
+                                else "must be bf16 or fp8")}
+    source = c.get("source", str, "builtin", check=lambda x: None if x in PROFILE_SOURCES else
+                   "must be " + " or ".join(PROFILE_SOURCES))
+    overhead = r.get("prefill_overhead", parse_duration, DEFAULT_OVERHEAD_S,
+                     check=lambda x: None if 0 <= x <= 60 else "must be between 0 and 60 s")
+    try:
+        prof, setup, _ = card_profile(model, gpu, gpus, **degree, **dtypes, overhead_s=overhead,
+                                      profile_source=source, name=pname)
+    except CardError as exc:
+        key = {"--tp": "tp", "--ep": "ep", "--dtype": "dtype", "--kv-dtype": "kv_dtype"}.get(exc.key)
+        raise c.error(key or "model", exc.message if key else str(exc)) from None
     c.finish()
-    return replace(roofline_profile(model, gpu, gpus, pname),
-                   description=r.get("description", str, "") or
-                   f"roofline: {model.name} on {gpus}x{gpu.name}")
+
+    def fit(longest: float) -> str | None:
+        try:
+            check_memory(model, gpu, setup, longest)
+        except CardError as exc:
+            return exc.message
+        return None
+
+    fits[pname] = fit
+    return replace(prof, description=r.get("description", str, "") or prof.description)
 
 
 def _inline_profile(r: Reader, pname: str) -> Profile:
