@@ -123,7 +123,7 @@ def parse_sim_config(root: Reader, work: Reader, dec: Reader, base_dir: Path,
         kw["output_lengths"] = dist
     if work.has("replay"):
         p = Path(work.get("replay", str))
-        kw["replay"] = str(check_replay(work, p if p.is_absolute() else base_dir / p))
+        kw["replay"] = str(p if p.is_absolute() else base_dir / p)  # checked below
     kw["cache"] = parse_cache(root)
     kw["prefill"] = parse_prefill(root)
     if (ses := work.section("sessions")) is not None:
@@ -158,6 +158,8 @@ def parse_sim_config(root: Reader, work: Reader, dec: Reader, base_dir: Path,
         for i, inc in enumerate(kw["incidents"]):
             if inc.changes_lengths:
                 raise root.error(f"incidents[{i}].kind", f"{inc.kind}: {FIXED_LENGTHS}")
+    if kw.get("replay") is not None:  # last: the file's own problems after the keys'
+        check_replay(work, Path(kw["replay"]))
     return SimConfig(**kw)
 
 
