@@ -113,3 +113,14 @@ def test_a_replay_of_dev_zero_or_the_preset_itself_is_one_line(tmp_path, capsys,
     assert main(["solve", "--preset", str(p)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "workload.replay" in err[0], err
+
+
+@pytest.mark.parametrize("mean", ["1 us", "1e-300 s"])
+def test_on_off_phases_count_as_timer_events(tmp_path, capsys, mean):
+    """A burst process switching phase every microsecond (or never advancing the clock) ran
+    without end: its phase switches are timers, counted against the event cap before the run."""
+    p = preset(tmp_path, 'arrival = "poisson"',
+               f'arrival = "onoff"\non_mean = "{mean}"\noff_mean = "{mean}"')
+    assert main(["run", "--preset", str(p), "--json"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "on/off phase switches" in err[0] and "--max-events" in err[0]

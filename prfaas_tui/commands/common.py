@@ -131,8 +131,13 @@ def check_emulation(emu: Emulation, caps: Caps, *, trace: Trace | None = None,
         solves["scheduler.period"] = sim.scheduler.period
         if sim.scheduler.long_period > 0:
             solves["scheduler.long_period"] = sim.scheduler.long_period
+    periods = {}
+    if sim.arrival == "onoff" and trace is None:  # each phase switch is a timer event
+        periods["workload.on_mean/off_mean (on/off phase switches)"] = \
+            (sim.on_mean + sim.off_mean) / 2
     budget.check_run(budget.peak_rate(rate, factors) if trace is None else 0.0, end,
-                     sample_interval=sim.sample_interval, solves=solves, copies=copies,
+                     sample_interval=sim.sample_interval, periods=periods, solves=solves,
+                     copies=copies,
                      instances=max(emu.scenario.system.n_prfaas, emu.scenario.system.local_pool,
                                    emu.scenario.system.homogeneous_pool),
                      rate_flag=rate_flag + (" (x surge factors)" if factors else ""),
