@@ -1,0 +1,112 @@
+"""The deterministic figures the docs quote (model outputs and seeded drills), recorded into
+benchmarks/results.json like a benchmark's, so that each has one source. No wall clock: the
+same code gives the same figures on any machine.
+
+    python benchmarks/doc_figures.py [--only model_modes,drills,latency_brownout]
+    python benchmarks/render_docs.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from results import record  # noqa: E402
+
+from emulator.model import evaluate  # noqa: E402
+from emulator.optimizer import homogeneous, search  # noqa: E402
+from emulator.scenario import presets  # noqa: E402
+from emulator.scenario.drills import list_drills  # noqa: E402
+from emulator.units import format_duration  # noqa: E402
+from prfaas_tui.cli import main as cli  # noqa: E402
+
+
+def _cli(*argv: str) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = cli(list(argv))
+    if rc not in (0, 1):  # a drill whose expectation fails exits 1, with its output
+        raise SystemExit(f"prfaas-tui {' '.join(argv)}: exit {rc}")
+    return out.getvalue()
+
+
+def model_modes() -> None:
+    """The Jensen gap between `paper` and `exact` at paper-case-study's optimum."""
+    s = presets.load("paper-case-study").system
+    best = {m: search(s, m).best for m in ("paper", "exact")}
+    exact_at = evaluate(s, best["paper"].knobs, "exact").lambda_max
+    homo = {m: homogeneous(s, m) for m in ("paper", "exact")}
+
+    def gap(e: float, p: float) -> str:
+        return f"{e:.2f} vs {p:.2f} req/s ({e / p - 1:+.1%})"
+
+    record("model_modes", source="python benchmarks/doc_figures.py --only model_modes",
+           computed=True,
+           values={"optimum": gap(exact_at, best["paper"].lambda_max),
+                   "homogeneous": gap(homo["exact"].lambda_max, homo["paper"].lambda_max),
+                   "optimum_t": f"{best['paper'].knobs.t:,.0f} tokens"})
+
+
+def drills() -> None:
+    """Every shipped drill with the scheduler and against a static threshold (seed: the
+    drill's)."""
+    rows = []
+    for name, desc in list_drills():
+        runs = json.loads(_cli("drill", name, "--compare", "static", "--json"))
+        sc = {k: r["scorecard"] for k, r in runs.items()}
+
+        def both(key: str, fmt, sc=sc) -> str:
+            return f"{fmt(sc['scheduler'][key])} vs {fmt(sc['static'][key])}"
+
+        def dur(v):
+            return "never" if v is None else ("0 s" if v == 0 else format_duration(v))
+
+        rows.append([f"{name}: {desc}", both("ttft_p90_during", dur),
+                     both("recovery_seconds", dur), both("lost", str),
+                     both("slo_attainment", lambda v: f"{v:.1%}")])
+    record("drills", source="python benchmarks/doc_figures.py --only drills", computed=True,
+           columns=["drill", "P90 TTFT of arrivals during the incident: scheduler vs static",
+                    "time to recover", "lost", "SLO attainment"], rows=rows)
+
+
+def latency_brownout() -> None:
+    """What the dashboard's model panel says 15 minutes into the link-brownout drill."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "b.txt"
+        _cli("snapshot", "--drill", "link-brownout", "--at", "900", "--format", "txt",
+             "--out", str(path))
+        screen = path.read_text(encoding="utf-8")
+    ttft = re.search(r"TTFT P50 ([\d.]+) · P90 ([\d.]+) s · SLO≤(\S+) ([\d.]+)/s", screen)
+    opt = re.search(r"apply it\s+SLO ([\d.]+K) · (\d+/\d+) · ([\d.]+)/s", screen)
+    if not (ttft and opt):
+        raise SystemExit("latency_brownout: the model panel's TTFT or SLO line was not found")
+    record("latency_brownout", source="python benchmarks/doc_figures.py --only latency_brownout",
+           computed=True,
+           values={"p90": f"P90 TTFT {ttft.group(2)} s (P50 {ttft.group(1)} s)",
+                   "slo_rate": f"{ttft.group(4)} req/s within P90 <= {ttft.group(3)}",
+                   "optimum": f"t {opt.group(1)}, N_p/N_d {opt.group(2)} ({opt.group(3)} req/s)"})
+
+
+FIGURES = {"model_modes": model_modes, "drills": drills, "latency_brownout": latency_brownout}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", default=",".join(FIGURES), help="comma list of " + ", ".join(FIGURES))
+    for name in ap.parse_args().only.split(","):
+        FIGURES[name.strip()]()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
