@@ -104,26 +104,41 @@ def _list(flag: str, text: str | None, conv) -> tuple[float, ...] | None:
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("plan", help="SLO-aware capacity planning by model pruning + emulation")
-    p.add_argument("--preset", default="paper-case-study", help="base preset name or TOML path")
-    p.add_argument("--n-prfaas", dest="n_prfaas", help="PrfaaS instances: range 2:6 or list 2,4")
+    p = sub.add_parser("plan", help="SLO-aware capacity planning: the model prunes candidate "
+                                    "deployments, emulation measures the rest")
+    p.add_argument("--preset", default="paper-case-study", metavar="NAME|PATH",
+                   help="base preset name or TOML path")
+    p.add_argument("--n-prfaas", dest="n_prfaas", metavar="RANGE|LIST",
+                   help="PrfaaS instances: a range 2:6 or a list 2,4 (default: the preset's)")
     p.add_argument("--nprfaas", dest="n_prfaas", help=argparse.SUPPRESS)
-    p.add_argument("--pool", help="local pool sizes to split every way: range or list")
-    p.add_argument("--homogeneous-pool", help="homogeneous baseline pool sizes: range or list")
-    p.add_argument("--t", default="auto", help="'auto' (model picks t per deployment) or a list like 16K,24K")
-    p.add_argument("--bandwidth", help="B_out values in Gbps, e.g. 25,50,100")
-    p.add_argument("--paradigm", default=",".join(Paradigm), help="comma list of paradigms")
-    p.add_argument("--slo-ttft", default="5 s", help="P90 TTFT target (default 5 s)")
-    p.add_argument("--slo-tpot", default=None, help="P90 TPOT target, e.g. '30 ms'")
-    p.add_argument("--seeds", default="3", help="seeds per candidate (default 3)")
-    p.add_argument("--duration", default="10 min", help="simulated time per run (default 10 min)")
-    p.add_argument("--steps", default="7", help="bisection steps on the rate (default 7)")
-    p.add_argument("--per-config", default="3", help="model-stage survivors per hardware configuration")
-    p.add_argument("--workers", default=None, help="local processes (default: all cores)")
+    p.add_argument("--pool", metavar="RANGE|LIST",
+                   help="local pool sizes, each split every way (default: the preset's)")
+    p.add_argument("--homogeneous-pool", metavar="RANGE|LIST",
+                   help="homogeneous baseline pool sizes (default: the preset's)")
+    p.add_argument("--t", default="auto", metavar="auto|TOKENS,...",
+                   help="'auto' (the model picks t per deployment) or a list like 16K,24K")
+    p.add_argument("--bandwidth", metavar="GBPS,...",
+                   help="B_out values in Gbps, e.g. 25,50,100 (default: the preset's)")
+    p.add_argument("--paradigm", default=",".join(Paradigm), metavar="P,...",
+                   help="comma list of paradigms, each of " + ", ".join(Paradigm)
+                        + " (default: all of them)")
+    p.add_argument("--slo-ttft", default="5 s", metavar="DURATION", help="P90 TTFT target")
+    p.add_argument("--slo-tpot", default=None, metavar="DURATION",
+                   help="P90 TPOT target, e.g. '30 ms' (default: none)")
+    p.add_argument("--seeds", default="3", metavar="N", help="seeds per candidate")
+    p.add_argument("--duration", default="10 min", metavar="DURATION",
+                   help="simulated time per emulation run")
+    p.add_argument("--steps", default="7", metavar="N", help="bisection steps on the rate")
+    p.add_argument("--per-config", default="3", metavar="N",
+                   help="model-stage survivors per hardware configuration")
+    p.add_argument("--workers", default=None, metavar="N",
+                   help="local processes (default: all cores)")
     p.add_argument("--dask", metavar="ADDRESS", help="run on a Dask cluster, e.g. tcp://10.0.0.1:8786")
-    p.add_argument("--out", help="results file (JSON lines); an existing one is resumed")
-    p.add_argument("--csv", help="also write the ranked candidates as CSV")
-    p.add_argument("--top", default="10", help="rows in the table")
+    p.add_argument("--out", metavar="FILE",
+                   help="keep the results here (JSON lines) and resume from it when it exists "
+                        "(default: a temporary file, removed at exit)")
+    p.add_argument("--csv", metavar="FILE", help="also write the ranked candidates as CSV")
+    p.add_argument("--top", default="10", metavar="N", help="rows in the table")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     add_budget_flags(p, ("candidates", "runs", "requests", "instances"))
     add_trace_flags(p)
