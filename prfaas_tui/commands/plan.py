@@ -7,20 +7,24 @@ import argparse
 import csv
 import json
 import os
+import re
 import sys
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 
 from emulator import budget
 from emulator.budget import Caps
 from emulator.model import evaluate
 from emulator.paradigm import Paradigm
 from emulator.planner.goodput import SLO, Settings, too_short, unmeetable
-from emulator.planner.space import AUTO_T, Space
-from emulator.planner.store import check_writable
+from emulator.planner.space import AUTO_T, Candidate, Space
+from emulator.planner.store import OtherPlan, check_writable
 from emulator.planner.sweep import Plan, run_plan
 from emulator.scenario import presets
 from emulator.scenario.knobs import KnobError, whole
@@ -185,7 +189,13 @@ def main(args: argparse.Namespace) -> int:
         print(f"prfaas-tui plan: warning: {why}", file=sys.stderr)
     workers = _count("--workers", args.workers, 1) or os.cpu_count() or 1
     top = _count("--top", args.top, 0)
-    out = args.out or f"plan-{plan.scenario.name}.jsonl"
+    with tempfile.TemporaryDirectory(prefix="prfaas-plan-") as tmp:
+        # without --out the results live only as long as the command: nothing is left behind
+        out = args.out or str(Path(tmp) / f"plan-{plan.scenario.name}.jsonl")
+        return _sweep(args, plan, out, workers, top)
+
+
+def _sweep(args: argparse.Namespace, plan: Plan, out: str, workers: int, top: int) -> int:
     err = Console(stderr=True)
     progress = Progress(TextColumn("plan"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("ETA"), TimeRemainingColumn(), console=err,
@@ -204,6 +214,8 @@ def main(args: argparse.Namespace) -> int:
             summary = run_plan(plan, out=out, workers=workers, dask=args.dask,
                                on_start=on_start,
                                on_result=lambda rec: progress.advance(task))
+    except OtherPlan as exc:
+        raise UsageError(other_plan_message(exc)) from None
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     except OSError as exc:  # Dask: no scheduler at the address (after the client's timeout)
@@ -216,8 +228,77 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
-    render(summary, Console(), top, out)
+    render(summary, Console(), top, args.out, zero_goodput_reasons(plan, summary["ranked"]))
     return 0
+
+
+# the results-file header's fields, as the flags that set them
+HEADER_FLAGS = {"scenario": "--preset/--trace", "seeds": "--seeds", "duration": "--duration",
+                "steps": "--steps", "per_config": "--per-config", "margin": "the pruning margin"}
+SPACE_FLAGS = {"n_prfaas": "--n-prfaas", "pools": "--pool", "homogeneous_pools": "--homogeneous-pool",
+               "thresholds": "--t", "bandwidths": "--bandwidth", "paradigms": "--paradigm"}
+SLO_FLAGS = {"ttft_p90": "--slo-ttft", "tpot_p90": "--slo-tpot"}
+
+
+def _space_fields(text: object) -> dict[str, str]:
+    """Space(n_prfaas=(2, 3), pools=...) -> {"n_prfaas": "(2, 3)", ...}."""
+    return dict(re.findall(r"(\w+)=(\(.*?\))(?=, \w+=|\)$)", str(text)))
+
+
+def changed_flags(exc: OtherPlan) -> list[str]:
+    """The flags whose values differ between the file's plan and this one."""
+    flags: list[str] = []
+    for key in exc.differs:
+        old, new = exc.theirs.get(key), exc.ours.get(key)
+        if key == "space":
+            a, b = _space_fields(old), _space_fields(new)
+            flags += [SPACE_FLAGS.get(k, k) for k in SPACE_FLAGS | a | b if a.get(k) != b.get(k)]
+        elif key == "slo" and isinstance(old, dict) and isinstance(new, dict):
+            flags += [SLO_FLAGS.get(k, k) for k in SLO_FLAGS | old | new if old.get(k) != new.get(k)]
+        else:
+            flags.append(HEADER_FLAGS.get(key, key))
+    return flags or ["the plan's settings"]
+
+
+def free_name(path: Path) -> Path:
+    """plan.jsonl -> plan-2.jsonl (-3, ... when taken)."""
+    stem, suffix = (path.name[:-len(".jsonl")], ".jsonl") if path.name.endswith(".jsonl") \
+        else (path.stem, path.suffix)
+    n = 2
+    while (cand := path.with_name(f"{stem}-{n}{suffix}")).exists():
+        n += 1
+    return cand
+
+
+def other_plan_message(exc: OtherPlan) -> str:
+    return (f"--out {exc.path}: holds the results of another plan (its {', '.join(changed_flags(exc))} "
+            f"differ from this command's); write this plan to another file, e.g. "
+            f"--out {free_name(exc.path)}, or delete {exc.path.name} to start over")
+
+
+def zero_goodput_reasons(plan: Plan, ranked: list[dict]) -> list[str]:
+    """One line per paradigm whose every emulated candidate scored goodput 0: why."""
+    from emulator.planner.bound import zero_load_p90
+
+    by: dict[str, list[dict]] = {}
+    for r in ranked:
+        by.setdefault(r["candidate"]["paradigm"], []).append(r)
+    slo = plan.settings.slo.ttft_p90
+    lines = []
+    for paradigm, recs in by.items():
+        if any(r["goodput"] > 0 for r in recs):
+            continue
+        floor = min(zero_load_p90(plan.scenario, Candidate(**r["candidate"]), r["candidate"]["t"])
+                    for r in recs)
+        if floor > slo:
+            lines.append(f"{paradigm}: goodput 0 for all {len(recs)}: its P90 TTFT is "
+                         f"{floor:.2f} s or more even at zero load (the prefill of its longest "
+                         f"requests), above --slo-ttft {slo:g} s")
+        else:
+            lines.append(f"{paradigm}: goodput 0 for all {len(recs)}: none kept P90 TTFT within "
+                         f"{slo:g} s while serving >= 95% of its offered load in --duration "
+                         f"{plan.settings.duration:g} s at any rate tried")
+    return lines
 
 
 CSV_FIELDS = ("label", "goodput", "goodput_lo", "goodput_hi", "lambda_max", "utilization",
@@ -231,7 +312,8 @@ def write_csv(records: list[dict], path: str) -> None:
         w.writerows(records)
 
 
-def render(summary: dict, console: Console, top: int, out: str) -> None:
+def render(summary: dict, console: Console, top: int, out: str | None,
+           why_zero: Sequence[str] = ()) -> None:
     console.print(f"{summary['candidates']} candidates; the model pruned {summary['pruned']} "
                   f"({summary['pruned'] / max(summary['candidates'], 1):.0%}: "
                   + ", ".join(f"{v} {k}" for k, v in summary["pruned_by"].items())
@@ -240,7 +322,8 @@ def render(summary: dict, console: Console, top: int, out: str) -> None:
                      "cannot be best or on the front" if summary.get("skipped_by_slo_bound") else "")
                   + (f", stopped {summary['stopped_early']} whose first probes showed a cheaper "
                      "finished candidate beats them" if summary.get("stopped_early") else "")
-                  + f". Results: {out}")
+                  + (f". Results: {out}" if out else
+                     ". Results not kept: --out FILE keeps them (and resumes)"))
     t = Table(title="best candidates by SLO goodput", title_justify="left")
     for col in ("candidate", "goodput (req/s)", "95% band", "Λmax", "util", "cost/h", "per $/h"):
         t.add_column(col, justify="left" if col == "candidate" else "right")
@@ -250,6 +333,8 @@ def render(summary: dict, console: Console, top: int, out: str) -> None:
                   "-" if r["cost_per_hour"] is None else f"{r['cost_per_hour']:.1f}",
                   "-" if r["goodput_per_cost"] is None else f"{r['goodput_per_cost']:.3f}")
     console.print(t)
+    for line in why_zero:
+        console.print(line, markup=False, highlight=False)
     front = summary["pareto"]
     if len(front) >= 1:
         import plotext as plt
@@ -263,4 +348,6 @@ def render(summary: dict, console: Console, top: int, out: str) -> None:
         plt.xlabel("cost per hour")
         plt.ylabel("SLO goodput (req/s)")
         plt.title("cost / goodput")
-        console.print(plt.build(), markup=False, highlight=False)
+        # parsed as styled text, so rich measures it and drops the colours where the output
+        # is not a terminal (a file, a pipe): no escape bytes there
+        console.print(Text.from_ansi(plt.build()), highlight=False)
