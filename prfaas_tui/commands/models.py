@@ -48,10 +48,12 @@ def main(args: argparse.Namespace) -> int:
         return 0
     t = Table(title="model cards" + (f" (roofline on {PARALLELISM}x{gpu.name})" if gpu else ""),
               title_justify="left")
-    for col in ("name", "family", "layers", "KV/token", "state/request", "active params"):
-        t.add_column(col)
+    # the name is what a user types next (--model NAME): never cut, the other columns give way
+    t.add_column("name", no_wrap=True, min_width=max(len(d["name"]) for d in rows))
+    for col in ("family", "layers", "KV/token", "state/request", "active params"):
+        t.add_column(col, overflow="fold")
     if gpu:
-        t.add_column("Phi_kv Gbps 1K/8K/32K/128K", justify="right")
+        t.add_column("Phi_kv Gbps 1K/8K/32K/128K", justify="right", overflow="fold")
     for d in rows:
         cells = [d["name"], d["family"], " ".join(f"{k}:{v}" for k, v in d["layers"].items()),
                  format_bytes(d["kv_bytes_per_token"]), format_bytes(d["state_bytes"]),
