@@ -21,7 +21,8 @@ from emulator.units import UnitError
 from prfaas_tui.errors import UsageError
 
 # subcommand -> module under prfaas_tui.commands (imported lazily: `solve` must not pay for Textual)
-COMMANDS = ("presets", "solve", "run", "drill", "profile", "plan", "snapshot", "new", "models")
+COMMANDS = ("presets", "solve", "run", "drill", "profile", "plan", "snapshot", "new", "models",
+            "completion")
 DEFAULT_PRESET = "paper-case-study"
 
 
