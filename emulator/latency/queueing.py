@@ -184,24 +184,9 @@ def path_state(p: Path, lam: np.ndarray, iterations: int = 8) -> PathState:
 
 
 def _decode_terms(lay: Layout, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(mean decode-slot wait, mean first-token time after the KV arrives). The wait is
-    `mgc_wait` with a deterministic service, written out (same arithmetic, half the calls:
-    it runs once per tail evaluation)."""
-    lam = np.asarray(lam, dtype=float)
-    c = np.asarray(lay.decode_slots, dtype=float)
-    n_d = np.asarray(lay.n_d, dtype=float)
-    # a grid has few distinct N_d: with one rate for all points (or a rate axis after the
-    # point axis), the terms are those of the distinct N_d, gathered
-    one_rate = c.ndim == 1 and lam.size == 1
-    rate_axis = c.ndim == 2 and c.shape[1] == 1 and lam.ndim == 2 and lam.shape[0] == 1
-    if c.size >= 64 and n_d.shape == c.shape and (one_rate or rate_axis):
-        uc, first, inv = np.unique(c.ravel(), return_index=True, return_inverse=True)
-        if uc.size * 4 <= c.size:
-            col = (lambda v: v[:, None]) if rate_axis else (lambda v: v)
-            wd, ft = _decode_core(lay, col(uc), col(n_d.ravel()[first]), lam)
-            inv = inv.reshape(-1)
-            return wd[inv], ft[inv]
-    return _decode_core(lay, c, n_d, lam)
+    """(mean decode-slot wait, mean first-token time after the KV arrives)."""
+    return _decode_core(lay, np.asarray(lay.decode_slots, dtype=float),
+                        np.asarray(lay.n_d, dtype=float), np.asarray(lam, dtype=float))
 
 
 def _decode_core(lay: Layout, c: np.ndarray, n_d: np.ndarray,

@@ -11,21 +11,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from emulator.latency.layout import NODES, ExactStats, _per_rate, _take
+from emulator.latency.layout import NODES, ExactStats, _take
 from emulator.latency.moments import _cdf, _grid_stats, _quantile, length_nodes
 from emulator.latency.point import RATE_STEPS, slo_rate
 from emulator.latency.queueing import Layout, Path, _prepare
 from emulator.latency.quiet import _quiet
-from emulator.latency.tails import _dyadic, tail
+from emulator.latency.tails import tail
 from emulator.model import Knobs, SplitStats, System, ceilings
 from emulator.profiles import Curve, Profile
 
 GRID_NODES = 64  # quantile nodes of the service time in the vectorized (t, split) search
 TOP = 64  # grid points with the highest Lambda_max that set the SLO search's floor ...
 FLOOR_STEPS = 6  # ... to Lambda_max / 64: a floor only needs to be feasible, not tight
-BUDGET = 1 << 15  # points x rates x nodes per grid call: more rates when fewer points are left
-# (a call costs ~0.3 ms plus ~15 ns per element since the in-place tails; 2^15 measured a
-# little faster than 2^14 and 2^16 on paper-case-study, within this machine's noise)
 
 
 @_quiet
@@ -34,11 +31,9 @@ def best_rate(lay: Layout, lam_max: np.ndarray, target: float, q: float,
               checked: bool = False,
               refine: Callable[[np.ndarray], np.ndarray] | None = None) -> tuple[float, np.ndarray]:
     """The highest SLO-bound rate over a set of operating points (flat arrays), and the points
-    that reach it. The bisection on the rate for the whole set, several halvings per call: a
-    point feasible at a rate is feasible at every lower one (the predicted tail grows with the
-    rate), so each call checks only the points still feasible, at every midpoint of as many
-    halvings as BUDGET allows (dyadic, so it ends where one-halving-per-call would), each
-    against the points whose Lambda_max exceeds it. Exact over the set to
+    that reach it. One bisection on the rate for the whole set: a point feasible at a rate is
+    feasible at every lower one (the predicted tail grows with the rate), so each step checks
+    only the points still feasible, each against the points whose Lambda_max exceeds it. Exact over the set to
     max(Lambda_max) / 2^steps. `floor`: a rate some point is known to reach; `checked`: every
     point is known to meet the target there; `refine`: recomputes Lambda_max of the points
     given, for the ones within 1e-9 of the largest (the range's top must be the bit-exact one:
@@ -58,32 +53,16 @@ def best_rate(lay: Layout, lam_max: np.ndarray, target: float, q: float,
         lam_max[near] = refine(near)
     lo, hi = floor, float(lam_max[alive].max())
     tol = hi * 2.0 ** -steps
-    nodes = lay.paths[0].nodes.shape[-1]
     sub, sub_of = None, None
-    while hi - lo > tol:
-        levels, w = 0, hi - lo  # halvings a bisection would still take
-        while w > tol:
-            levels, w = levels + 1, 0.5 * w
-        fit = int(np.log2(max(BUDGET // (alive.size * nodes), 2)))
-        j = max(1, min(levels, fit, 6))
-        pts = _dyadic(lo, hi, j)
-        rates = pts[1:-1]
+    while hi - lo > tol:  # each step checks only the points still feasible at lo
+        mid = 0.5 * (lo + hi)
         if sub_of is not alive:  # alive changes only when lo moves: gather only then
-            sub, sub_of = _per_rate(_take(lay, alive)), alive
-        ok = tail(sub, rates[None, :], x) <= 1 - q
-        ok &= lam_max[alive][:, None] > rates
-        reach = ok.any(axis=0)
-        last = int(np.argmin(reach)) if not reach.all() else rates.size  # pts[last] reached
-        # replay the halvings, stopping where the actual hi - lo <= tol as a bisection does
-        # (at hi - lo == tol the count hangs on rounding)
-        for level in range(1, j + 1):
-            step = 1 << (j - level)
-            a = (last // step) * step
-            if pts[a + step] - pts[a] <= tol:
-                break
-        if a:
-            alive = alive[ok[:, a - 1]]
-        lo, hi = float(pts[a]), float(pts[a + step])
+            sub, sub_of = _take(lay, alive), alive
+        ok = (tail(sub, np.array([mid]), x) <= 1 - q) & (lam_max[alive] > mid)
+        if ok.any():
+            lo, alive = mid, alive[ok]
+        else:
+            hi = mid
     return lo, alive
 
 
@@ -228,13 +207,8 @@ class _GridLayouts:
 
 
 def _top(values: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k largest values, largest first, ties by index (as a stable sort on
-    -values), from the partition's candidates only: sorting the whole grid cost ~0.7 ms."""
-    if values.size <= k or np.isnan(values).any():  # nan: the sort's order, not partition's
-        return np.lexsort((np.arange(values.size), -values))
-    kth = np.partition(values, values.size - k)[values.size - k]
-    cand = np.flatnonzero(values >= kth)
-    return cand[np.lexsort((cand, -values[cand]))][:k]
+    """Indices of the k largest values, largest first, ties by index."""
+    return np.lexsort((np.arange(values.size), -values))[:k]
 
 
 @_quiet

@@ -15,8 +15,6 @@ import numpy as np
 from emulator.latency.queueing import Layout, PathState, _decode_terms, path_state
 from emulator.latency.quiet import _quiet
 
-QUANTILE_LEVELS = 3  # halvings per evaluation in a TTFT quantile's bisection (7 x per row)
-
 
 @dataclass(frozen=True)
 class RateState:
@@ -52,11 +50,7 @@ def tails_at(lay: Layout, rs: RateState, x: np.ndarray) -> list[np.ndarray]:
         else:
             expo = base - p.nodes
             late = expo <= 0
-        # the exponential in place (one buffer for the nodes' pass, not four)
-        if np.broadcast_shapes(expo.shape, rate.shape) == expo.shape:
-            np.exp(np.multiply(np.maximum(expo, 0.0, out=expo), rate, out=expo), out=expo)
-        else:
-            expo = np.exp(np.maximum(expo, 0.0) * rate)
+        expo = np.exp(np.maximum(expo, 0.0) * rate)
         if p.weights is None:
             expo = expo.mean(axis=-1)
             atom = late.sum(axis=-1) / p.nodes.shape[-1]
@@ -117,34 +111,10 @@ def quantiles(lay: Layout, lam: float, rows: list[tuple[tuple[float, float], flo
             > np.repeat(1 - q, k)
 
     up = np.where(over(up), hi, up)  # the guess was too low: fall back to the wide bracket
-    # the bisection, QUANTILE_LEVELS halvings per tails evaluation: every row's dyadic points
-    # at once, then the halvings replayed (same midpoints, same stop as one per call)
-    done, halvings = False, 0
-    while not done and halvings < 80:
-        j = min(QUANTILE_LEVELS, 80 - halvings)
-        pts = _dyadic(lo, up, j)
-        o = over(pts[:, 1:-1].ravel()).reshape(len(rows), -1)
-        a = np.zeros(len(rows), dtype=int)
-        rix = np.arange(len(rows))
-        for level in range(1, j + 1):
-            step = 1 << (j - level)
-            a = np.where(o[rix, a + step - 1], a + step, a)
-            lo, up = pts[rix, a], pts[rix, a + step]
-            halvings += 1
-            if np.all(up - lo <= rtol * np.maximum(up, 1e-3)):
-                done = True
-                break
+    for _ in range(80):  # one bisection step on x per evaluation, all rows together
+        mid = 0.5 * (lo + up)
+        o = over(mid)
+        lo, up = np.where(o, mid, lo), np.where(o, up, mid)
+        if np.all(up - lo <= rtol * np.maximum(up, 1e-3)):
+            break
     return np.where(up >= hi * (1 - 1e-9), np.inf, up)
-
-
-def _dyadic(lo, hi, levels: int) -> np.ndarray:
-    """lo, hi and the 2^levels - 1 points between them that a bisection could visit, by the
-    same midpoint arithmetic, along a trailing axis (lo, hi: floats or arrays of one shape):
-    a multisection ends where the bisection would, to the bit."""
-    pts = np.stack([np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)], axis=-1)
-    for _ in range(levels):
-        out = np.empty(pts.shape[:-1] + (2 * pts.shape[-1] - 1,))
-        out[..., 0::2] = pts
-        out[..., 1::2] = 0.5 * (pts[..., :-1] + pts[..., 1:])
-        pts = out
-    return pts
