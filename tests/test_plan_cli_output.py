@@ -13,6 +13,14 @@ from emulator.planner.store import OtherPlan, ResultsFile
 from prfaas_tui.cli import main
 from prfaas_tui.commands.plan import changed_flags, free_name, other_plan_message
 
+
+@pytest.fixture(autouse=True)
+def _no_forced_colour(monkeypatch):
+    """FORCE_COLOR / TTY_COMPATIBLE ask rich for colour on purpose: not what is tested here."""
+    for var in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
+        monkeypatch.delenv(var, raising=False)
+
+
 TINY = ["plan", "--n-prfaas", "4", "--pool", "8", "--seeds", "1", "--steps", "2",
         "--duration", "9 min", "--workers", "1"]
 
