@@ -97,7 +97,32 @@ def latency_brownout() -> None:
                    "optimum": f"t {opt.group(1)}, N_p/N_d {opt.group(2)} ({opt.group(3)} req/s)"})
 
 
-FIGURES = {"model_modes": model_modes, "drills": drills, "latency_brownout": latency_brownout}
+def cards_case_study() -> None:
+    """`new` on the case-study model card with the paper's hardware, against the shipped
+    table preset (both in paper mode, as `solve` and `new` report them)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        new = json.loads(_cli("new", "--model", "prfaas-case-study-1t", "--prefill-gpu", "h200",
+                              "--local-gpu", "h20", "--out", str(Path(tmp) / "cs.toml"),
+                              "--json"))
+    card = new["paradigms"]["prfaas-pd"]
+    table = json.loads(_cli("solve", "--json"))["optimum"]
+
+    def point(d: dict) -> str:
+        return (f"t = {d['t']:,.0f}, {d['n_prfaas']}/{d['n_p']}/{d['n_d']}, "
+                f"Λmax = {d['lambda_max']:.3f} req/s")
+
+    record("cards_case_study", source="python benchmarks/doc_figures.py --only cards_case_study",
+           computed=True,
+           values={"card": point(card), "table": point(table),
+                   "gap": f"{card['lambda_max'] / table['lambda_max'] - 1:+.1%}",
+                   "egress": f"{card['egress_gbps']:.1f} Gbps "
+                             f"({card['egress_gbps'] / card['bandwidth_gbps']:.0%} of the link, "
+                             f"{card['prfaas_term']}-bound)",
+                   "vs_homogeneous": f"{card['vs_homogeneous']:.2f}x homogeneous"})
+
+
+FIGURES = {"model_modes": model_modes, "drills": drills, "latency_brownout": latency_brownout,
+           "cards_case_study": cards_case_study}
 
 
 def main() -> int:
