@@ -40,6 +40,58 @@ def _cli(*argv: str) -> str:
     return out.getvalue()
 
 
+def model_paper() -> None:
+    """The seed's toy numbers and the paper's case study, published against computed
+    (`paper` mode, the paper's linearization); the published column is the paper's."""
+    from emulator.model import Knobs
+    from emulator.optimizer import naive, paradigms
+    from emulator.units import to_gbps
+
+    toy, paper = presets.load("toy"), presets.load("paper-case-study")
+    ts = toy.system
+    op = evaluate(ts, toy.knobs)
+    c = op.ceilings
+    lams = [evaluate(ts, Knobs(toy.knobs.t, n, 3 - n, ts.n_prfaas, ts.bandwidth)).lambda_max
+            for n in range(4)]
+    homo_toy = homogeneous(ts)
+    ps = paper.system
+    phi = [to_gbps(ps.prfaas.phi_kv(x)) for x in (1024, 8192, 32768, 131072)]
+    best = search(ps, "paper").best
+    par = paradigms(ps, "paper")
+    d = ps.lengths
+
+    def g(x: float) -> str:
+        return f"{x:.2f}".rstrip("0").rstrip(".") if abs(x - round(x, 1)) < 1e-9 else f"{x:.2f}"
+
+    rows = [
+        ["Toy: Phi_kv(32K), Phi_kv(1K)", "3.2, 1.6 Gbps",
+         f"{g(to_gbps(ts.prfaas.phi_kv(32768)))}, {g(to_gbps(ts.prfaas.phi_kv(1024)))} Gbps"],
+        ["Toy: ceilings at t = 8K, N_p/N_d = 1/2", "2.0 / 4.0 / 8.0, Λ = 2.0 (PrfaaS)",
+         f"{c['prfaas']:.1f} / {c['pd-p']:.1f} / {c['pd-d']:.1f}, Λ = {op.lambda_max:.1f} "
+         f"({'PrfaaS' if op.binding == 'prfaas' else op.binding})"],
+        ["Toy: Λ for N_p = 0..3; naive; homogeneous", "0, 2, 2, 0; 1.6; 2.13 at 4/1",
+         ", ".join(g(x) for x in lams) + f"; {g(naive(ts).lambda_max)}; "
+         f"{homo_toy.lambda_max:.2f} at {homo_toy.knobs.n_p}/{homo_toy.knobs.n_d}"],
+        ["Table 5 Phi_kv 1K/8K/32K/128K (Gbps)", "3.61 / 3.59 / 3.19 / 2.62",
+         " / ".join(f"{x:.2f}" for x in phi)],
+        ["p(19.4K), E[L \\| L > 19.4K]", "0.496, ~44K",
+         f"{d.p_above(19400):.4f}, {d.mean_above(19400) / 1000:.1f}K"],
+        ["optimum t, N_prfaas/N_p/N_d", "19.4K, 4/3/5",
+         f"{best.knobs.t:,.0f} tokens, {best.knobs.n_prfaas}/{best.knobs.n_p}/{best.knobs.n_d}"],
+        ["Λmax PrfaaS-PD / homogeneous / naive", "3.24 / 2.11 / 2.45",
+         " / ".join(f"{par[k]['lambda_max']:.2f}"
+                    for k in ("prfaas-pd", "homogeneous", "naive-heterogeneous"))],
+        ["vs homogeneous; at equal cost", "1.54x; ~1.15x",
+         f"{par['prfaas-pd']['vs_homogeneous']:.2f}x; "
+         f"{par['prfaas-pd']['per_cost_vs_homogeneous']:.2f}x"],
+        ["egress at the optimum", "~13 Gbps, compute-bound",
+         f"{to_gbps(best.egress()):.1f} Gbps, {best.prfaas_term}-bound"],
+    ]
+    record("model_paper", source="python benchmarks/doc_figures.py --only model_paper "
+                                 "(checked by tests/test_model_paper.py)", computed=True,
+           columns=["quantity", "published", "prfaas-tui (`paper` mode)"], rows=rows)
+
+
 def model_modes() -> None:
     """The Jensen gap between `paper` and `exact` at paper-case-study's optimum."""
     s = presets.load("paper-case-study").system
@@ -121,7 +173,7 @@ def cards_case_study() -> None:
                    "vs_homogeneous": f"{card['vs_homogeneous']:.2f}x homogeneous"})
 
 
-FIGURES = {"model_modes": model_modes, "drills": drills, "latency_brownout": latency_brownout,
+FIGURES = {"model_paper": model_paper, "model_modes": model_modes, "drills": drills, "latency_brownout": latency_brownout,
            "cards_case_study": cards_case_study}
 
 
