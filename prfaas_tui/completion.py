@@ -166,52 +166,65 @@ def _zq(text: str) -> str:
     return re.sub(r"[\[\]:']", " ", text).replace("\\", "")
 
 
-def _zsh_action(o: Option, label: str) -> str:
-    files = f'_files -g "{o.glob}"' if o.glob else "_files"
+def _zsh_action(o: Option, helpers: dict[tuple, str]) -> str:
+    """A spec's action: a list of names, files, or a helper function offering both (defined at
+    the script's top: an inline `{_alternative ...}` would need quotes inside quotes)."""
     if o.values and o.files:
-        return (f"{{_alternative \"names:{label}:({' '.join(o.values)})\" "
-                f"\"files:{label} file:{files}\"}}")
+        return helpers.setdefault((tuple(o.values), o.glob), f"_prfaas_tui_names_{len(helpers) + 1}")
     if o.values:
         return f"({' '.join(o.values)})"
-    return files if o.files else " "
+    if o.files:
+        return f"_files -g {o.glob}" if o.glob else "_files"
+    return " "
 
 
-def _zsh_specs(c: Command) -> list[str]:
+def _zsh_helpers(helpers: dict[tuple, str]) -> list[str]:
+    out = []
+    for (values, glob), name in helpers.items():
+        files = f"_files -g \"{glob}\"" if glob else "_files"
+        out.append(f"{name}() {{ _alternative 'names:name:({' '.join(values)})' "
+                   f"'files:file:{files}' }}")
+    return out
+
+
+def _zsh_specs(c: Command, helpers: dict[tuple, str]) -> list[str]:
     specs = []
     for o in c.options:
         group = o.flags[0] if len(o.flags) == 1 else "{" + ",".join(o.flags) + "}"
         excl = f"({' '.join(o.flags)})" if len(o.flags) > 1 else ""
         spec = f"'{excl}'{group}'[{_zq(o.help)}]" if excl else f"'{group}[{_zq(o.help)}]"
         if o.takes_value:
-            spec += f":{_zq(o.flags[-1].lstrip('-'))}:{_zsh_action(o, o.flags[-1].lstrip('-'))}"
+            spec += f":{_zq(o.flags[-1].lstrip('-'))}:{_zsh_action(o, helpers)}"
         specs.append(spec + "'")
     if c.positional is not None:
         specs.append(f"'1:{_zq(c.positional.help) or 'argument'}:"
-                     f"{_zsh_action(c.positional, 'name')}'")
+                     f"{_zsh_action(c.positional, helpers)}'")
     return specs
 
 
 def zsh(cmds: list[Command]) -> str:
     top = next(c for c in cmds if c.name == "")
     subs = [c for c in cmds if c.name]
+    helpers: dict[tuple, str] = {}
+    specs = {c.name: _zsh_specs(c, helpers) for c in cmds}
     lines = ["#compdef prfaas-tui",
              "# prfaas-tui completion for zsh: prfaas-tui completion zsh > \"${fpath[1]}/_prfaas-tui\"",
+             *_zsh_helpers(helpers),
              "_prfaas_tui() {",
              "    local curcontext=\"$curcontext\" state line",
              "    local -a commands",
              "    commands=(" + " ".join(f"'{c.name}:{_zq(c.help)}'" for c in subs) + ")",
              "    _arguments -C \\"]
-    lines += [f"        {s} \\" for s in _zsh_specs(top)]
+    lines += [f"        {s} \\" for s in specs[top.name]]
     lines += ["        '1: :->command' \\", "        '*:: :->args'",
               "    case $state in",
               "        command) _describe -t commands 'prfaas-tui command' commands;;",
               "        args)",
               "            case $words[1] in"]
     for c in subs:
-        specs = _zsh_specs(c)
         lines.append(f"                {c.name}) _arguments \\")
-        lines += [f"                    {s} \\" for s in specs]
-        lines[-1] = lines[-1][:-2] if specs else lines[-1]
+        lines += [f"                    {s} \\" for s in specs[c.name]]
+        lines[-1] = lines[-1][:-2] if specs[c.name] else lines[-1]
         lines[-1] += ";;"
     lines += ["            esac;;", "    esac", "}", "compdef _prfaas_tui prfaas-tui", ""]
     return "\n".join(lines)

@@ -93,3 +93,21 @@ def test_zsh_script_loads(scripts, tmp_path):
                                        f"source {path}; whence -w _prfaas_tui"],
                          capture_output=True, text=True, check=True).stdout
     assert "_prfaas_tui: function" in out
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
+def test_zsh_offers_names_and_files_through_helpers(scripts, tmp_path):
+    """Names-or-files actions go through helper functions (an inline `{_alternative ...}`
+    needs quotes inside the spec's quotes, which broke at TAB time)."""
+    text = scripts["zsh"]
+    assert "{_alternative" not in text
+    path = tmp_path / "_prfaas-tui"
+    path.write_text(text)
+    helper = next(line.split("(")[0] for line in text.splitlines()
+                  if line.startswith("_prfaas_tui_names_") and "h200" in line)
+    out = subprocess.run(["zsh", "-fc", f"compdef() {{ : }}; _alternative() {{ print -l -- $@ }}; "
+                                        f"source {path}; {helper}"],
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out[0] == "names:name:(" + " ".join(gpus()) + ")"
+    assert out[1] == 'files:file:_files -g "*.toml"'
+
