@@ -149,77 +149,8 @@ def latency_brownout() -> None:
                    "optimum": f"t {opt.group(1)}, N_p/N_d {opt.group(2)} ({opt.group(3)} req/s)"})
 
 
-# Table 3 of the paper (Phi_kv, Gbps, 8xH200) and Table 5 (the case-study model, H200)
-TABLE3 = {"kimi-linear-48b-a3b": ("Kimi Linear (KDA:MLA)", (1.19, 2.29, 3.87, 4.88)),
-          "mimo-v2-flash": ("MiMo-V2-Flash (SWA:GQA)", (0.82, 2.85, 4.66, 4.71)),
-          "qwen3.5-397b-a17b": ("Qwen3.5-397B (GDN:GQA)", (4.13, 6.28, 8.25, 7.47)),
-          "ring-2.5-1t": ("Ring-2.5-1T (Lightning:MLA)", (7.27, 4.47, 2.59, 1.46)),
-          "minimax-m2.5": ("MiniMax-M2.5 (dense GQA)", (4.94, 32.87, 59.93, 47.82)),
-          "qwen3-235b-a22b": ("Qwen3-235B (dense GQA)", (4.12, 22.42, 33.35, 21.50))}
-TABLE5 = {"1K": (1024, 190.8, 0.44), "8K": (8192, 308.9, 0.72), "32K": (32768, 701.3, 1.84),
-          "128K": (131072, 2316.3, 7.40)}
-
-
-def cards_tables() -> None:
-    """Table 3 from each model's config.json alone and Table 5 from the case-study card, with
-    the one H200 calibration (`models --gpu h200`: 8 GPUs per instance)."""
-    cards = {d["name"]: d for d in json.loads(_cli("models", "--gpu", "h200", "--json"))}
-    rows = []
-    for name, (label, paper) in TABLE3.items():
-        ours = list(cards[name]["phi_kv_gbps"].values())
-        rows.append([label, *(f"{a:.2f} / {b:.2f} = {a / b:.2f}" for a, b in zip(ours, paper,
-                                                                                 strict=True))])
-    ratios = [list(cards[n]["phi_kv_gbps"].values())[i] / paper[i]
-              for n, (_, paper) in TABLE3.items() for i in range(4)]
-    dense = cards["minimax-m2.5"]["phi_kv_gbps"]["32K"] / cards["kimi-linear-48b-a3b"]["phi_kv_gbps"]["32K"]
-    published = TABLE3["minimax-m2.5"][1][2] / TABLE3["kimi-linear-48b-a3b"][1][2]
-    record("cards_table3", source="python benchmarks/doc_figures.py --only cards_tables "
-                                  "(checked by tests/test_cards_roofline.py)", computed=True,
-           columns=["model", "1K", "8K", "32K", "128K"], rows=rows,
-           values={"range": f"{min(ratios):.2f}x..{max(ratios):.2f}x",
-                   "dense_vs_hybrid": f"{dense:.1f}x against the paper's {published:.1f}x "
-                                      f"({dense / published - 1:+.0%})"})
-    cs = cards["prfaas-case-study-1t"]
-    rows = []
-    for key, (length, s_paper, t_paper) in TABLE5.items():
-        s_card = (cs["state_bytes"] + cs["kv_bytes_per_token"] * length) / 2**20
-        t_card = cs["t_prefill_s"][key]
-        s_err = s_card / s_paper - 1
-        rows.append([key, f"{s_card:.1f} / {s_paper:.1f} ("
-                          + (f"**{s_err:+.1%}**" if abs(s_err) > 0.01 else f"{s_err:+.1%}") + ")",
-                     f"{t_card:.3f} / {t_paper:.2f} ({t_card / t_paper - 1:+.1%})"])
-    record("cards_table5", source="python benchmarks/doc_figures.py --only cards_tables "
-                                  "(checked by tests/test_cards_models.py)", computed=True,
-           columns=["length", "S_kv card / paper (MiB)", "T_prefill roofline / paper (s)"],
-           rows=rows)
-
-
-def cards_case_study() -> None:
-    """`new` on the case-study model card with the paper's hardware, against the shipped
-    table preset (both in paper mode, as `solve` and `new` report them)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        new = json.loads(_cli("new", "--model", "prfaas-case-study-1t", "--prefill-gpu", "h200",
-                              "--local-gpu", "h20", "--out", str(Path(tmp) / "cs.toml"),
-                              "--json"))
-    card = new["paradigms"]["prfaas-pd"]
-    table = json.loads(_cli("solve", "--json"))["optimum"]
-
-    def point(d: dict) -> str:
-        return (f"t = {d['t']:,.0f}, {d['n_prfaas']}/{d['n_p']}/{d['n_d']}, "
-                f"Λmax = {d['lambda_max']:.3f} req/s")
-
-    record("cards_case_study", source="python benchmarks/doc_figures.py --only cards_case_study",
-           computed=True,
-           values={"card": point(card), "table": point(table),
-                   "gap": f"{card['lambda_max'] / table['lambda_max'] - 1:+.1%}",
-                   "egress": f"{card['egress_gbps']:.1f} Gbps "
-                             f"({card['egress_gbps'] / card['bandwidth_gbps']:.0%} of the link, "
-                             f"{card['prfaas_term']}-bound)",
-                   "vs_homogeneous": f"{card['vs_homogeneous']:.2f}x homogeneous"})
-
-
-FIGURES = {"model_paper": model_paper, "model_modes": model_modes, "drills": drills, "latency_brownout": latency_brownout,
-           "cards_tables": cards_tables, "cards_case_study": cards_case_study}
+FIGURES = {"model_paper": model_paper, "model_modes": model_modes, "drills": drills,
+           "latency_brownout": latency_brownout}
 
 
 def main() -> int:

@@ -13,7 +13,10 @@ from pathlib import Path
 import tomlkit
 
 from emulator.cards.gpu import load_gpu
+from emulator.cards.memory import check_memory
 from emulator.cards.model_card import load_card
+from emulator.cards.roofline import DEFAULT_OVERHEAD_S, DEFAULT_OVERHEAD_SOURCE
+from emulator.cards.sources import card_profile
 from emulator.optimizer import paradigms, search
 from emulator.scenario import presets
 from emulator.scenario.reader import positive
@@ -42,6 +45,12 @@ class NewSpec:
     bs_max: int = 20
     l_out: float | None = None  # default 1024, or the trace's mean output
     name: str | None = None
+    tp: int | None = None  # default: parallelism
+    ep: int | None = None  # default: parallelism for an MoE model, else 1
+    dtype: str | None = None  # default: the checkpoint's
+    kv_dtype: str | None = None
+    overhead_s: float = DEFAULT_OVERHEAD_S
+    profile_source: str = "builtin"
 
 
 def _lognormal(raw: str) -> dict:
@@ -102,17 +111,6 @@ def build_preset(spec: NewSpec, out: Path) -> tomlkit.TOMLDocument:
     doc["mode"] = "paper"
     doc.add(tomlkit.nl())
 
-    profiles = tomlkit.table(is_super_table=True)
-    for key, gpu, src in (("prfaas", pf_gpu, spec.prefill_gpu), ("local", lc_gpu, spec.local_gpu)):
-        t = tomlkit.table()
-        t.add(tomlkit.comment(f"roofline: T = overhead + FLOPs / (P x peak x MFU) on {par} x {gpu.name}"))
-        t.add(tomlkit.comment(f"{gpu.name} calibration: {gpu.calibration.source}"))
-        rl = tomlkit.inline_table()
-        rl.update({"model": _ref(spec.model, out_dir), "gpu": _ref(src, out_dir), "gpus": par})
-        t["roofline"] = rl
-        profiles[key] = t
-    doc["profiles"] = profiles
-
     if spec.trace:
         wl = trace_workload(load_trace(spec.trace, spec.columns), spec.incremental)
         if spec.columns or spec.incremental or Path(spec.trace).suffix not in (".jsonl", ".json", ".csv") \
@@ -125,6 +123,31 @@ def build_preset(spec: NewSpec, out: Path) -> tomlkit.TOMLDocument:
     else:
         lengths = _lognormal(spec.lengths or "lognormal:9.9,1.0")
         rate, l_out = None, spec.l_out if spec.l_out is not None else 1024
+
+    longest = float(max(lengths["samples"])) if "samples" in lengths else \
+        float(lengths.get("hi", 131072)) if "trace" not in lengths else float(wl.lengths.sorted_values[-1])
+    profiles = tomlkit.table(is_super_table=True)
+    for key, gpu, src in (("prfaas", pf_gpu, spec.prefill_gpu), ("local", lc_gpu, spec.local_gpu)):
+        _, setup, _ = card_profile(model, gpu, par, tp=spec.tp, ep=spec.ep, dtype=spec.dtype,
+                                   kv_dtype=spec.kv_dtype, overhead_s=spec.overhead_s,
+                                   profile_source=spec.profile_source)
+        check_memory(model, gpu, setup, longest)
+        t = tomlkit.table()
+        t.add(tomlkit.comment(f"T_prefill = prefill_overhead + kernel on {par} x {gpu.name} "
+                              f"({setup.describe()}; kernel: {spec.profile_source})"))
+        t.add(tomlkit.comment(f"{gpu.name} efficiencies: {gpu.calibration.source}"
+                              + ("" if gpu.calibrated else " [UNCALIBRATED GPU]")))
+        rl = tomlkit.inline_table()
+        rl.update({"model": _ref(spec.model, out_dir), "gpu": _ref(src, out_dir), "gpus": par,
+                   "tp": setup.tp, "ep": setup.ep, "dtype": setup.dtype, "kv_dtype": setup.kv_dtype})
+        if spec.profile_source != "builtin":
+            rl["source"] = spec.profile_source
+        t["roofline"] = rl
+        t["prefill_overhead"] = f"{setup.overhead_s:g} s"
+        if spec.overhead_s == DEFAULT_OVERHEAD_S:
+            t["prefill_overhead"].comment(f"default, {DEFAULT_OVERHEAD_SOURCE}")
+        profiles[key] = t
+    doc["profiles"] = profiles
 
     # placeholder knobs, replaced below by the optimum
     dep = tomlkit.table()
@@ -179,6 +202,12 @@ def set_optimum(doc: tomlkit.TOMLDocument, out: Path) -> dict:
             "paradigms": paradigms(sc.system, sc.mode, best)}
 
 
+def uncalibrated_notes(answer: dict) -> list[str]:
+    """One line per GPU of the answer whose card has no measured efficiencies (new, `n` form)."""
+    return [f"{role} GPU {g['name']} is uncalibrated: {g['source']}"
+            for role, g in answer.get("gpus", {}).items() if not g["calibrated"]]
+
+
 def write_preset(spec: NewSpec, out: Path | None, force: bool = False) -> dict:
     """Build, solve, write; returns the answer (with the path written)."""
     tmp = out or Path.cwd() / "new-preset.toml"
@@ -189,6 +218,8 @@ def write_preset(spec: NewSpec, out: Path | None, force: bool = False) -> dict:
     if out.exists() and not force:
         raise UsageError(f"--out: {out} exists (pass --force to overwrite)")
     answer = set_optimum(doc, out)
+    answer["gpus"] = {role: {"name": g.name, "calibrated": g.calibrated, "source": g.calibration.source}
+                      for role, g in (("prfaas", load_gpu(spec.prefill_gpu)), ("local", load_gpu(spec.local_gpu)))}
     try:
         out.write_text(tomlkit.dumps(doc), encoding="utf-8")
     except OSError as exc:

@@ -15,7 +15,8 @@ def test_every_name_whole(monkeypatch, capsys, columns, extra):
     monkeypatch.setenv("COLUMNS", columns)
     assert main(["models", *extra]) == 0
     out = capsys.readouterr().out
-    names = {line.split("│")[1].strip() for line in out.splitlines()
+    # the cell may carry a note after the name ("ring-2.5-1t (does not fit)")
+    names = {line.split("│")[1].split()[0] for line in out.splitlines()
              if line.startswith("│") and line.split("│")[1].strip()}
     assert names == set(shipped())
     assert max(len(x) for x in out.splitlines()) <= int(columns)

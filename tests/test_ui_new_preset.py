@@ -45,3 +45,32 @@ async def test_preset_path_opens_a_written_preset(tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert dash(app).settings.scenario.name == "kimi-linear-48b-a3b-h200-h20"
+
+
+async def test_n_form_refuses_a_model_that_does_not_fit_and_marks_an_uncalibrated_gpu(tmp_path):
+    from pathlib import Path
+
+    out = tmp_path / "ds.toml"
+    ds = Path(__file__).parent / "configs" / "deepseek-v3.json"
+    app = PrfaasApp("toy", live=False, at=5.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("n")
+        await pilot.pause()
+        app.screen.query_one("#new-model").value = str(ds)
+        app.screen.query_one("#new-parallelism").value = "1"
+        app.screen.query_one("#new-prfaas_gpus").value = "4"
+        app.screen.query_one("#new-local_gpus").value = "4"
+        app.screen.query_one("#new-out").value = str(out)
+        app.screen.submit()
+        await pilot.pause()
+        assert isinstance(app.screen, NewPresetScreen)  # the memory check refuses it in place
+        assert "does not fit 1 x h200" in screen_text(app) and not out.exists()
+        app.screen.query_one("#new-model").value = "prfaas-case-study-1t"
+        app.screen.query_one("#new-parallelism").value = "8"
+        app.screen.query_one("#new-prfaas_gpus").value = "32"
+        app.screen.query_one("#new-local_gpus").value = "64"
+        app.screen.submit()
+        await pilot.pause()
+        assert not isinstance(app.screen, NewPresetScreen)
+        notes = [n.message for n in app._notifications]
+        assert any("local GPU h20 is uncalibrated" in m for m in notes), notes

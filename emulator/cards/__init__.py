@@ -1,5 +1,6 @@
 """Bring-your-own-deployment cards: model architectures read from Hugging Face `config.json`
-files, GPU cards, and the roofline prefill estimate built from both.
+files, GPU cards with measured per-operation efficiencies, and the prefill profiles built from
+both (kernel model + serving overhead, docs/profiles.md).
 
 Layering: this package sits at the model layer; it imports only units, profiles, distributions
 and model, never the simulator or the UI.

@@ -1,7 +1,8 @@
-"""GPU cards: peak dense throughput, memory, NIC and an editable price, in TOML a user copies.
+"""GPU cards: peak dense throughput, memory, NVLink, NIC and an editable price, in TOML a user
+copies, with the per-operation efficiencies the kernel model runs at (emulator.cards.kernel).
 
-Why: the roofline needs the peak FLOPS and a per-GPU efficiency; `new` needs prices for the
-equal-cost comparison. Shipped cards live in emulator/cards/gpus/NAME.toml; any path works too.
+Why: the kernel model needs peaks and measured efficiencies per operation class; `new` needs
+prices for the equal-cost comparison. Shipped cards live in emulator/cards/gpus/NAME.toml; any path works too.
 Every number is checked: finite, > 0, and below an absurd ceiling; one line names file and key.
 """
 
@@ -17,19 +18,53 @@ from emulator.cards import CardError, card_text, load_named, shipped_cards
 # key -> (unit for messages, absurd ceiling)
 _SPEC = {"bf16_tflops": ("TFLOPS", 1e6), "fp8_tflops": ("TFLOPS", 1e6),
          "hbm_tbps": ("TB/s", 1e3), "hbm_gb": ("GB", 1e5), "nic_gbps": ("Gbps", 1e5),
-         "price_per_hour": ("per GPU-hour", 1e6)}
-_OPTIONAL = {"fp8_tflops"}
+         "price_per_hour": ("per GPU-hour", 1e6), "nvlink_gbps": ("Gbps", 1e6)}
+_OPTIONAL = {"fp8_tflops", "nvlink_gbps"}
+PCIE_GBPS = 512.0  # PCIe Gen5 x16, one direction: the scale-up link of a card that names none
+
+
+# [calibration] key -> what it is (efficiencies are fractions of the peak named)
+CALIBRATION = {
+    "gemm": "dense BF16 GEMM, of bf16_tflops", "gemm_fp8": "dense FP8 GEMM, of fp8_tflops",
+    "moe": "grouped MoE GEMM in BF16, of bf16_tflops", "moe_fp8": "grouped MoE GEMM in FP8, of fp8_tflops",
+    "moe_int4": "grouped MoE GEMM with 4-bit weights (W4A16), of bf16_tflops",
+    "attention": "flash-attention prefill (GQA/MHA, sliding windows), of bf16_tflops",
+    "attention_mla": "MLA prefill attention (d_qk 192, d_v 128), of bf16_tflops",
+    "linear": "linear-attention / state kernels, of bf16_tflops",
+    "memory": "HBM-bound kernels (norms, activations, weight reads), of hbm_tbps",
+    "collective": "TP all-reduce / EP all-to-all, of nvlink_gbps",
+}
+FIXED_US = {"attention_us": "per attention layer", "collective_us": "per collective",
+            "layer_us": "per layer (launches, small kernels)",
+            "linear_ns": "per token and linear-attention layer (the chunk loop's floor), ns"}
+OLD_KEYS = {"mfu", "attn_mfu", "overhead_s"}
 
 
 @dataclass(frozen=True)
 class Calibration:
-    """How far below peak a prefill runs on this GPU: matmuls at `mfu`, attention kernels at
-    `attn_mfu`, plus a fixed `overhead_s` per prefill (scheduling, launch, sampling)."""
+    """How far below peak each operation class runs on this GPU (emulator.cards.kernel), the
+    fixed microseconds some pay per call, and where the numbers come from. `measured` is False
+    for a GPU whose numbers are borrowed: models, new and the dashboard mark it uncalibrated."""
 
-    mfu: float
-    attn_mfu: float
-    overhead_s: float
+    gemm: float
+    gemm_fp8: float
+    moe: float
+    moe_fp8: float
+    moe_int4: float
+    attention: float
+    attention_mla: float
+    linear: float
+    memory: float
+    collective: float
+    attention_us: float = 0.0
+    collective_us: float = 0.0
+    layer_us: float = 0.0
+    linear_ns: float = 0.0
+    measured: bool = False
     source: str = ""
+
+    def to_dict(self) -> dict:
+        return {k: getattr(self, k) for k in (*CALIBRATION, *FIXED_US, "measured", "source")}
 
 
 @dataclass(frozen=True)
@@ -44,19 +79,23 @@ class GpuCard:
     price_per_hour: float
     calibration: Calibration
     path: str | None = None
+    nvlink_gbps: float = PCIE_GBPS  # scale-up bandwidth per GPU, one direction
 
     @property
-    def peak_flops(self) -> float:
-        """Dense BF16 FLOP/s (the prefill dtype of every shipped card)."""
-        return self.bf16_tflops * 1e12
+    def calibrated(self) -> bool:
+        return self.calibration.measured
+
+    @property
+    def mark(self) -> str:
+        """'' for a GPU with measured numbers, else the word users see next to it."""
+        return "" if self.calibrated else "uncalibrated"
+
 
     def to_dict(self) -> dict:
-        c = self.calibration
         return {"name": self.name, "bf16_tflops": self.bf16_tflops, "fp8_tflops": self.fp8_tflops,
                 "hbm_tbps": self.hbm_tbps, "hbm_gb": self.hbm_gb, "nic_gbps": self.nic_gbps,
-                "price_per_hour": self.price_per_hour,
-                "calibration": {"mfu": c.mfu, "attn_mfu": c.attn_mfu, "overhead_s": c.overhead_s,
-                                "source": c.source}}
+                "nvlink_gbps": self.nvlink_gbps, "price_per_hour": self.price_per_hour,
+                "calibrated": self.calibrated, "calibration": self.calibration.to_dict()}
 
 
 def _num(data: dict, path, key: str, lo: float, hi: float, what: str, *, strict_lo: bool = True,
@@ -83,23 +122,35 @@ def from_dict(data: dict, path: str | Path | None = None, name: str | None = Non
             for k, (unit, hi) in _SPEC.items()}
     cal = data.get("calibration")
     if not isinstance(cal, dict):
-        raise CardError(path, "calibration", "missing section (mfu, attn_mfu, overhead_s)")
-    extra = sorted(set(cal) - {"mfu", "attn_mfu", "overhead_s", "source"})
+        raise CardError(path, "calibration", "missing section (" + ", ".join(CALIBRATION) + ")")
+    old = sorted(set(cal) & OLD_KEYS)
+    if old:
+        raise CardError(path, f"calibration.{old[0]}", "replaced by per-operation efficiencies ("
+                        + ", ".join(CALIBRATION) + ") and the deployment's prefill_overhead: "
+                        "see docs/profiles.md")
+    extra = sorted(set(cal) - set(CALIBRATION) - set(FIXED_US) - {"measured", "source"})
     if extra:
         raise CardError(path, f"calibration.{extra[0]}", "unknown key")
     try:
-        cdata = {k: _num(cal, path, k, 0, 1, "(a fraction of peak)") for k in ("mfu", "attn_mfu")}
-        overhead = _num(cal, path, "overhead_s", 0, 60, "seconds", strict_lo=False)
+        eff = {k: _num(cal, path, k, 0, 1, "(a fraction of peak)") for k in CALIBRATION}
+        fixed = {k: _num(cal, path, k, 0, 1e5, "microseconds", strict_lo=False, optional=True) or 0.0
+                 for k in FIXED_US}
     except CardError as exc:
         raise CardError(path, f"calibration.{exc.key}", exc.message) from None
+    measured = cal.get("measured", False)
+    if not isinstance(measured, bool):
+        raise CardError(path, "calibration.measured", f"must be true or false, got {measured!r}")
     src = cal.get("source", "")
+    if not isinstance(src, str):
+        raise CardError(path, "calibration.source", "must be a string")
     label = name or str(data.get("name") or (Path(path).stem if path else "gpu"))
     return GpuCard(name=label, description=str(data.get("description", "")),
                    bf16_tflops=vals["bf16_tflops"], fp8_tflops=vals["fp8_tflops"],
                    hbm_tbps=vals["hbm_tbps"], hbm_gb=vals["hbm_gb"], nic_gbps=vals["nic_gbps"],
                    price_per_hour=vals["price_per_hour"],
-                   calibration=Calibration(cdata["mfu"], cdata["attn_mfu"], overhead, str(src)),
-                   path=str(path) if path else None)
+                   calibration=Calibration(**eff, **fixed, measured=measured, source=src),
+                   path=str(path) if path else None,
+                   nvlink_gbps=vals["nvlink_gbps"] or PCIE_GBPS)
 
 
 def read_gpu(path: str | Path, name: str | None = None) -> GpuCard:

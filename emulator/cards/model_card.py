@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +34,7 @@ from emulator.cards import CARDS_DIR, CardError, card_text, load_named, shipped_
 KINDS = ("gqa", "mla", "swa", "linear")
 DTYPE_BYTES = {"bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "half": 2, "float32": 4,
                "fp32": 4, "float": 4, "float8_e4m3fn": 1, "float8_e5m2": 1, "fp8": 1}
+KV_DTYPES = {"fp32": 4, "bf16": 2, "fp8": 1}  # KV-cache dtypes (flags offer bf16 and fp8)
 CHUNK = 64  # chunk length of chunked linear-attention kernels (FLA), for their intra-chunk FLOPs
 MAX_DIM = 1 << 24  # any head count, dimension or layer count beyond this is a typo
 
@@ -60,6 +61,27 @@ class LayerGroup:
 
 
 @dataclass(frozen=True)
+class Matmuls:
+    """The model's matmul parameters by the kernel class that runs them (summed over layers).
+
+    `dense` runs every token through (attention projections, dense FFNs, shared experts, the
+    router); `routed_active` is what one token's top-k experts hold; `routed_total` every
+    routed expert (memory, and the weights a grouped GEMM reads)."""
+
+    dense: float
+    routed_active: float = 0.0
+    routed_total: float = 0.0
+    moe_layers: int = 0
+    experts: int = 0
+    top_k: int = 0
+    hidden: int = 0
+    act_width: float = 0.0  # summed widths of the dense/shared FFN activations (elementwise)
+    embed: float = 0.0  # embedding and LM-head parameters (vocab x hidden, once if tied)
+    heads: int = 1  # attention heads (TP splits them)
+    kv_heads: int = 1  # KV heads (TP beyond them replicates the KV); 1 for MLA (latent)
+
+
+@dataclass(frozen=True)
 class ModelCard:
     """What serving cost depends on, derived from one config.json."""
 
@@ -69,6 +91,10 @@ class ModelCard:
     groups: tuple[LayerGroup, ...]
     active_params: float  # parameters in the matmuls one token runs through (MoE: activated)
     source: str = ""  # where the fields rest on (the card's own citation)
+    matmul: Matmuls | None = None  # the parameters by operation class (kernel model, memory)
+    weight_dtype: str = "bf16"  # the GEMM dtype the checkpoint implies (quantization_config)
+    weight_dtype_problem: str = ""  # why no default could be taken (an unmodelled quantization)
+    kv_dtype: str = "bf16"  # the dtype of the per-token KV in `groups`
     notes: str = ""
     path: str | None = None
     config: dict = field(default_factory=dict, repr=False)
@@ -144,8 +170,25 @@ class ModelCard:
                 total = total + g.count * g.token_flops * n_tok
         return float(total) if total.ndim == 0 else total
 
+    @property
+    def total_params(self) -> float:
+        """Every parameter the GPUs must hold (all experts, embeddings)."""
+        m = self.matmul
+        return float(m.dense + m.routed_total + m.embed) if m else self.active_params
+
+    def with_kv_dtype(self, kv_dtype: str) -> ModelCard:
+        """The same model with its per-token KV stored in `kv_dtype` (bf16 or fp8): the fixed
+        linear-attention state keeps its own dtype."""
+        if kv_dtype == self.kv_dtype:
+            return self
+        scale = KV_DTYPES[kv_dtype] / KV_DTYPES[self.kv_dtype]
+        groups = tuple(replace(g, kv_bytes_per_token=g.kv_bytes_per_token * scale) for g in self.groups)
+        return replace(self, groups=groups, kv_dtype=kv_dtype)
+
     def to_dict(self) -> dict:
         return {"name": self.name, "family": self.family, "dtype": self.dtype,
+                "weight_dtype": self.weight_dtype, "kv_dtype": self.kv_dtype,
+                "total_params": self.total_params,
                 "layers": self.layers, "kv_bytes_per_token": self.kv_bytes_per_token,
                 "state_bytes": self.state_bytes, "active_params": self.active_params,
                 "windows": {str(int(w)): sum(g.count for g in self.groups if g.window == w)
@@ -305,12 +348,13 @@ def _linear_group(count: int, heads_k: int, heads_v: int, d_k: int, d_v: int, co
     return LayerGroup("linear", count, 0.0, None, float(state), 0.0, flops)
 
 
-def _ffn_params(f: _Fields, n_layers: int) -> float:
-    """Matmul parameters of the FFNs one token runs through, summed over layers."""
+def _ffn(f: _Fields, n_layers: int) -> dict:
+    """The FFN matmul parameters, summed over layers, split by kernel class (see Matmuls)."""
     hidden = f.int("hidden_size")
     experts = f.first_int(("n_routed_experts", "num_experts", "num_local_experts"), 0, minimum=0)
     if experts == 0:
-        return float(n_layers * 3 * hidden * f.int("intermediate_size"))
+        width = f.int("intermediate_size")
+        return {"dense": float(n_layers * 3 * hidden * width), "act_width": float(n_layers * width)}
     top_k = f.first_int(("num_experts_per_tok", "num_experts_per_token", "moe_topk"))
     expert_size = f.first_int(("moe_intermediate_size", "intermediate_size"))
     shared = 0
@@ -318,7 +362,6 @@ def _ffn_params(f: _Fields, n_layers: int) -> float:
         shared = f.int("shared_expert_intermediate_size", minimum=0)
     else:
         shared = f.first_int(("n_shared_experts", "num_shared_experts"), 0, minimum=0) * expert_size
-    moe_layer = 3 * hidden * (top_k * expert_size + shared) + hidden * experts  # + router
     if isinstance(f.data.get("moe_layer_freq"), list):
         freq = f.int_list("moe_layer_freq", n_layers)
         dense = sum(1 for x in freq if not x)
@@ -326,7 +369,50 @@ def _ffn_params(f: _Fields, n_layers: int) -> float:
         dense = f.int("first_k_dense_replace", 0, minimum=0)
         dense = min(dense, n_layers)
     dense_size = f.first_int(("dense_intermediate_size", "intermediate_size"), expert_size)
-    return float(dense * 3 * hidden * dense_size + (n_layers - dense) * moe_layer)
+    moe = n_layers - dense
+    return {"dense": float(dense * 3 * hidden * dense_size + moe * (3 * hidden * shared + hidden * experts)),
+            "routed_active": float(moe * 3 * hidden * top_k * expert_size),
+            "routed_total": float(moe * 3 * hidden * experts * expert_size),
+            "moe_layers": moe, "experts": experts, "top_k": top_k,
+            "act_width": float(dense * dense_size + moe * shared)}
+
+
+def _quant_dtype(f: _Fields, torch_dtype: str) -> tuple[str, str]:
+    """The GEMM dtype a checkpoint is served in by default, from quantization_config (FP8
+    checkpoints: DeepSeek-V3, *-FP8 releases) or an 8-bit torch_dtype; ("", why) when the
+    checkpoint uses a quantization this model does not cover (the flag then decides)."""
+    q = f.data.get("quantization_config")
+    if DTYPE_BYTES.get(torch_dtype) == 1:
+        return "fp8", ""
+    if not isinstance(q, dict):
+        return "bf16", ""
+    method = str(q.get("quant_method", "")).lower()
+    algo = str(q.get("quant_algo", "")).lower()
+    fmt = str(q.get("fmt", "")).lower()
+    if method == "fp8" or "fp8" in algo or fmt.startswith("e4m3") or fmt.startswith("float8"):
+        return "fp8", ""
+    groups = q.get("config_groups")
+    if method == "compressed-tensors" and isinstance(groups, dict):
+        w = [g.get("weights", {}) for g in groups.values() if isinstance(g, dict)]
+        if w and all(isinstance(x, dict) and x.get("num_bits") == 8 and x.get("type") == "float"
+                     for x in w):
+            return "fp8", ""
+        if w and all(isinstance(x, dict) and x.get("num_bits") == 4 and x.get("type") == "int"
+                     for x in w):
+            return "int4", ""  # W4A16 experts (Kimi K2 Thinking's release)
+    return "", (f"quantization_config: {method or algo or 'this quantization'} is not modelled "
+                "(bf16, fp8, int4 experts): give the dtype to serve it in (--dtype)")
+
+
+def _kv_quant(f: _Fields) -> str:
+    """fp8 when the checkpoint asks for an FP8 KV cache, else bf16."""
+    q = f.data.get("quantization_config")
+    if isinstance(q, dict):
+        kv = q.get("kv_cache_quant_algo") or q.get("kv_cache_scheme")
+        if (isinstance(kv, str) and "fp8" in kv.lower()) or \
+                (isinstance(kv, dict) and kv.get("num_bits") == 8 and kv.get("type") == "float"):
+            return "fp8"
+    return "bf16"
 
 
 def from_dict(data: dict, path: str | Path | None = None, name: str | None = None) -> ModelCard:
@@ -344,6 +430,8 @@ def from_dict(data: dict, path: str | Path | None = None, name: str | None = Non
     vocab = f.int("vocab_size", 0, minimum=0)
     groups: list[LayerGroup] = []
     attn_params = 0.0
+    attn_heads = f.int("num_attention_heads")
+    kv_heads = 1 if f.has("kv_lora_rank") else f.int("num_key_value_heads", attn_heads)
 
     if family == "gqa":
         grp, p = _gqa_group(_gqa_geometry(f), n, nbytes)
@@ -414,12 +502,24 @@ def from_dict(data: dict, path: str | Path | None = None, name: str | None = Non
         g2, p2 = _gqa_group(swa_g, pattern.count(1), nbytes, kind="swa", window=window)
         groups, attn_params = [g for g in (g2, g1) if g.count], p1 + p2
 
-    active = attn_params + _ffn_params(f, n) + vocab * hidden  # + the LM head
+    ffn = _ffn(f, n)
+    active = attn_params + ffn["dense"] + ffn.get("routed_active", 0.0) + vocab * hidden  # + LM head
+    tied = flat.get("tie_word_embeddings") is True
+    matmul = Matmuls(dense=attn_params + ffn["dense"], routed_active=ffn.get("routed_active", 0.0),
+                     routed_total=ffn.get("routed_total", 0.0), moe_layers=ffn.get("moe_layers", 0),
+                     experts=ffn.get("experts", 0), top_k=ffn.get("top_k", 0), hidden=hidden,
+                     act_width=ffn["act_width"], embed=float(vocab * hidden * (1 if tied else 2)),
+                     heads=attn_heads, kv_heads=kv_heads)
+    wdtype, problem = _quant_dtype(f, dtype)
+    kv_quant = _kv_quant(f)
     label = name or str(meta.get("name") or (Path(path).parent.name if path and Path(path).name
                                               == "config.json" else Path(path).stem if path else "model"))
-    return ModelCard(name=label, family=family, dtype=dtype, groups=tuple(groups),
+    card = ModelCard(name=label, family=family, dtype=dtype, groups=tuple(groups),
                      active_params=float(active), source=str(meta.get("source", "")),
-                     notes=str(meta.get("notes", "")), path=spath, config=data)
+                     notes=str(meta.get("notes", "")), path=spath, config=data, matmul=matmul,
+                     weight_dtype=wdtype, weight_dtype_problem=problem,
+                     kv_dtype={4: "fp32", 2: "bf16", 1: "fp8"}[nbytes])
+    return card.with_kv_dtype("fp8") if kv_quant == "fp8" else card
 
 
 def read_config(path: str | Path, name: str | None = None) -> ModelCard:

@@ -1,10 +1,9 @@
-"""Roofline prefill: T_prefill(l) = FLOPs(l) / (P x peak x MFU) + overhead.
+"""Card-made profiles: T_prefill(l) = overhead + kernel(l), S_kv(l) from the model card.
 
-FLOPs(l) has two parts with different efficiencies: the matmuls (2 x active parameters per
-token, MoE counting only the activated experts) and attention (quadratic for full layers, capped
-for windowed ones, linear for linear-attention layers). Both efficiencies and the overhead are a
-per-GPU calibration, fitted once (the H200's on the paper's Table 5 with the case-study card),
-never per model: a new model gets a prediction, not a fit.
+The kernel time is emulator.cards.kernel's sum over operation classes at the GPU's measured
+efficiencies; the overhead is the serving stack's per-request cost (scheduling, tokenization,
+sampling, the first decode step), a setting of the deployment with a stated default, not a
+property of the GPU. Neither is fitted per model: a new model gets a prediction.
 
 The result is a `Profile` like a table profile: T and S_kv are piecewise polynomials of degree
 <= 2 (pieces split at the sliding windows), so the model's exact mode keeps working.
@@ -12,11 +11,10 @@ The result is a `Profile` like a table profile: T and S_kv are piecewise polynom
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from emulator.cards.gpu import Calibration, GpuCard
+from emulator.cards.gpu import GpuCard
+from emulator.cards.kernel import Setup, kernel_breaks, kernel_seconds
 from emulator.cards.model_card import ModelCard
 from emulator.profiles import Curve, Profile
 
@@ -25,14 +23,14 @@ TABLE5_LENGTHS = (1024, 8192, 32768, 131072)
 TABLE5_SECONDS = (0.44, 0.72, 1.84, 7.40)
 TABLE5_SKV_MIB = (190.8, 308.9, 701.3, 2316.3)
 
+DEFAULT_OVERHEAD_S = 0.39
+DEFAULT_OVERHEAD_SOURCE = ("0.39 s: the paper's single-request measurements, the median of its seven "
+                           "1K prefill times (Tables 3 and 5) less the kernel time; docs/profiles.md")
 
-def prefill_seconds(card: ModelCard, gpu: GpuCard, parallelism: int,
-                    length: float | np.ndarray, calibration: Calibration | None = None):
-    """T_prefill(l) on one instance of `parallelism` GPUs."""
-    c = calibration or gpu.calibration
-    peak = parallelism * gpu.peak_flops
-    n_tok = np.asarray(length, dtype=float)
-    out = c.overhead_s + card.gemm_flops(n_tok) / (peak * c.mfu) + card.attn_flops(n_tok) / (peak * c.attn_mfu)
+
+def prefill_seconds(card: ModelCard, gpu: GpuCard, setup: Setup, length: float | np.ndarray):
+    """T_prefill(l) on one instance: the setup's overhead plus the kernel time."""
+    out = setup.overhead_s + kernel_seconds(card.with_kv_dtype(setup.kv_dtype), gpu, setup, length)
     return float(out) if np.ndim(out) == 0 else out
 
 
@@ -49,51 +47,51 @@ def _piecewise(fn, breaks: list[float]) -> Curve:
     return Curve(np.asarray(breaks, dtype=float), np.asarray(coefs, dtype=float))
 
 
-def roofline_profile(card: ModelCard, gpu: GpuCard, parallelism: int, name: str | None = None,
-                     calibration: Calibration | None = None) -> Profile:
-    """A Profile for `card` on `parallelism` x `gpu`, usable wherever a table profile is."""
-    breaks = card.breaks()
-    t = _piecewise(lambda x: prefill_seconds(card, gpu, parallelism, x, calibration), breaks)
-    s = _piecewise(lambda x: card.kv_bytes(x), breaks)
-    c = calibration or gpu.calibration
-    desc = (f"roofline: {card.name} on {parallelism}x{gpu.name} (MFU {c.mfu:.3f}, attention "
-            f"{c.attn_mfu:.3f}, overhead {c.overhead_s:.3f} s)")
+def roofline_profile(card: ModelCard, gpu: GpuCard, setup: Setup, name: str | None = None,
+                     kernel: Curve | None = None, source: str = "kernel model") -> Profile:
+    """A Profile for `card` on one instance of `setup`, usable wherever a table profile is.
+    `kernel` replaces the built-in kernel model with measured or estimated kernel seconds (the
+    aiconfigurator source, named by `source`); the overhead is added either way."""
+    served = card.with_kv_dtype(setup.kv_dtype)
+    breaks = served.breaks()
+    if kernel is None:
+        breaks = sorted({*breaks, *kernel_breaks(served, gpu, setup)})
+        t = _piecewise(lambda x: prefill_seconds(served, gpu, setup, x), breaks)
+    else:
+        t = kernel.affine(setup.overhead_s, 1.0)
+    s = _piecewise(lambda x: served.kv_bytes(x), served.breaks())
+    mark = f", {gpu.mark}" if gpu.mark else ""
+    desc = f"{source}: {card.name} on {gpu.name}{mark} ({setup.describe()})"
     return Profile(name or f"{gpu.name}", t, s, desc)
 
 
-@dataclass(frozen=True)
-class Fit:
-    calibration: Calibration
-    max_rel_error: float
+COMPUTE_CLASSES = ("gemm", "gemm_fp8", "moe", "moe_fp8", "moe_int4", "attention", "attention_mla",
+                   "linear")
+EFFICIENCY_CAP = 0.95
 
 
-def fit_calibration(card: ModelCard, gpu: GpuCard, parallelism: int,
-                    lengths=TABLE5_LENGTHS, seconds=TABLE5_SECONDS) -> Fit:
-    """Least squares in relative error for (overhead, 1/mfu, 1/attn_mfu): T is linear in them.
-    This is how the shipped H200 calibration was obtained (once, from Table 5)."""
+def scaled(gpu: GpuCard, k: float) -> GpuCard:
+    """The GPU with its compute-class efficiencies times `k`, each at most EFFICIENCY_CAP."""
+    from dataclasses import replace
+
+    c = gpu.calibration
+    new = {name: min(getattr(c, name) * k, EFFICIENCY_CAP) for name in COMPUTE_CLASSES}
+    return replace(gpu, calibration=replace(c, **new))
+
+
+def scale_fit(card: ModelCard, gpu: GpuCard, setup: Setup, lengths, seconds) -> float:
+    """The one factor on a borrowed calibration's compute efficiencies (capped) that best meets
+    a few known prefill times, least squares in relative error: how a GPU with no measured
+    operators but a couple of known points (the H20, from the paper's Table 6) is set."""
+    from scipy.optimize import minimize_scalar
+
     n_tok = np.asarray(lengths, dtype=float)
     t = np.asarray(seconds, dtype=float)
-    peak = parallelism * gpu.peak_flops
-    a = np.stack([np.ones_like(n_tok), card.gemm_flops(n_tok) / peak, card.attn_flops(n_tok) / peak], axis=1)
-    w = 1.0 / t
-    sol, *_ = np.linalg.lstsq(a * w[:, None], t * w, rcond=None)
-    o, inv_m, inv_a = sol
-    cal = Calibration(mfu=float(1 / inv_m), attn_mfu=float(1 / inv_a), overhead_s=float(o),
-                      source="fit_calibration")
-    pred = a @ sol
-    return Fit(cal, float(np.max(np.abs(pred / t - 1))))
 
+    def loss(log_k: float) -> float:
+        pred = prefill_seconds(card, scaled(gpu, float(np.exp(log_k))), setup, n_tok)
+        return float(np.sum((pred / t - 1) ** 2))
 
-def scale_fit(card: ModelCard, gpu: GpuCard, parallelism: int, base: Calibration,
-              lengths, seconds) -> Fit:
-    """One factor on both efficiencies (their ratio and the overhead kept from `base`): how a
-    GPU with only a couple of known points (the H20, from Table 6) is calibrated."""
-    n_tok = np.asarray(lengths, dtype=float)
-    t = np.asarray(seconds, dtype=float)
-    peak = parallelism * gpu.peak_flops
-    work = card.gemm_flops(n_tok) / (peak * base.mfu) + card.attn_flops(n_tok) / (peak * base.attn_mfu)
-    w = 1.0 / t
-    k = float(np.sum(w * w * work * (t - base.overhead_s)) / np.sum(w * w * work * work))
-    cal = Calibration(base.mfu / k, base.attn_mfu / k, base.overhead_s, "scale_fit")
-    pred = base.overhead_s + work * k
-    return Fit(cal, float(np.max(np.abs(pred / t - 1))))
+    res = minimize_scalar(loss, bounds=(np.log(0.2), np.log(10.0)), method="bounded",
+                          options={"xatol": 1e-6})
+    return float(np.exp(res.x))

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import numpy as np
 
-from emulator.model import DecodeSpec, System
+from emulator.model import System
 from emulator.profiles import BEYOND_RULES, Curve, Profile
+from emulator.scenario.decode import parse_decode
 from emulator.scenario.incidents import count_problem
-from emulator.scenario.knobs import MAX_BANDWIDTH, MAX_INSTANCES
+from emulator.scenario.knobs import MAX_BANDWIDTH
 from emulator.scenario.lengths import MAX_TOKENS, parse_lengths
 from emulator.scenario.reader import (
     PresetError,
@@ -31,6 +32,12 @@ from emulator.scenario.reader import (
 )
 from emulator.scenario.scenario import Scenario, check_knobs
 from emulator.scenario.sim import parse_sim_config
+from emulator.scenario.topology import (
+    declares_topology,
+    parse_topology,
+    read_instances,
+)
+from emulator.scenario.topology import profile_ref as named_profile
 from emulator.units import (
     parse_bandwidth,
     parse_bytes,
@@ -69,52 +76,52 @@ def resolve(name_or_path: str) -> Path:
     raise PresetError(name_or_path, "", f"no preset of that name (shipped: {known}){hint}")
 
 
-def list_presets() -> list[tuple[str, str, Path]]:
-    """(name, description, path) of the shipped presets (drills excluded)."""
+def list_presets(*, topology: bool = True) -> list[tuple[str, str, Path]]:
+    """(name, description, path) of the shipped presets (drills excluded); without
+    `topology`, only single-pair ones (what the dashboard and `run` can load)."""
     out = []
     for p in sorted(presets_dir().glob("*.toml")):
         try:
             data = tomllib.loads(p.read_text(encoding="utf-8"))
             desc = str(data.get("description", ""))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            desc = f"(unreadable: {exc})"
-        out.append((p.stem, desc, p))
+            data, desc = {}, f"(unreadable: {exc})"
+        if topology or not declares_topology(data):
+            out.append((p.stem, desc, p))
     return out
 
 
-def load(name_or_path: str | Path) -> Scenario:
+TOPOLOGY_REFUSED = ("declares a topology ([[site]], [[region]], [[link]]): this command runs "
+                    "single-pair presets ([deployment]) only; prfaas-tui solve reads topologies")
+
+
+def load(name_or_path: str | Path, *, topology: bool = False) -> Scenario:
+    """A preset by name or path. A topology preset loads only for a caller that reads
+    `Scenario.topology` (`topology=True`); for the rest it is a one-line PresetError."""
     path = resolve(str(name_or_path))
-    return from_dict(read_toml(path), path)
+    return from_dict(read_toml(path), path, topology=topology)
 
 
-def from_dict(data: dict, path: str | Path | None = None) -> Scenario:
+def from_dict(data: dict, path: str | Path | None = None, *, topology: bool = False) -> Scenario:
+    if declares_topology(data):
+        if not topology:
+            raise PresetError(path, "", TOPOLOGY_REFUSED)
+        return _topology_scenario(data, path)
     root = Reader(data, path)
     name = root.get("name", str, Path(path).stem if path else "scenario")
     top = read_fields(Scenario, root)  # description, mode
     base_dir = Path(path).parent if path else Path.cwd()
 
-    profiles = _profiles(root.section("profiles", required=True), base_dir)
+    fits: dict[str, object] = {}  # card-made profiles: their memory check, run once lengths are known
+    profiles = _profiles(root.section("profiles", required=True), base_dir, fits)
     dep = root.section("deployment", required=True)
     par = dep.get("parallelism", int, default_of(System, "parallelism"), check=positive)
 
     def instances(r: Reader, key: str, gpus_key: str) -> int:
-        if r.has(key) and r.has(gpus_key):
-            raise r.error(gpus_key, f"give either {key} or {gpus_key}, not both")
-        cap = at_most(MAX_INSTANCES, f"{MAX_INSTANCES} instances")
-        if r.has(gpus_key):  # the same instance cap, in GPUs (a huge count must not slip by)
-            gpus = r.get(gpus_key, int, check=lambda x: non_negative(x) or cap(x / par))
-            if gpus % par:
-                raise r.error(gpus_key, f"{gpus} GPUs is not a whole number of {par}-GPU instances")
-            return gpus // par
-        if not r.has(key):
-            raise r.error(key, f"missing (required; or give {gpus_key})")
-        return r.get(key, int, check=lambda x: non_negative(x) or cap(x))
+        return read_instances(r, key, gpus_key, par)
 
     def profile_ref(r: Reader, key: str, default: str | None = None) -> Profile:
-        ref = r.get(key, str, default)
-        if ref not in profiles:
-            raise r.error(key, f"no profile named {ref!r} (defined: {', '.join(profiles)})")
-        return profiles[ref]
+        return named_profile(r, key, profiles, default)
 
     first = next(iter(profiles))
     prfaas_prof = profile_ref(dep, "prfaas_profile", first)
@@ -130,12 +137,7 @@ def from_dict(data: dict, path: str | Path | None = None) -> Scenario:
     dep.finish()
 
     dec = root.section("decode", required=True)
-    decode = DecodeSpec(
-        t_decode=dec.get("t_decode", parse_duration, check=lambda x: positive(x) or
-                         at_most(60, "a minute per decode step")(x)),
-        bs_max=dec.get("bs_max", int, check=lambda x: positive(x) or at_most(1_000_000, "10^6")(x)),
-        l_out=dec.get("l_out", parse_tokens, check=lambda x: positive(x) or at_most(MAX_TOKENS, "16M tokens")(x)),
-    )
+    decode = parse_decode(dec)
     work = root.section("workload", required=True)
     lengths = parse_lengths(work.section("lengths", required=True), base_dir)
     sim = parse_sim_config(root, work, dec, base_dir, lengths)
@@ -150,6 +152,9 @@ def from_dict(data: dict, path: str | Path | None = None) -> Scenario:
     for pname, prof in profiles.items():
         if prof in (prfaas_prof, local_prof) and (msg := prof.check_positive(grid)):
             raise PresetError(path, f"profiles.{pname}", msg)
+    for pname, fit in fits.items():  # the longest request the workload can send must fit
+        if (msg := fit(hi)) is not None:
+            raise PresetError(path, f"profiles.{pname}.roofline.model", msg)
 
     homo_pool, homo_prof = default_of(System, "homogeneous_pool"), None
     if (h := root.section("homogeneous")) is not None:
@@ -175,7 +180,33 @@ def from_dict(data: dict, path: str | Path | None = None) -> Scenario:
     return sc
 
 
-def _profiles(sec: Reader, base_dir: Path) -> dict[str, Profile]:
+def _topology_scenario(data: dict, path: str | Path | None) -> Scenario:
+    """A preset of sites, regions and links: its `Scenario.topology` is what it declares; its
+    `system` and knobs are the first region's single-pair view (with its first linked site)."""
+    root = Reader(data, path)
+    name = root.get("name", str, Path(path).stem if path else "scenario")
+    top = read_fields(Scenario, root)  # description, mode
+    base_dir = Path(path).parent if path else Path.cwd()
+    profiles = _profiles(root.section("profiles", required=True), base_dir)
+    if root.has("deployment"):
+        raise root.error("deployment", "a topology preset has no [deployment]: its sites, "
+                         "regions and links are [[site]], [[region]] and [[link]] tables")
+    dec = root.section("decode", required=True)
+    work = root.section("workload", required=True)
+    lengths = parse_lengths(ls, base_dir) if (ls := work.section("lengths")) is not None else None
+    topo = parse_topology(root, profiles, dec, lengths, base_dir)
+    sim = parse_sim_config(root, work, dec, base_dir, lengths)
+    work.finish()
+    dec.finish()
+    root.finish()
+    first = topo.regions[0]
+    return Scenario(name=name, path=str(path) if path else None,
+                    system=topo.pair_system(first.name), t=first.threshold, n_p=first.n_p,
+                    n_d=first.n_d, profiles=profiles, sim=sim, source=data,
+                    rdma_bandwidth=first.rdma_bandwidth, declared_topology=topo, **top)
+
+
+def _profiles(sec: Reader, base_dir: Path, fits: dict | None = None) -> dict[str, Profile]:
     out: dict[str, Profile] = {}
     pending = list(sec.data)
     for _ in range(len(pending) + 1):  # derived profiles may name ones defined later
@@ -201,7 +232,7 @@ def _profiles(sec: Reader, base_dir: Path) -> dict[str, Profile]:
             elif r.has("file"):
                 prof = _profile_file(r, base_dir)
             elif r.has("roofline"):
-                prof = _roofline_profile(r, pname, base_dir)
+                prof = _roofline_profile(r, pname, base_dir, fits if fits is not None else {})
             else:
                 prof = _inline_profile(r, pname)
             r.finish()
@@ -214,13 +245,17 @@ def _profiles(sec: Reader, base_dir: Path) -> dict[str, Profile]:
     return out
 
 
-def _roofline_profile(r: Reader, pname: str, base_dir: Path) -> Profile:
-    """`roofline = { model = NAME|config.json, gpu = NAME|card.toml, gpus = 8 }`: a profile from
-    a model card and a GPU card (emulator.cards.roofline); paths are relative to the preset."""
+def _roofline_profile(r: Reader, pname: str, base_dir: Path, fits: dict) -> Profile:
+    """`roofline = { model = NAME|config.json, gpu = NAME|card.toml, gpus = 8, tp = 8, ep = 8,
+    dtype = "fp8", kv_dtype = "bf16", source = "builtin"|"aiconfigurator" }` with
+    `prefill_overhead = "0.39 s"` beside it: a profile from a model card and a GPU card
+    (emulator.cards), T = overhead + kernel; paths are relative to the preset."""
     from emulator.cards import CardError
     from emulator.cards.gpu import load_gpu
+    from emulator.cards.memory import check_memory
     from emulator.cards.model_card import load_card
-    from emulator.cards.roofline import roofline_profile
+    from emulator.cards.roofline import DEFAULT_OVERHEAD_S
+    from emulator.cards.sources import PROFILE_SOURCES, card_profile
 
     c = r.section("roofline", required=True)
 
@@ -237,10 +272,33 @@ def _roofline_profile(r: Reader, pname: str, base_dir: Path) -> Profile:
             raise c.error(key, str(exc)) from None
     model, gpu = loaded["model"], loaded["gpu"]
     gpus = c.get("gpus", int, 8, check=lambda x: positive(x) or at_most(4096, "4096 GPUs")(x))
+    degree = {k: c.get(k, int, None, check=lambda x: positive(x) or at_most(4096, "4096 GPUs")(x))
+              for k in ("tp", "ep")}
+    dtypes = {"dtype": c.get("dtype", str, None, check=lambda x: None if x in ("bf16", "fp8", "int4")
+                             else "must be bf16, fp8 or int4"),
+              "kv_dtype": c.get("kv_dtype", str, None, check=lambda x: None if x in ("bf16", "fp8")
+                                else "must be bf16 or fp8")}
+    source = c.get("source", str, "builtin", check=lambda x: None if x in PROFILE_SOURCES else
+                   "must be " + " or ".join(PROFILE_SOURCES))
+    overhead = r.get("prefill_overhead", parse_duration, DEFAULT_OVERHEAD_S,
+                     check=lambda x: None if 0 <= x <= 60 else "must be between 0 and 60 s")
+    try:
+        prof, setup, _ = card_profile(model, gpu, gpus, **degree, **dtypes, overhead_s=overhead,
+                                      profile_source=source, name=pname)
+    except CardError as exc:
+        key = {"--tp": "tp", "--ep": "ep", "--dtype": "dtype", "--kv-dtype": "kv_dtype"}.get(exc.key)
+        raise c.error(key or "model", exc.message if key else str(exc)) from None
     c.finish()
-    return replace(roofline_profile(model, gpu, gpus, pname),
-                   description=r.get("description", str, "") or
-                   f"roofline: {model.name} on {gpus}x{gpu.name}")
+
+    def fit(longest: float) -> str | None:
+        try:
+            check_memory(model, gpu, setup, longest)
+        except CardError as exc:
+            return exc.message
+        return None
+
+    fits[pname] = fit
+    return replace(prof, description=r.get("description", str, "") or prof.description)
 
 
 def _inline_profile(r: Reader, pname: str) -> Profile:

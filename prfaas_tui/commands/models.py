@@ -1,6 +1,12 @@
-"""`prfaas-tui models [--config PATH] [--gpu NAME] [--json]`: the shipped model cards (or one
-config.json) with what serving cost depends on; with --gpu, the roofline T_prefill and
-Phi_kv at 1K / 8K / 32K / 128K on one 8-GPU instance."""
+"""`prfaas-tui models`: the shipped model cards (or one config.json) with what serving cost
+depends on; with --gpu, the prefill profile on one instance, kernel and overhead apart:
+
+    prfaas-tui models --config F --gpu G [--parallelism P] [--lengths 8K,32K,128K]
+        [--tp N] [--ep N] [--dtype bf16|fp8] [--kv-dtype bf16|fp8] [--overhead 0.39s]
+        [--profile-source builtin|aiconfigurator] --json
+
+With --config, --json prints one object (`kv_bytes_per_token`, `profile`: length, kernel_s,
+overhead_s, t_prefill_s, kv_bytes, phi_kv_gbps); for the shipped list, a list of them."""
 
 from __future__ import annotations
 
@@ -10,12 +16,19 @@ import json
 from rich.console import Console
 from rich.table import Table
 
-from emulator.cards.gpu import load_gpu
+from emulator.cards import CardError
+from emulator.cards.gpu import GpuCard, load_gpu
+from emulator.cards.memory import check_memory, memory_per_gpu
 from emulator.cards.model_card import ModelCard, load_card, read_config, shipped
-from emulator.cards.roofline import roofline_profile
-from emulator.units import format_bytes
+from emulator.cards.roofline import DEFAULT_OVERHEAD_S, DEFAULT_OVERHEAD_SOURCE
+from emulator.cards.sources import PROFILE_SOURCES, card_profile
+from emulator.scenario.knobs import whole
+from emulator.scenario.reader import positive
+from emulator.units import format_bytes, format_tokens, parse_duration
+from prfaas_tui.commands.profile import parse_lengths
+from prfaas_tui.errors import UsageError, parse_flag
 
-LENGTHS = {"1K": 1024, "8K": 8192, "32K": 32768, "128K": 131072}
+DEFAULT_LENGTHS = "1K,8K,32K,128K"
 PARALLELISM = 8
 
 
@@ -23,43 +36,121 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("models", help="list the shipped model cards, or read one config.json")
     p.add_argument("--config", metavar="PATH", help="read this Hugging Face config.json instead")
     p.add_argument("--gpu", metavar="NAME|card.toml",
-                   help="add the roofline T_prefill and Phi_kv on 8 of these GPUs")
-    p.add_argument("--json", action="store_true", help="one JSON object per model (a list)")
+                   help="add the prefill profile (kernel + overhead) on one instance of these GPUs")
+    add_setup_flags(p, parallelism_flag="--parallelism")
+    p.add_argument("--lengths", default=DEFAULT_LENGTHS, metavar="TOKENS,...",
+                   help=f"prompt lengths of the profile, K = 1024 (default {DEFAULT_LENGTHS})")
+    p.add_argument("--json", action="store_true",
+                   help="JSON: one object with --config, else a list")
     return p
 
 
-def describe(card: ModelCard, gpu=None) -> dict:
+def add_setup_flags(p: argparse.ArgumentParser, parallelism_flag: str | None) -> None:
+    """The flags `models` and `new` share: how one instance serves the model."""
+    if parallelism_flag:
+        p.add_argument(parallelism_flag, default=str(PARALLELISM), metavar="P",
+                       help=f"GPUs per instance (default {PARALLELISM})")
+    p.add_argument("--tp", metavar="N", help="tensor-parallel degree (default: the instance's GPUs)")
+    p.add_argument("--ep", metavar="N",
+                   help="expert-parallel degree (default: the instance's GPUs for an MoE model, else 1)")
+    p.add_argument("--dtype", choices=("bf16", "fp8", "int4"),
+                   help="GEMM dtype (default: the checkpoint's torch_dtype / quantization_config); "
+                        "int4: 4-bit experts in bf16 GEMMs")
+    p.add_argument("--kv-dtype", choices=("bf16", "fp8"),
+                   help="KV-cache dtype (default bf16, or the checkpoint's); fp8 halves S_kv")
+    p.add_argument("--overhead", metavar="SECONDS",
+                   help=f"per-request serving overhead added to the kernel time (default "
+                        f"{DEFAULT_OVERHEAD_SOURCE})")
+    p.add_argument("--profile-source", default="builtin", choices=PROFILE_SOURCES,
+                   help="kernel time from the built-in kernel model (default) or aiconfigurator's "
+                        "database (pip install -e '.[aic]')")
+
+
+def setup_options(args: argparse.Namespace) -> dict:
+    """The shared flags, checked, as keyword arguments of card_profile / NewSpec."""
+    def positive_whole(flag: str, raw):
+        return parse_flag(flag, whole, raw, positive)
+
+    overhead = parse_flag("--overhead", parse_duration, args.overhead,
+                          lambda x: None if 0 <= x <= 60 else "must be between 0 and 60 s")
+    return {"tp": positive_whole("--tp", args.tp), "ep": positive_whole("--ep", args.ep),
+            "dtype": args.dtype, "kv_dtype": args.kv_dtype,
+            "overhead_s": DEFAULT_OVERHEAD_S if overhead is None else overhead,
+            "profile_source": args.profile_source}
+
+
+def describe(card: ModelCard, gpu: GpuCard | None = None, gpus: int = PARALLELISM,
+             lengths: list[int] | None = None, strict: bool = True, **opts) -> dict:
+    """The card's fields and, with a GPU, its profile; a model that does not fit its GPUs
+    raises the one-line CardError (`strict`) or carries it as `memory_error` (the list)."""
     d = card.to_dict()
-    if gpu is not None:
-        prof = roofline_profile(card, gpu, PARALLELISM)
-        d["gpu"] = gpu.name
-        d["parallelism"] = PARALLELISM
-        d["t_prefill_s"] = {k: float(prof.t_prefill(v)) for k, v in LENGTHS.items()}
-        d["phi_kv_gbps"] = {k: float(prof.phi_kv(v)) * 8 / 1e9 for k, v in LENGTHS.items()}
+    if gpu is None:
+        return d
+    lengths = lengths or parse_lengths(DEFAULT_LENGTHS)
+    prof, setup, kernel = card_profile(card, gpu, gpus, **opts)
+    try:
+        fit = check_memory(card, gpu, setup, max(lengths))
+        d["memory_error"] = None
+    except CardError as exc:
+        if strict:
+            raise
+        fit, d["memory_error"] = memory_per_gpu(card, gpu, setup, max(lengths)), exc.message
+    served = card.with_kv_dtype(setup.kv_dtype)
+    d.update({"kv_bytes_per_token": served.kv_bytes_per_token, "kv_dtype": setup.kv_dtype,
+              "gpu": gpu.name, "gpu_calibrated": gpu.calibrated,
+              "gpu_calibration_source": gpu.calibration.source, "parallelism": gpus,
+              "tp": setup.tp, "ep": setup.ep, "dtype": setup.dtype,
+              "overhead_s": setup.overhead_s, "profile_source": opts.get("profile_source", "builtin"),
+              "memory_per_gpu": fit.to_dict(), "description": prof.description})
+    d["profile"] = [{"length": n, "kernel_s": float(kernel(n)), "overhead_s": setup.overhead_s,
+                     "t_prefill_s": float(prof.t_prefill(n)), "kv_bytes": float(prof.s_kv(n)),
+                     "phi_kv_gbps": float(prof.phi_kv(n)) * 8 / 1e9} for n in lengths]
     return d
 
 
 def main(args: argparse.Namespace) -> int:
     cards = [read_config(args.config)] if args.config else [load_card(n) for n in shipped()]
     gpu = load_gpu(args.gpu) if args.gpu else None
-    rows = [describe(c, gpu) for c in cards]
+    gpus = parse_flag("--parallelism", whole, args.parallelism, positive)
+    if gpus > 4096:
+        raise UsageError(f"--parallelism: must be between 1 and 4096 (got {gpus})")
+    lengths = parse_lengths(args.lengths)
+    opts = setup_options(args) if gpu else {}
+    rows = [describe(c, gpu, gpus, lengths, strict=bool(args.config), **opts) for c in cards]
     if args.json:
-        print(json.dumps(rows, indent=2, allow_nan=False))
+        print(json.dumps(rows[0] if args.config else rows, indent=2, allow_nan=False))
         return 0
-    t = Table(title="model cards" + (f" (roofline on {PARALLELISM}x{gpu.name})" if gpu else ""),
-              title_justify="left")
+    title = "model cards"
+    if gpu:
+        title += f" on {gpus} x {gpu.name}" + (" (UNCALIBRATED GPU: borrowed efficiencies)"
+                                                if not gpu.calibrated else "")
+    t = Table(title=title, title_justify="left")
     # the name is what a user types next (--model NAME): never cut, the other columns give way
     t.add_column("name", no_wrap=True, min_width=max(len(d["name"]) for d in rows))
     for col in ("family", "layers", "KV/token", "state/request", "active params"):
         t.add_column(col, overflow="fold")
     if gpu:
-        t.add_column("Phi_kv Gbps 1K/8K/32K/128K", justify="right", overflow="fold")
+        heads = "/".join(format_tokens(n) for n in lengths)
+        t.add_column(f"kernel s {heads}", justify="right", overflow="fold")
+        t.add_column(f"Phi_kv Gbps {heads}", justify="right", overflow="fold")
     for d in rows:
         cells = [d["name"], d["family"], " ".join(f"{k}:{v}" for k, v in d["layers"].items()),
                  format_bytes(d["kv_bytes_per_token"]), format_bytes(d["state_bytes"]),
                  f"{d['active_params'] / 1e9:.1f}B"]
         if gpu:
-            cells.append(" / ".join(f"{x:.2f}" for x in d["phi_kv_gbps"].values()))
+            cells.append(" / ".join(f"{p['kernel_s']:.3f}" for p in d["profile"]))
+            cells.append(" / ".join(f"{p['phi_kv_gbps']:.2f}" for p in d["profile"]))
+            if d["memory_error"]:
+                cells[0] += " (does not fit)"
         t.add_row(*cells)
-    Console().print(t)
+    console = Console()
+    console.print(t)
+    for d in rows:
+        if gpu and d["memory_error"]:
+            console.print(f"{d['name']}: {d['memory_error']}", style="yellow", highlight=False)
+    if gpu:
+        r = rows[0]
+        console.print(f"T_prefill = overhead {r['overhead_s']:g} s + kernel "
+                      f"({r['profile_source']}); {gpu.name}: {gpu.calibration.source}",
+                      highlight=False)
     return 0

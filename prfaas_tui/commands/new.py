@@ -18,9 +18,10 @@ from rich.console import Console
 from emulator.scenario.knobs import whole
 from emulator.scenario.reader import positive
 from emulator.units import format_tokens, parse_tokens
+from prfaas_tui.commands.models import add_setup_flags, setup_options
 from prfaas_tui.commands.trace_flags import add_trace_flags
 from prfaas_tui.errors import UsageError, parse_flag
-from prfaas_tui.preset_builder import NewSpec, write_preset
+from prfaas_tui.preset_builder import NewSpec, uncalibrated_notes, write_preset
 
 HELP = "build a preset from a model (config.json or card), GPU cards and a trace or length law"
 
@@ -47,6 +48,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--bs-max", default="20", metavar="N", help="decode batch size at the SLO (default 20)")
     p.add_argument("--l-out", metavar="TOKENS",
                    help="mean output tokens (default 1024, or the trace's mean output)")
+    add_setup_flags(p, parallelism_flag=None)
     p.add_argument("--name", metavar="NAME", help="preset name (default MODEL-PREFILLGPU-LOCALGPU)")
     p.add_argument("--out", metavar="FILE.toml", help="where to write (default ./NAME.toml)")
     p.add_argument("--force", action="store_true", help="overwrite an existing --out")
@@ -68,7 +70,8 @@ def main(args: argparse.Namespace) -> int:
         bandwidth=args.bandwidth, lengths=args.lengths, trace=args.trace, columns=args.columns,
         incremental=args.incremental, t_decode=args.t_decode,
         bs_max=parse_flag("--bs-max", whole, args.bs_max, positive),
-        l_out=parse_flag("--l-out", parse_tokens, args.l_out, positive), name=args.name)
+        l_out=parse_flag("--l-out", parse_tokens, args.l_out, positive), name=args.name,
+        **setup_options(args))
     answer = write_preset(spec, Path(args.out) if args.out else None, force=args.force)
     if args.json:
         print(json.dumps(answer, indent=2, allow_nan=False))
@@ -80,6 +83,8 @@ def main(args: argparse.Namespace) -> int:
 def render(answer: dict, console: Console) -> None:
     b = answer["optimum"]
     console.print(f"wrote [bold]{answer['preset']}[/] (open it: prfaas-tui --preset {answer['preset']})")
+    for note in uncalibrated_notes(answer):
+        console.print(note, style="yellow", highlight=False)
     console.print(f"optimum: t = {format_tokens(b['t'])} ({b['t']:.0f} tokens), N_prfaas/N_p/N_d = "
                   f"{b['n_prfaas']}/{b['n_p']}/{b['n_d']}, p = {b['p']:.3f}, Lambda_max = "
                   f"[bold]{b['lambda_max']:.3f}[/] req/s ({b['binding']} binds, PrfaaS "

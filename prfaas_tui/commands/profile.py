@@ -1,8 +1,10 @@
-"""`prfaas-tui profile`: measure T_prefill, S_kv and Phi_kv of a real model on this machine and
-write a profile TOML that any preset can use.
+"""`prfaas-tui profile`: measure T_prefill, S_kv and Phi_kv of a real model on this machine, or
+import measured prefill latencies, and write a profile TOML that any preset can use.
 
     prfaas-tui profile --backend torch --model hybrid-small --lengths 1K,4K,16K \
         [--device cuda|cpu] [--repeats N] [--compare [MODEL]] --out FILE.toml
+    prfaas-tui profile --import results.json|latencies.csv --card NAME|config.json \
+        [--columns input=COL,seconds=COL] [--kv-dtype fp8] [--measured-on TEXT] --out FILE.toml
 
 --compare is opt-in: bare, it profiles the same-size model of the other family
 (hybrid-small <-> dense-small); with a name, that model. It then adds the dense/hybrid Phi_kv
@@ -18,10 +20,11 @@ from pathlib import Path
 
 from emulator import budget, torch_prefill
 from emulator.budget import caps_for
+from emulator.cards import CardError
 from emulator.scenario.knobs import number
 from emulator.scenario.reader import MAX_SEED
 from emulator.torch_prefill.config import MODEL_NAMES, counterpart, get_config
-from emulator.traces import MAX_TOKENS
+from emulator.traces import MAX_TOKENS, TraceError
 from emulator.units import parse_tokens
 from prfaas_tui.errors import UsageError, parse_flag
 
@@ -58,6 +61,19 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                         "and print the dense/hybrid Phi_kv ratio")
     p.add_argument("--out", default=None, metavar="FILE.toml", help="write the --model profile here (TOML)")
     p.add_argument("--compare-out", default=None, metavar="FILE.toml", help="write the --compare profile here")
+    p.add_argument("--import", dest="import_file", metavar="FILE",
+                   help="build the profile from measured prefill latencies instead: a CSV of "
+                        "input_tokens,seconds or vLLM/SGLang benchmark JSON (input_lens, ttfts)")
+    p.add_argument("--card", metavar="NAME|config.json",
+                   help="with --import: the model card whose S_kv the profile carries")
+    p.add_argument("--columns", metavar="MAP",
+                   help="with --import: CSV column map, e.g. input=prompt_len,seconds=latency "
+                        "(or ms=COL)")
+    p.add_argument("--kv-dtype", choices=("bf16", "fp8"), default=None,
+                   help="with --import: the KV-cache dtype the measured stack used (default: the card's)")
+    p.add_argument("--measured-on", metavar="TEXT", default="",
+                   help="with --import: what it ran on, e.g. '8xH200, vLLM 0.11, TP8' (kept in the profile)")
+    p.add_argument("--name", default=None, metavar="NAME", help="with --import: the profile's name (default: the file's)")
     p.add_argument("--max-profile-tokens", default=None, metavar="N",
                    help=f"raise the cap on prefill tokens computed (default "
                         f"{caps_for('profile').profile_tokens:,.0f})")
@@ -139,7 +155,48 @@ def _table(profiles: list, ratios: dict[int, float] | None):  # -> rich Table
     return t
 
 
+def _import(args: argparse.Namespace) -> int:
+    """--import: measured latencies + the card's S_kv -> a profile file."""
+    from emulator.cards.measured import read_measurements
+    from emulator.cards.model_card import load_card
+
+    if args.card is None:
+        raise UsageError("--card: --import needs the model card (NAME or config.json) for S_kv")
+    if args.out is None:
+        raise UsageError("--out: --import writes a profile file: give its path")
+    out = _out_path("--out", args.out)
+    card = load_card(args.card)
+    if args.kv_dtype:
+        card = card.with_kv_dtype(args.kv_dtype)
+    m = read_measurements(args.import_file, args.columns)
+    name = args.name or Path(args.import_file).stem
+    on = f" on {args.measured_on}" if args.measured_on else ""
+    desc = (f"measured: {m.origin}{on}; median TTFT per input length of {m.requests} request(s); "
+            f"S_kv from the {card.name} card ({card.kv_dtype} KV)")
+    lengths = ", ".join(str(n) for n in m.lengths)
+    seconds = ", ".join(repr(float(s)) for s in m.seconds)
+    sizes = ", ".join(repr(float(card.kv_bytes(n))) for n in m.lengths)
+    import json as _json
+
+    text = ("# written by prfaas-tui profile --import " + Path(args.import_file).name + "\n"
+            "[profile]\n"
+            f"name = {_json.dumps(name)}\n"
+            f"description = {_json.dumps(desc)}\n"
+            f"source = {_json.dumps(str(Path(args.import_file).resolve()))}\n"
+            f"prefill_time = {{ lengths = [{lengths}], seconds = [{seconds}] }}\n"
+            f"kv_size = {{ lengths = [{lengths}], bytes = [{sizes}] }}\n")
+    try:
+        out.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"--out: cannot write {out}: {exc.strerror}") from None
+    print(f"wrote {out} (profile {name!r}: {len(m.lengths)} lengths from {m.requests} request(s); "
+          f"{desc})")
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
+    if args.import_file is not None:
+        return _import(args)
     if args.backend not in BACKENDS:
         raise UsageError(f"--backend: unknown backend {args.backend!r} (choose from torch)")
     torch_prefill._require_torch()  # the install hint, before anything else needs torch
@@ -201,7 +258,7 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
         args = parser.parse_args(args)
     try:
         return _run(args)
-    except (UsageError, torch_prefill.TorchUnavailable) as exc:
+    except (UsageError, torch_prefill.TorchUnavailable, TraceError, CardError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
     except (RuntimeError, MemoryError, OSError) as exc:  # e.g. CUDA out of memory

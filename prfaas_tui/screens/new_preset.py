@@ -19,7 +19,7 @@ from emulator.scenario.scenario import Scenario
 from emulator.traces import TraceError
 from emulator.units import UnitError
 from prfaas_tui.errors import UsageError
-from prfaas_tui.preset_builder import NewSpec, write_preset
+from prfaas_tui.preset_builder import NewSpec, uncalibrated_notes, write_preset
 from prfaas_tui.screens.prompt import FIELD_KEYS, steady_input
 
 # field id -> (label, default)
@@ -74,11 +74,13 @@ class NewPresetScreen(ModalScreen[Scenario | None]):
                            bandwidth=self._value("bandwidth"), lengths=work if is_law else None,
                            trace=None if is_law else work)
             out = Path(self._value("out") or "new-preset.toml")
-            write_preset(spec, out, force=True)
+            answer = write_preset(spec, out, force=True)
             sc = presets.load(out)
         except (CardError, UsageError, TraceError, PresetError, UnitError) as exc:
             self.query_one("#error", Static).update(f"✗ {exc}")
             return
+        for note in uncalibrated_notes(answer):
+            self.app.notify(note, severity="warning", timeout=10)
         self.dismiss(sc)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
