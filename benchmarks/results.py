@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -62,3 +63,11 @@ def record(key: str, *, source: str, columns: list[str] | None = None,
     path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"results: wrote {key} to {path}", file=sys.stderr)
     return entry
+
+
+def markdown_rows(lines: list[str]) -> tuple[list[str], list[list[str]]]:
+    """(columns, rows) of a Markdown table given as its lines (header, separator, rows)."""
+    cells = [[c.strip() for c in re.split(r"(?<!\\)\|", line.strip()[1:-1])] for line in lines
+             if line.startswith("|") and not line.startswith("|---")]
+    return cells[0], cells[1:]
+
