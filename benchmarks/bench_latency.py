@@ -8,13 +8,18 @@ and emulated (Poisson arrivals, `REQUESTS` x 0.7 / (1 - load) requests per cell 
 model's SLO-bound rate against a bisection of the emulator (P90 TTFT within the SLO and served
 >= 95% of offered, the planner's test) on the same long runs.
 
-Run: `python benchmarks/bench_latency.py [--quick]` (prints Markdown for the README);
-`--speed` times `solve` with and without the latency layer instead.
+Run: `python benchmarks/bench_latency.py [--quick]` (prints the tables and records them as
+`latency_accuracy` and `latency_slo_rate` in benchmarks/results.json); `--speed` times `solve`
+with and without the latency layer instead (`latency_speed`); `--predictions` prints the 36
+predicted cells alone as JSON (no emulation: a refactoring of the latency layer must leave them
+unchanged).
 """
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -22,6 +27,9 @@ from emulator.latency import layout_at, predict, slo_rate
 from emulator.optimizer import homogeneous, naive
 from emulator.scenario import presets
 from emulator.sim.engine import Emulation
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import record  # noqa: E402
 
 LOADS = (0.3, 0.5, 0.7, 0.85)
 REQUESTS = 20_000  # per cell at load 0.3, scaled by 1 / (1 - load): heavy load needs more
@@ -52,8 +60,8 @@ def emulate(sc, paradigm: str, rate: float, requests: int, seeds=SEEDS) -> dict:
             "served": float(np.min(served))}
 
 
-def table(requests: int) -> list[dict]:
-    rows = []
+def cells():
+    """(preset, scenario, paradigm, load, rate, prediction) of the 36 cells."""
     for name in ("toy", "paper-case-study", "dense-contrast"):
         sc = presets.load(name)
         lat = dict(link_latency=sc.sim.link_latency, rdma_latency=sc.sim.rdma_latency)
@@ -61,11 +69,17 @@ def table(requests: int) -> list[dict]:
             _, lam = layout_at(sc.system, knobs, profiles=profs)
             for load in LOADS:
                 rate = load * lam
-                pred = predict(sc.system, knobs, rate, profiles=profs, **lat)
-                emu = emulate(sc, paradigm, rate, int(requests * 0.7 / (1 - load)))
-                rows.append({"preset": name, "paradigm": paradigm, "load": load, "rate": rate,
-                             "pred_mean": pred.mean, "emu_mean": emu["mean"],
-                             "pred_p90": pred.p90, "emu_p90": emu["p90"]})
+                yield name, sc, paradigm, load, rate, predict(sc.system, knobs, rate,
+                                                              profiles=profs, **lat)
+
+
+def table(requests: int) -> list[dict]:
+    rows = []
+    for name, sc, paradigm, load, rate, pred in cells():
+        emu = emulate(sc, paradigm, rate, int(requests * 0.7 / (1 - load)))
+        rows.append({"preset": name, "paradigm": paradigm, "load": load, "rate": rate,
+                     "pred_mean": pred.mean, "emu_mean": emu["mean"],
+                     "pred_p90": pred.p90, "emu_p90": emu["p90"]})
     return rows
 
 
@@ -89,7 +103,9 @@ def slo_table(requests: int) -> list[dict]:
     for slo in (4.0, 6.0, 10.0):
         model = slo_rate(sc.system, sc.knobs, slo, 0.9)
         emu = emulated_goodput(sc, slo, lam, requests)
-        rows.append({"slo": slo, "model": model, "emulator": emu, "lambda_max": lam})
+        rows.append({"slo": slo, "model": model, "emulator": emu, "lambda_max": lam,
+                     "p90_model_at_emu": predict(sc.system, sc.knobs, emu).p90,
+                     "p90_emu_at_emu": emulate(sc, "prfaas-pd", emu, requests)["p90"]})
     return rows
 
 
@@ -123,6 +139,7 @@ def speed(repeats: int = 31) -> None:
     }
     print("| call (paper-case-study) | median wall ms | median CPU ms | min CPU ms |")
     print("|---|---|---|---|")
+    rows = []
     for name, fn in cases.items():
         fn()
         wall, cpu = [], []
@@ -133,29 +150,45 @@ def speed(repeats: int = 31) -> None:
             cpu.append(time.process_time() - c0)
         print(f"| {name} | {statistics.median(wall) * 1000:.1f} | "
               f"{statistics.median(cpu) * 1000:.1f} | {min(cpu) * 1000:.1f} |")
+        rows.append([f"`{name}`", f"{min(cpu) * 1000:.1f} / {statistics.median(cpu) * 1000:.1f}"])
+    record("latency_speed", source="python benchmarks/bench_latency.py --speed",
+           columns=["call (paper-case-study)", f"CPU ms, min / median of {repeats}"], rows=rows)
 
 
 def main() -> None:
     if "--speed" in sys.argv:
         speed()
         return
+    if "--predictions" in sys.argv:
+        print(json.dumps([[n, p, ld, r, pr.mean, pr.p90] for n, _, p, ld, r, pr in cells()]))
+        return
     quick = "--quick" in sys.argv
     requests = 5_000 if quick else REQUESTS
-    print("| preset | paradigm | load | rate | mean pred / emu | err | P90 pred / emu | err |")
-    print("|---|---|---|---|---|---|---|---|")
+    source = "python benchmarks/bench_latency.py" + (" --quick" if quick else "")
+    cols = ["preset", "paradigm", "load", "rate", "mean pred / emu", "err", "P90 pred / emu", "err"]
+    rows = []
     for r in table(requests):
         em = abs(r["pred_mean"] / r["emu_mean"] - 1) <= 0.10
         ep = abs(r["pred_p90"] / r["emu_p90"] - 1) <= 0.20
-        print(f"| {r['preset']} | {r['paradigm']} | {r['load']:.2f} | {r['rate']:.3f} | "
-              f"{r['pred_mean']:.2f} / {r['emu_mean']:.2f} | {_pct(r['pred_mean'], r['emu_mean'])}"
-              f"{'' if em else ' **miss**'} | {r['pred_p90']:.2f} / {r['emu_p90']:.2f} | "
-              f"{_pct(r['pred_p90'], r['emu_p90'])}{'' if ep else ' **miss**'} |")
-    print()
-    print("| SLO (P90 TTFT) | model SLO-bound rate | emulator SLO goodput | err | of Lambda_max |")
-    print("|---|---|---|---|---|")
-    for r in slo_table(requests):
-        print(f"| {r['slo']:g} s | {r['model']:.3f} | {r['emulator']:.3f} | "
-              f"{_pct(r['model'], r['emulator'])} | {r['model'] / r['lambda_max']:.0%} |")
+        rows.append([r["preset"], r["paradigm"], f"{r['load']:.2f}", f"{r['rate']:.3f}",
+                     f"{r['pred_mean']:.2f} / {r['emu_mean']:.2f}",
+                     _pct(r["pred_mean"], r["emu_mean"]) + ("" if em else " **miss**"),
+                     f"{r['pred_p90']:.2f} / {r['emu_p90']:.2f}",
+                     _pct(r["pred_p90"], r["emu_p90"]) + ("" if ep else " **miss**")])
+        print(" | ".join(rows[-1]))
+    record("latency_accuracy", source=source, columns=cols, rows=rows)
+    cols = ["SLO (P90 TTFT)", "model SLO-bound rate", "emulator SLO goodput", "err", "of Lambda_max"]
+    rows, slo = [], slo_table(requests)
+    for r in slo:
+        rows.append([f"{r['slo']:g} s", f"{r['model']:.3f}", f"{r['emulator']:.3f}",
+                     _pct(r["model"], r["emulator"]), f"{r['model'] / r['lambda_max']:.0%}"])
+        print(" | ".join(rows[-1]))
+    sc = presets.load("paper-case-study")
+    tight = slo[0]
+    record("latency_slo_rate", source=source, columns=cols, rows=rows, values={
+        "p90_zero_load": f"{predict(sc.system, sc.knobs, 1e-9).p90:.2f} s",
+        "p90_at_goodput": f"P90 {tight['p90_model_at_emu']:.2f} s against the emulator's "
+                          f"{tight['p90_emu_at_emu']:.2f} s"})
 
 
 if __name__ == "__main__":

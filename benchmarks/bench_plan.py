@@ -1,7 +1,8 @@
 """Planner throughput: candidates emulated per minute with 1 and 2 local workers, and the share of
 a 10,000+ candidate space the model prunes before any emulation.
 
-Run: `python benchmarks/bench_plan.py` (prints Markdown rows for the README).
+Run: `python benchmarks/bench_plan.py` (prints the figures and records them as `plan_speed` in
+benchmarks/results.json).
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from emulator.planner.space import AUTO_T, Space
 from emulator.planner.sweep import Plan, run_plan
 from emulator.scenario import presets
 from emulator.units import GBPS
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import record  # noqa: E402
 
 
 def prune_share() -> tuple[int, int, float]:
@@ -56,19 +60,29 @@ def _result(out: dict) -> tuple:
 
 def main() -> None:
     n, alive, dt = prune_share()
-    print(f"| model stage on {n:,} candidates | pruned {1 - alive / n:.1%} ({alive} survive) "
-          f"in {dt * 1000:.0f} ms | >= 90% |")
-    workers = (1, 2) if "--workers" not in sys.argv else (int(sys.argv[-1]),)
-    for w in workers:
-        k, dt_old, old = sweep(w, analytic=False)
-        _, dt_new, new = sweep(w, analytic=True)
-        r_old, r_new = k / dt_old * 60, k / dt_new * 60
-        same = _result(old) == _result(new)
-        print(f"| plan sweep, {w} worker(s), {k} candidates x 2 seeds x 6 bisection steps, "
-              f"{'CPU' if w == 1 else 'wall'} time: plain / with the SLO bound | {r_old:.0f} / "
-              f"{r_new:.0f} candidates/min ({r_new / r_old:.2f}x; emulated in full "
-              f"{old['emulated']} / {new['emulated']}, stopped early {new['stopped_early']}); "
-              f"best {old['best']['label']} {'same' if same else 'DIFFERENT'} result | >= 3x |")
+    print(f"model stage on {n:,} candidates: pruned {1 - alive / n:.1%} ({alive} survive) "
+          f"in {dt * 1000:.0f} ms")
+    rate: dict[tuple[bool, int], float] = {}
+    runs: dict[bool, dict] = {}
+    for w in (1, 2):
+        for analytic in (False, True):
+            k, secs, out = sweep(w, analytic=analytic)
+            rate[analytic, w] = k / secs * 60
+            runs.setdefault(analytic, out)
+            print(f"{w} worker(s), {'SLO bound' if analytic else 'plain'}: "
+                  f"{rate[analytic, w]:.0f} candidates/min")
+    plain, bound = runs[False], runs[True]
+    same = _result(plain) == _result(bound)
+    rows = [["plain sweep", f"{rate[False, 1]:.0f}", f"{rate[False, 2]:.0f}",
+             str(plain["emulated"]), f"{plain['best']['label']}"],
+            ["SLO bound + early stop", f"{rate[True, 1]:.0f}", f"{rate[True, 2]:.0f}",
+             f"{bound['emulated']} (+{bound['stopped_early']} stopped early)",
+             "same as the plain sweep" if same else f"DIFFERENT: {bound['best']['label']}"]]
+    record("plan_speed", source="python benchmarks/bench_plan.py",
+           columns=["mode", "candidates/min, 1 worker (CPU)", "2 workers (wall)",
+                    "emulated in full", "best / Pareto front"], rows=rows,
+           values={"candidates": f"{n:,}", "pruned": f"{1 - alive / n:.1%}",
+                   "survivors": f"{alive:,}", "prune_ms": f"{dt * 1000:.0f} ms"})
 
 
 if __name__ == "__main__":

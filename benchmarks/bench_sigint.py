@@ -53,6 +53,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=5)
     a = ap.parse_args()
+    rows = []
     for name, argv in COMMANDS.items():
         times = []
         for i in range(a.repeats):
@@ -60,6 +61,11 @@ def main() -> int:
                 times.append(once(argv, Path(tmp) / f"out{i}"))
         print(f"{name}: exit after SIGINT median {statistics.median(times):.2f} s, "
               f"max {max(times):.2f} s ({a.repeats} runs, load average {os.getloadavg()[0]:.1f})")
+        rows.append([name, f"{statistics.median(times):.2f}", f"{max(times):.2f}", str(a.repeats)])
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from results import record
+    record("perf_sigint", source=f"python benchmarks/bench_sigint.py --repeats {a.repeats}",
+           columns=["command", "median s from SIGINT to exit", "max s", "runs"], rows=rows)
     return 0
 
 

@@ -56,12 +56,19 @@ def main() -> int:
         return 2
     exe = Path(sys.executable).with_name("prfaas-tui")
     cmd = f"{exe} {a.args}".strip()
+    rows = []
     for size in a.size.split(","):
         once(cmd, size)  # warm the file cache: the figure is a second launch, as users see it
         times = [once(cmd, size) for _ in range(a.repeats)]
         print(f"{size}: median {statistics.median(times):.2f} s, min {min(times):.2f}, "
               f"max {max(times):.2f} ({a.repeats} launches, load average "
               f"{os.getloadavg()[0]:.1f})")
+        rows.append([size, f"{statistics.median(times):.2f}", str(a.repeats)])
+    if not a.args:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from results import record
+        record("perf_startup", source=f"python benchmarks/bench_startup.py --repeats {a.repeats}",
+               columns=["size", "median s to a running clock", "launches"], rows=rows)
     return 0
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
+from pathlib import Path
 
 from emulator.scenario.presets import load
 from emulator.topology.answer import topology_answer
@@ -42,6 +44,29 @@ def main() -> None:
           f"{statistics.median(bound_times) * 1000:.0f} ms")
     print(f"bound {out['bound']['lambda_max']:.3f} req/s, threshold policy "
           f"{out['threshold_policy']['lambda_max']:.3f} req/s, gap {out['gap']:.3%}")
+    label = f"`{args.preset}`" + (f" ({topo.gpus:,} GPUs)" if topo.gpus >= 1000 else "") + (
+        " (1x1)" if len(topo.sites) == 1 and len(topo.regions) == 1 else "")
+    _record(label, f"{lp['variables']} variables, {lp['constraints']} constraints, "
+                   f"{lp['integers']} integers",
+            _seconds(statistics.median(times)), _seconds(statistics.median(bound_times)),
+            args.repeat)
+
+
+def _seconds(t: float) -> str:
+    return f"{t:.2f} s" if t >= 0.1 else f"{t * 1000:.0f} ms"
+
+
+def _record(label: str, size: str, answer: str, bound: str, repeat: int) -> None:
+    """Replace this preset's row of `topology_speed` in results.json, keep the others."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from results import load, record
+
+    old = load()["entries"].get("topology_speed", {})
+    rows = [r for r in old.get("rows", []) if r[0].split(" (")[0] != label.split(" (")[0]]
+    record("topology_speed", source=f"python benchmarks/bench_topology.py --preset P "
+                                    f"--repeat {repeat} (medians)",
+           columns=["preset", "LP size", "`topology` answer", "bound alone"],
+           rows=[*rows, [label, size, answer, bound]])
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 from textual import events
 
@@ -167,6 +168,7 @@ def main() -> int:
     if a.json:
         print(json.dumps(rows, indent=1))
         return 0
+    _record(rows, a)
     print(f"# {platform.node()} · {platform.processor() or platform.machine()} · "
           f"{os.cpu_count()} cores · Python {platform.python_version()} · "
           f"{time.strftime('%Y-%m-%d %H:%M')} · {a.compete} competing process(es) · "
@@ -182,6 +184,29 @@ def main() -> int:
               f"{r['sim_seconds_per_wall_second']:,.0f} | "
               f"{r['idle_sim_seconds_per_wall_second']:,.0f} |")
     return 0
+
+
+def _record(rows: list[dict], a: argparse.Namespace) -> None:
+    """Replace this run's rows (same speed and preset/drill) of `perf_ui` in results.json and
+    keep the others: the table gathers the 20x, flat-out and drill runs."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from results import load, record
+
+    old = load()["entries"].get("perf_ui", {})
+    label = f"{a.drill} drill" if a.drill else a.preset
+    speed = "max" if a.speed == "max" else f"{float(a.speed):g}x"
+    target = "<= 150 ms" if speed == "max" else "<= 100 ms"
+    keep = [r for r in old.get("rows", []) if (r[0], r[1]) != (speed, label)]
+    new = [[speed, label, r["size"], str(r["keys"]), f"{r['p50_ms']:.0f}", f"{r['p95_ms']:.0f}",
+            target] for r in rows]
+    values = dict(old.get("values", {}))
+    for r in rows:
+        if speed == "20x" and not a.drill and r["size"] == "160x48":
+            values["ui_thread_share"] = f"{r['ui_cpu_share']:.0%}"
+    record("perf_ui", source=f"python benchmarks/bench_ui_latency.py --keys {a.keys} "
+                            f"--compete {a.compete} (--speed 20 / max, --drill link-brownout)",
+           columns=["speed", "preset / drill", "size", "keys", "p50 ms", "p95 ms", "target p95"],
+           rows=keep + new, values=values)
 
 
 if __name__ == "__main__":

@@ -117,10 +117,22 @@ def overhead() -> list[str]:
     return rows
 
 
+# results.json key of each table (docs/profiles.md renders them from there)
+KEYS = {"Kernel vs aiconfigurator": "profiles_kernel_aic",
+        "Hybrids vs aiconfigurator": "profiles_kernel_hybrids", "Table 3": "profiles_table3",
+        "Implied": "profiles_implied", "Table 5": "profiles_table5", "Overhead": "profiles_overhead"}
+
+
 if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from results import markdown_rows, record
+
     for title, rows in (("Kernel vs aiconfigurator", kernel_table()),
                         ("Hybrids vs aiconfigurator", kernel_table(AIC_HYBRID_PREFILL_MS)), ("Table 3", table3()),
                         ("Implied", implied()), ("Table 5", table5()), ("Overhead", overhead())):
         print(f"### {title}\n")
         print("\n".join(rows))
         print()
+        columns, cells = markdown_rows(rows)
+        record(KEYS[title], source="python benchmarks/profile_tables.py", computed=True,
+               columns=columns, rows=cells)

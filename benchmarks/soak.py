@@ -270,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-week", action="store_true")
     ap.add_argument("--week-only", action="store_true")
     ap.add_argument("--week-preset", default="toy", help="preset of the week (default toy)")
+    ap.add_argument("--record", action="store_true",
+                    help="write the table as `soak` into benchmarks/results.json")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     tracemalloc.start()
@@ -304,6 +306,13 @@ def main(argv: list[str] | None = None) -> int:
           f"{dict(sorted(kinds.items()))}; peak Python memory {peak / 2**20:.1f} MB; wall {wall:.0f} s")
     if reasons:
         print("refused:", dict(sorted(reasons.items(), key=lambda kv: -kv[1])[:12]))
+    rows = []
+    if n:
+        rows.append([f"random incident timelines (up to {args.max_duration:g} simulated s each, "
+                     "3 presets)", f"{n:,} ({len(failed)} failed; {sum(kinds.values()):,} "
+                     f"incidents of {len(kinds)} kinds)", f"{totals['arrived']:,}",
+                     f"{totals['completed']:,}", f"{totals['rejected']:,}", str(totals["lost"]),
+                     f"{peak / 2**20:.1f} MB Python (tracemalloc, whole run)", f"{wall:,.0f} s"])
     if not args.skip_week:
         w = week(args.week_days, preset=args.week_preset)
         print(f"week: {w}")
@@ -311,6 +320,17 @@ def main(argv: list[str] | None = None) -> int:
         if not (w["balanced"] and not w["lost"] and flat):
             failed.append("week")
             print("FAIL week: accounting, loss or memory growth", flush=True)
+        rows.append([f"{w['days']} simulated days, {w['preset']} at {w['load']:g} x Λmax, "
+                     f"`max_queue = {w['max_queue']}`, scheduler on", "1", f"{w['arrived']:,}",
+                     f"{w['completed']:,}", f"{w['rejected']:,}", str(w["lost"]),
+                     f"RSS {w['rss_mb_per_day'][0]} MB after day 1, {w['rss_mb_per_day'][-1]} MB "
+                     f"after day {w['days']}", f"{w['wall_s']:,.0f} s"])
+    if rows and args.record:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from results import record
+        record("soak", source="python benchmarks/soak.py " + " ".join(argv or sys.argv[1:]),
+               columns=["run", "timelines", "requests arrived", "completed", "rejected", "lost",
+                        "peak memory", "wall"], rows=rows)
     print(f"machine: {platform.machine()} {platform.processor() or ''} python "
           f"{platform.python_version()}; date {_dt.date.today().isoformat()}")
     return 1 if failed else 0

@@ -22,8 +22,22 @@ from emulator.units import UnitError
 from prfaas_tui.errors import UsageError
 
 # subcommand -> module under prfaas_tui.commands (imported lazily: `solve` must not pay for Textual)
-COMMANDS = ("presets", "solve", "run", "drill", "profile", "plan", "snapshot", "new", "models")
+COMMANDS = ("presets", "solve", "run", "drill", "profile", "plan", "snapshot", "new", "models",
+            "completion")
 DEFAULT_PRESET = "paper-case-study"
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's help with each flag's default appended where its own help does not already
+    say it ("(default: 3)"), so `--help` shows what a bare command does."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (action.option_strings and action.nargs != 0 and "default" not in text
+                and default not in (None, False, argparse.SUPPRESS, "")):
+            text += " (default: %(default)s)"
+        return text
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -32,6 +46,10 @@ class OneLineParser(argparse.ArgumentParser):
     inherit the class. argparse takes a value that starts with '-' (`--slo-ttft -5ms`) for a
     flag and reports the flag before it as missing its value; the line then says how to pass
     such a value (`--slo-ttft=-5ms`), which reaches the flag's own check."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         line = " ".join(message.split())
@@ -45,7 +63,7 @@ def _parser(argv: list[str]) -> argparse.ArgumentParser:
         prog="prfaas-tui",
         description="What-if dashboard, emulator and throughput model for cross-datacenter "
                     "prefill-decode serving (PrfaaS-PD). Without a subcommand, opens the dashboard.")
-    parser.add_argument("--preset", default=None,
+    parser.add_argument("--preset", default=None, metavar="NAME|PATH",
                         help=f"preset name or TOML path for the dashboard (default {DEFAULT_PRESET}, "
                              "or the base preset of --plan)")
     parser.add_argument("--plan", metavar="FILE",
@@ -69,6 +87,8 @@ def _parser(argv: list[str]) -> argparse.ArgumentParser:
             continue
         p = mod.add_parser(sub)
         p.set_defaults(func=mod.main)
+        if p.description is None:  # the line `prfaas-tui --help` lists, atop its own --help
+            p.description = next((a.help for a in sub._choices_actions if a.dest == name), None)
     return parser
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections import defaultdict
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,9 +24,11 @@ from emulator.sim.sessions import (
     generate_sessions,
 )
 from emulator.traces import read_mooncake
+from tests import shared_data
+from tests.shared_data import shared_file
 
 B = 512
-MOONCAKE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "mooncake_conversation.jsonl"
+MOONCAKE = shared_file(*shared_data.MOONCAKE)  # None when the shared traces are absent
 
 
 def workload(**kw) -> SessionWorkload:
@@ -116,7 +117,7 @@ def test_mooncake_replay_and_reuse_fraction(tmp_path):
     assert hits == [0, 2 * B, 0, 2 * B]  # #1 cached only its 2 full blocks (1500 tokens)
 
 
-@pytest.mark.skipif(not MOONCAKE.is_file(), reason="Mooncake trace not present beside the project")
+@pytest.mark.skipif(MOONCAKE is None, reason="the shared Mooncake trace is absent (set PRFAAS_SHARED)")
 def test_real_mooncake_trace_reuses_about_37_percent_of_blocks():
     reqs = from_trace(read_mooncake(MOONCAKE))
     assert block_reuse(reqs) == pytest.approx(0.37, abs=0.02)

@@ -300,7 +300,7 @@ def test_coarse_nodes_give_a_lower_bound_of_the_tail(x):
 
 
 @pytest.mark.parametrize("x", [4.0, 6.0, 10.0])
-def test_multisection_ends_where_a_plain_bisection_does(x):
+def test_best_rate_is_one_bisection_over_the_point_set(x):
     from emulator import latency as lat
 
     _, _, _, _, flat, layouts = _paper_grid()
@@ -364,9 +364,9 @@ def test_exact_stats_batches_thresholds_without_moving_a_bit():
 
 
 @pytest.mark.parametrize("load", [0.3, 0.8, 0.97])
-def test_quantile_multisection_ends_where_a_plain_bisection_does(load):
-    """`quantiles` checks several halvings per tails evaluation and replays them: the same
-    midpoints and the same stop as one halving per evaluation, to the bit."""
+def test_quantiles_are_one_bisection_on_x_for_all_rows(load):
+    """`quantiles` against its definition: one halving per tails evaluation, every row at
+    once, to the bit."""
     from emulator import latency as lat
 
     sc = presets.load("paper-case-study")

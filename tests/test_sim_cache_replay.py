@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from test_sim_cache_support import cache_preset, write_mooncake
@@ -14,8 +13,10 @@ from emulator.sim.engine import Emulation
 from emulator.sim.sessions import block_reuse, from_trace
 from emulator.traces import read_trace
 from prfaas_tui import cli
+from tests import shared_data
+from tests.shared_data import shared_file
 
-MOONCAKE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "mooncake_conversation.jsonl"
+MOONCAKE = shared_file(*shared_data.MOONCAKE)  # None when the shared traces are absent
 
 
 def test_a_written_mooncake_trace_replays_with_hits(tmp_path):
@@ -53,7 +54,7 @@ def test_mooncake_blocks_need_512_token_cache_blocks(tmp_path):
         Emulation(sc)
 
 
-@pytest.mark.skipif(not MOONCAKE.is_file(), reason="the Mooncake trace is not beside the project")
+@pytest.mark.skipif(MOONCAKE is None, reason="the shared Mooncake trace is absent (set PRFAAS_SHARED)")
 @pytest.mark.parametrize("routing", ["scarce", "abundant"])
 def test_the_real_mooncake_trace_hits(tmp_path, routing):
     sc = cache_preset(tmp_path, workload=f'replay = "{MOONCAKE}"',

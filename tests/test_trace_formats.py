@@ -15,6 +15,7 @@ from emulator.trace_formats import (
     trace_workload,
 )
 from emulator.traces import TraceError
+from tests.shared_data import MOONCAKE, shared_or_skip
 
 
 def _csv(tmp_path, text: str, name: str = "t.csv"):
@@ -87,10 +88,7 @@ def test_incremental_lengths_drop_the_reused_prefix(tmp_path):
 
 
 def test_real_mooncake_trace_as_a_workload():
-    from pathlib import Path
-    path = Path("/work/shared/traces/mooncake_conversation.jsonl")
-    if not path.is_file():
-        pytest.skip("the shared Mooncake trace is not here")
+    path = shared_or_skip(*MOONCAKE)
     tr = load_trace(path)
     wl = trace_workload(tr)
     for t in (1024, 4096, 16384, 32768, 65536):

@@ -29,6 +29,17 @@ class PlanFileError(ValueError):
     line, or flag)."""
 
 
+class OtherPlan(PlanFileError):
+    """The file holds another plan's results: its header differs from this plan's (`theirs`
+    against `ours`; the CLI names the flags that differ and suggests a free file name)."""
+
+    def __init__(self, path: Path, theirs: dict, ours: dict):
+        self.path, self.theirs, self.ours = path, theirs, ours
+        self.differs = sorted(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k))
+        super().__init__(f"{path}: belongs to another plan (differs in "
+                         f"{', '.join(self.differs)}); use another --out or delete it")
+
+
 def _shown(x: object) -> str:
     text = repr(x)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -204,21 +215,36 @@ class ResultsFile:
             self.close()
             raise
 
+    @property
+    def lock_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".lock")
+
     def _acquire(self):
-        lock_path = self.path.with_name(self.path.name + ".lock")
-        try:
-            fh = open(lock_path, "a+")  # noqa: SIM115 (held for the object's lifetime)
-        except OSError as exc:
-            raise PlanFileError(f"{lock_path}: cannot create the planner lock "
-                                f"({exc.strerror or exc})") from None
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            fh.seek(0)
-            pid = fh.read().strip()[:20] or "?"
-            fh.close()
-            raise PlanFileError(f"{self.path}: another planner (pid {pid}) is writing this file; "
-                                "wait for it to finish or use another --out") from None
+        """Lock `<file>.lock`. A planner that ends removes it while still holding it; one that
+        opened the old file just before then gets a lock on a removed file, sees that the
+        path no longer names it, and takes the new one instead (so two planners never both
+        hold "the" lock)."""
+        while True:
+            try:
+                fh = open(self.lock_path, "a+")  # noqa: SIM115 (held for the object's lifetime)
+            except OSError as exc:
+                raise PlanFileError(f"{self.lock_path}: cannot create the planner lock "
+                                    f"({exc.strerror or exc})") from None
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                fh.seek(0)
+                pid = fh.read().strip()[:20] or "?"
+                fh.close()
+                raise PlanFileError(f"{self.path}: another planner (pid {pid}) is writing this "
+                                    "file; wait for it to finish or use another --out") from None
+            try:
+                same = os.stat(self.lock_path).st_ino == os.fstat(fh.fileno()).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            fh.close()  # locked a file the previous planner removed on its way out: retry
         fh.seek(0)
         fh.truncate()
         fh.write(str(os.getpid()))
@@ -231,10 +257,7 @@ class ResultsFile:
             return
         first, self.done, bad, cut = _parse(self.path, strict=False, check=self._check)
         if first != self.header:
-            diff = sorted(k for k in set(first) | set(self.header)
-                          if first.get(k) != self.header.get(k))
-            raise PlanFileError(f"{self.path}: belongs to another plan (differs in "
-                                f"{', '.join(diff)}); use another --out or delete it")
+            raise OtherPlan(self.path, first, self.header)
         if not (cut or bad):
             return
         lines = _lines(self.path)
@@ -262,8 +285,12 @@ class ResultsFile:
             fh.flush()
 
     def close(self) -> None:
-        """Release the planner lock (the kernel also does when the process ends)."""
+        """Remove the lock file and release the lock (a killed planner leaves the file, and the
+        kernel releases its lock)."""
         if self._lock is not None:
+            with contextlib.suppress(OSError):
+                if os.stat(self.lock_path).st_ino == os.fstat(self._lock.fileno()).st_ino:
+                    self.lock_path.unlink()  # still held: no one else can be using this file
             with contextlib.suppress(OSError):
                 fcntl.flock(self._lock.fileno(), fcntl.LOCK_UN)
             self._lock.close()

@@ -11,6 +11,7 @@ from emulator.planner.executors import LocalPool, run_dask
 from emulator.planner.goodput import Settings, slo_goodput
 from emulator.planner.prune import Scored, prune
 from emulator.planner.space import Space
+from emulator.planner.store import ResultsFile
 from emulator.scenario.scenario import Scenario
 from emulator.units import to_gbps
 
@@ -54,8 +55,6 @@ def run_plan(plan: Plan, *, out: str | Path, workers: int = 1, dask: str | objec
              on_start: Callable[[int, int], None] | None = None) -> dict:
     """Run (or resume) a plan; returns the summary. `on_start(total, already_done)` and
     `on_result(record)` feed a progress bar."""
-    from emulator.planner.store import ResultsFile
-
     cands = plan.space.candidates()
     scored = prune(plan.scenario.system, cands, per_config=plan.per_config, margin=plan.margin)
     survivors = [s for s in scored if s.pruned is None]
@@ -68,7 +67,15 @@ def run_plan(plan: Plan, *, out: str | Path, workers: int = 1, dask: str | objec
                     f"{rec['lambda_max']:.6g}")
         return None
 
-    store = ResultsFile(out, header(plan), check=fits)
+    with ResultsFile(out, header(plan), check=fits) as store:  # closing it removes the lock file
+        return _sweep(plan, scored, survivors, store, workers=workers, dask=dask,
+                      on_result=on_result, on_start=on_start)
+
+
+def _sweep(plan: Plan, scored: list[Scored], survivors: list[Scored], store: ResultsFile, *,
+           workers: int, dask: str | object | None,
+           on_result: Callable[[dict], None] | None,
+           on_start: Callable[[int, int], None] | None) -> dict:
     todo = [s for s in survivors if s.cand.key not in store.done]
     if on_start:
         on_start(len(survivors), len(survivors) - len(todo))

@@ -6,6 +6,7 @@ Shipped presets live in the top-level `presets/` folder (installed as `emulator/
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import replace
 from pathlib import Path
@@ -44,6 +45,9 @@ from emulator.units import (
     parse_duration,
     parse_tokens,
 )
+
+MAX_TIME_SCALE = 1e6  # a derived profile at most a million times slower than its parent
+MAX_TIME_OFFSET = 86_400.0  # ... and offset by at most a day of prefill time
 
 
 def presets_dir() -> Path:
@@ -219,8 +223,13 @@ def _profiles(sec: Reader, base_dir: Path, fits: dict | None = None) -> dict[str
                     raise r.error("derive", f"no profile named {parent!r}")
                 if parent not in out:
                     continue
-                scale = r.get("time_scale", float, 1.0, check=positive)
-                offset = r.get("time_offset", parse_duration, 0.0)
+                # bounded so that T' = offset + scale * T stays finite: an absurd scale (1e308)
+                # overflowed the curve's coefficients to inf, and every time through it
+                scale = r.get("time_scale", float, 1.0, check=lambda x: positive(x) or at_most(
+                    MAX_TIME_SCALE, f"{MAX_TIME_SCALE:g} x the parent profile")(x))
+                offset = r.get("time_offset", parse_duration, 0.0, check=lambda x: (
+                    "must be finite" if not math.isfinite(x) else None if abs(x) <= MAX_TIME_OFFSET
+                    else f"is absurd: more than {MAX_TIME_OFFSET:g} s either way"))
                 prof = out[parent].derived(pname, time_scale=scale, time_offset=offset,
                                            description=r.get("description", str, ""))
             elif r.has("file"):

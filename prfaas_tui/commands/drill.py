@@ -127,6 +127,14 @@ def _cell(key: str, fmt, value) -> str:
     return fmt(value)
 
 
+def _mark(run: dict, key: str) -> str:
+    """✓ or ✗ beside a run's own figure, when an expectation judges that row."""
+    judged = run["scorecard"].get("expectations", {}).get(key)
+    if judged is None:
+        return ""
+    return " [green]✓[/]" if judged["ok"] else " [red]✗[/]"
+
+
 def _print(drill: Drill, runs: dict[str, dict]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -146,14 +154,14 @@ def _print(drill: Drill, runs: dict[str, dict]) -> None:
     for name in runs:
         table.add_column(name if name != "drill" else "value", justify="right")
     table.add_column("expect", justify="right")
-    expect = first["scorecard"]["expectations"]  # judged on the scheduler's (first) run
+    expect = first["scorecard"]["expectations"]  # the bars (the exit status: the first run's)
     for key, label, fmt in ROWS:
         bar = ""
         if key in expect:
             op = ">=" if key == "slo_attainment" else "<="
-            mark = "[green]✓[/]" if expect[key]["ok"] else "[red]✗[/]"
-            bar = f"{op} {_cell(key, fmt, expect[key]['bar'])} {mark}"
-        table.add_row(label, *[_cell(key, fmt, r["scorecard"][key]) for r in runs.values()], bar)
+            bar = f"{op} {_cell(key, fmt, expect[key]['bar'])}"
+        table.add_row(label, *[_cell(key, fmt, r["scorecard"][key]) + _mark(r, key)
+                               for r in runs.values()], bar)
     con.print(table)
     decisions = first["scorecard"]["decisions"]
     if decisions:

@@ -40,7 +40,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="add the prefill profile (kernel + overhead) on one instance of these GPUs "
                         f"(a card path is {cap_help('GPU card')})")
     add_setup_flags(p, parallelism_flag="--parallelism")
-    p.add_argument("--lengths", default=DEFAULT_LENGTHS,
+    p.add_argument("--lengths", default=DEFAULT_LENGTHS, metavar="TOKENS,...",
                    help=f"prompt lengths of the profile, K = 1024 (default {DEFAULT_LENGTHS})")
     p.add_argument("--json", action="store_true",
                    help="JSON: one object with --config, else a list")
@@ -127,12 +127,14 @@ def main(args: argparse.Namespace) -> int:
         title += f" on {gpus} x {gpu.name}" + (" (UNCALIBRATED GPU: borrowed efficiencies)"
                                                 if not gpu.calibrated else "")
     t = Table(title=title, title_justify="left")
-    for col in ("name", "family", "layers", "KV/token", "state/request", "active params"):
-        t.add_column(col)
+    # the name is what a user types next (--model NAME): never cut, the other columns give way
+    t.add_column("name", no_wrap=True, min_width=max(len(d["name"]) for d in rows))
+    for col in ("family", "layers", "KV/token", "state/request", "active params"):
+        t.add_column(col, overflow="fold")
     if gpu:
         heads = "/".join(format_tokens(n) for n in lengths)
-        t.add_column(f"kernel s {heads}", justify="right")
-        t.add_column(f"Phi_kv Gbps {heads}", justify="right")
+        t.add_column(f"kernel s {heads}", justify="right", overflow="fold")
+        t.add_column(f"Phi_kv Gbps {heads}", justify="right", overflow="fold")
     for d in rows:
         cells = [d["name"], d["family"], " ".join(f"{k}:{v}" for k, v in d["layers"].items()),
                  format_bytes(d["kv_bytes_per_token"]), format_bytes(d["state_bytes"]),

@@ -46,13 +46,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--lengths", metavar="lognormal:MU,SIGMA[,LO,HI]",
                    help="input-length law when there is no --trace (default lognormal:9.9,1.0,128,128K)")
     add_trace_flags(p)
-    p.add_argument("--t-decode", default="25 ms", help="decode step time at the SLO (default 25 ms)")
-    p.add_argument("--bs-max", default="20", help="decode batch size at the SLO (default 20)")
+    p.add_argument("--t-decode", default="25 ms", metavar="DURATION", help="decode step time at the SLO (default 25 ms)")
+    p.add_argument("--bs-max", default="20", metavar="N", help="decode batch size at the SLO (default 20)")
     p.add_argument("--l-out", metavar="TOKENS",
                    help="mean output tokens (default 1024, or the trace's mean output)")
     add_setup_flags(p, parallelism_flag=None)
-    p.add_argument("--name", help="preset name (default MODEL-PREFILLGPU-LOCALGPU)")
-    p.add_argument("--out", metavar="FILE.toml", help="where to write (default ./NAME.toml, NAME made a plain file name: "
+    p.add_argument("--name", metavar="NAME", help="preset name (default MODEL-PREFILLGPU-LOCALGPU)")
+    p.add_argument("--out", metavar="FILE.toml",
+                   help="where to write (default ./NAME.toml, NAME made a plain file name: "
                         "letters, digits and ._+- only)")
     p.add_argument("--force", action="store_true", help="overwrite an existing --out")
     p.add_argument("--json", action="store_true", help="print the answer as one JSON object")

@@ -6,12 +6,16 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import re
 import sys
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 
 from emulator import budget
 from emulator.budget import Caps
@@ -19,8 +23,8 @@ from emulator.files import cap_help
 from emulator.model import evaluate
 from emulator.paradigm import Paradigm
 from emulator.planner.goodput import SLO, Settings, too_short, unmeetable
-from emulator.planner.space import AUTO_T, Space
-from emulator.planner.store import check_writable
+from emulator.planner.space import AUTO_T, Candidate, Space
+from emulator.planner.store import OtherPlan, check_writable
 from emulator.planner.sweep import Plan, run_plan
 from emulator.scenario import presets
 from emulator.scenario.knobs import KnobError, whole
@@ -105,26 +109,41 @@ def _list(flag: str, text: str | None, conv) -> tuple[float, ...] | None:
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("plan", help="SLO-aware capacity planning by model pruning + emulation")
-    p.add_argument("--preset", default="paper-case-study", help=f"base preset name or TOML path ({cap_help('preset')})")
-    p.add_argument("--n-prfaas", dest="n_prfaas", help="PrfaaS instances: range 2:6 or list 2,4")
+    p = sub.add_parser("plan", help="SLO-aware capacity planning: the model prunes candidate "
+                                    "deployments, emulation measures the rest")
+    p.add_argument("--preset", default="paper-case-study", metavar="NAME|PATH",
+                   help=f"base preset name or TOML path ({cap_help('preset')})")
+    p.add_argument("--n-prfaas", dest="n_prfaas", metavar="RANGE|LIST",
+                   help="PrfaaS instances: a range 2:6 or a list 2,4 (default: the preset's)")
     p.add_argument("--nprfaas", dest="n_prfaas", help=argparse.SUPPRESS)
-    p.add_argument("--pool", help="local pool sizes to split every way: range or list")
-    p.add_argument("--homogeneous-pool", help="homogeneous baseline pool sizes: range or list")
-    p.add_argument("--t", default="auto", help="'auto' (model picks t per deployment) or a list like 16K,24K")
-    p.add_argument("--bandwidth", help="B_out values in Gbps, e.g. 25,50,100")
-    p.add_argument("--paradigm", default=",".join(Paradigm), help="comma list of paradigms")
-    p.add_argument("--slo-ttft", default="5 s", help="P90 TTFT target (default 5 s)")
-    p.add_argument("--slo-tpot", default=None, help="P90 TPOT target, e.g. '30 ms'")
-    p.add_argument("--seeds", default="3", help="seeds per candidate (default 3)")
-    p.add_argument("--duration", default="10 min", help="simulated time per run (default 10 min)")
-    p.add_argument("--steps", default="7", help="bisection steps on the rate (default 7)")
-    p.add_argument("--per-config", default="3", help="model-stage survivors per hardware configuration")
-    p.add_argument("--workers", default=None, help="local processes (default: all cores)")
+    p.add_argument("--pool", metavar="RANGE|LIST",
+                   help="local pool sizes, each split every way (default: the preset's)")
+    p.add_argument("--homogeneous-pool", metavar="RANGE|LIST",
+                   help="homogeneous baseline pool sizes (default: the preset's)")
+    p.add_argument("--t", default="auto", metavar="auto|TOKENS,...",
+                   help="'auto' (the model picks t per deployment) or a list like 16K,24K")
+    p.add_argument("--bandwidth", metavar="GBPS,...",
+                   help="B_out values in Gbps, e.g. 25,50,100 (default: the preset's)")
+    p.add_argument("--paradigm", default=",".join(Paradigm), metavar="P,...",
+                   help="comma list of paradigms, each of " + ", ".join(Paradigm)
+                        + " (default: all of them)")
+    p.add_argument("--slo-ttft", default="5 s", metavar="DURATION", help="P90 TTFT target")
+    p.add_argument("--slo-tpot", default=None, metavar="DURATION",
+                   help="P90 TPOT target, e.g. '30 ms' (default: none)")
+    p.add_argument("--seeds", default="3", metavar="N", help="seeds per candidate")
+    p.add_argument("--duration", default="10 min", metavar="DURATION",
+                   help="simulated time per emulation run")
+    p.add_argument("--steps", default="7", metavar="N", help="bisection steps on the rate")
+    p.add_argument("--per-config", default="3", metavar="N",
+                   help="model-stage survivors per hardware configuration")
+    p.add_argument("--workers", default=None, metavar="N",
+                   help="local processes (default: all cores)")
     p.add_argument("--dask", metavar="ADDRESS", help="run on a Dask cluster, e.g. tcp://10.0.0.1:8786")
-    p.add_argument("--out", help="results file (JSON lines); an existing one is resumed")
-    p.add_argument("--csv", help="also write the ranked candidates as CSV")
-    p.add_argument("--top", default="10", help="rows in the table")
+    p.add_argument("--out", metavar="FILE",
+                   help="keep the results here (JSON lines) and resume from it when it exists "
+                        "(default: a temporary file, removed at exit)")
+    p.add_argument("--csv", metavar="FILE", help="also write the ranked candidates as CSV")
+    p.add_argument("--top", default="10", metavar="N", help="rows in the table")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     add_budget_flags(p, ("candidates", "runs", "requests", "instances"))
     add_trace_flags(p)
@@ -171,7 +190,13 @@ def main(args: argparse.Namespace) -> int:
         print(f"prfaas-tui plan: warning: {why}", file=sys.stderr)
     workers = _count("--workers", args.workers, 1) or os.cpu_count() or 1
     top = _count("--top", args.top, 0)
-    out = args.out or f"plan-{plan.scenario.name}.jsonl"
+    with tempfile.TemporaryDirectory(prefix="prfaas-plan-") as tmp:
+        # without --out the results live only as long as the command: nothing is left behind
+        out = args.out or str(Path(tmp) / f"plan-{plan.scenario.name}.jsonl")
+        return _sweep(args, plan, out, workers, top)
+
+
+def _sweep(args: argparse.Namespace, plan: Plan, out: str, workers: int, top: int) -> int:
     err = Console(stderr=True)
     progress = Progress(TextColumn("plan"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("ETA"), TimeRemainingColumn(), console=err,
@@ -190,6 +215,8 @@ def main(args: argparse.Namespace) -> int:
             summary = run_plan(plan, out=out, workers=workers, dask=args.dask,
                                on_start=on_start,
                                on_result=lambda rec: progress.advance(task))
+    except OtherPlan as exc:
+        raise UsageError(other_plan_message(exc)) from None
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     except OSError as exc:  # Dask: no scheduler at the address (after the client's timeout)
@@ -202,8 +229,77 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         print(json_out.dumps(summary, indent=2))
         return 0
-    render(summary, Console(), top, out)
+    render(summary, Console(), top, args.out, zero_goodput_reasons(plan, summary["ranked"]))
     return 0
+
+
+# the results-file header's fields, as the flags that set them
+HEADER_FLAGS = {"scenario": "--preset/--trace", "seeds": "--seeds", "duration": "--duration",
+                "steps": "--steps", "per_config": "--per-config", "margin": "the pruning margin"}
+SPACE_FLAGS = {"n_prfaas": "--n-prfaas", "pools": "--pool", "homogeneous_pools": "--homogeneous-pool",
+               "thresholds": "--t", "bandwidths": "--bandwidth", "paradigms": "--paradigm"}
+SLO_FLAGS = {"ttft_p90": "--slo-ttft", "tpot_p90": "--slo-tpot"}
+
+
+def _space_fields(text: object) -> dict[str, str]:
+    """Space(n_prfaas=(2, 3), pools=...) -> {"n_prfaas": "(2, 3)", ...}."""
+    return dict(re.findall(r"(\w+)=(\(.*?\))(?=, \w+=|\)$)", str(text)))
+
+
+def changed_flags(exc: OtherPlan) -> list[str]:
+    """The flags whose values differ between the file's plan and this one."""
+    flags: list[str] = []
+    for key in exc.differs:
+        old, new = exc.theirs.get(key), exc.ours.get(key)
+        if key == "space":
+            a, b = _space_fields(old), _space_fields(new)
+            flags += [SPACE_FLAGS.get(k, k) for k in SPACE_FLAGS | a | b if a.get(k) != b.get(k)]
+        elif key == "slo" and isinstance(old, dict) and isinstance(new, dict):
+            flags += [SLO_FLAGS.get(k, k) for k in SLO_FLAGS | old | new if old.get(k) != new.get(k)]
+        else:
+            flags.append(HEADER_FLAGS.get(key, key))
+    return flags or ["the plan's settings"]
+
+
+def free_name(path: Path) -> Path:
+    """plan.jsonl -> plan-2.jsonl (-3, ... when taken)."""
+    stem, suffix = (path.name[:-len(".jsonl")], ".jsonl") if path.name.endswith(".jsonl") \
+        else (path.stem, path.suffix)
+    n = 2
+    while (cand := path.with_name(f"{stem}-{n}{suffix}")).exists():
+        n += 1
+    return cand
+
+
+def other_plan_message(exc: OtherPlan) -> str:
+    return (f"--out {exc.path}: holds the results of another plan (its {', '.join(changed_flags(exc))} "
+            f"differ from this command's); write this plan to another file, e.g. "
+            f"--out {free_name(exc.path)}, or delete {exc.path.name} to start over")
+
+
+def zero_goodput_reasons(plan: Plan, ranked: list[dict]) -> list[str]:
+    """One line per paradigm whose every emulated candidate scored goodput 0: why."""
+    from emulator.planner.bound import zero_load_p90
+
+    by: dict[str, list[dict]] = {}
+    for r in ranked:
+        by.setdefault(r["candidate"]["paradigm"], []).append(r)
+    slo = plan.settings.slo.ttft_p90
+    lines = []
+    for paradigm, recs in by.items():
+        if any(r["goodput"] > 0 for r in recs):
+            continue
+        floor = min(zero_load_p90(plan.scenario, Candidate(**r["candidate"]), r["candidate"]["t"])
+                    for r in recs)
+        if floor > slo:
+            lines.append(f"{paradigm}: goodput 0 for all {len(recs)}: its P90 TTFT is "
+                         f"{floor:.2f} s or more even at zero load (the prefill of its longest "
+                         f"requests), above --slo-ttft {slo:g} s")
+        else:
+            lines.append(f"{paradigm}: goodput 0 for all {len(recs)}: none kept P90 TTFT within "
+                         f"{slo:g} s while serving >= 95% of its offered load in --duration "
+                         f"{plan.settings.duration:g} s at any rate tried")
+    return lines
 
 
 CSV_FIELDS = ("label", "goodput", "goodput_lo", "goodput_hi", "lambda_max", "utilization",
@@ -217,7 +313,8 @@ def write_csv(records: list[dict], path: str) -> None:
         w.writerows(records)
 
 
-def render(summary: dict, console: Console, top: int, out: str) -> None:
+def render(summary: dict, console: Console, top: int, out: str | None,
+           why_zero: Sequence[str] = ()) -> None:
     console.print(f"{summary['candidates']} candidates; the model pruned {summary['pruned']} "
                   f"({summary['pruned'] / max(summary['candidates'], 1):.0%}: "
                   + ", ".join(f"{v} {k}" for k, v in summary["pruned_by"].items())
@@ -226,7 +323,8 @@ def render(summary: dict, console: Console, top: int, out: str) -> None:
                      "cannot be best or on the front" if summary.get("skipped_by_slo_bound") else "")
                   + (f", stopped {summary['stopped_early']} whose first probes showed a cheaper "
                      "finished candidate beats them" if summary.get("stopped_early") else "")
-                  + f". Results: {out}")
+                  + (f". Results: {out}" if out else
+                     ". Results not kept: --out FILE keeps them (and resumes)"))
     t = Table(title="best candidates by SLO goodput", title_justify="left")
     for col in ("candidate", "goodput (req/s)", "95% band", "Λmax", "util", "cost/h", "per $/h"):
         t.add_column(col, justify="left" if col == "candidate" else "right")
@@ -236,6 +334,8 @@ def render(summary: dict, console: Console, top: int, out: str) -> None:
                   "-" if r["cost_per_hour"] is None else f"{r['cost_per_hour']:.1f}",
                   "-" if r["goodput_per_cost"] is None else f"{r['goodput_per_cost']:.3f}")
     console.print(t)
+    for line in why_zero:
+        console.print(line, markup=False, highlight=False)
     front = summary["pareto"]
     if len(front) >= 1:
         import plotext as plt
@@ -249,4 +349,6 @@ def render(summary: dict, console: Console, top: int, out: str) -> None:
         plt.xlabel("cost per hour")
         plt.ylabel("SLO goodput (req/s)")
         plt.title("cost / goodput")
-        console.print(plt.build(), markup=False, highlight=False)
+        # parsed as styled text, so rich measures it and drops the colours where the output
+        # is not a terminal (a file, a pipe): no escape bytes there
+        console.print(Text.from_ansi(plt.build()), highlight=False)

@@ -44,22 +44,23 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--backend", default="torch", help="measurement backend: torch (default)")
-    p.add_argument("--model", default="hybrid-tiny",
+    p.add_argument("--backend", default="torch", metavar="torch", help="measurement backend: torch (default)")
+    p.add_argument("--model", default="hybrid-tiny", metavar="NAME",
                    help=f"model to profile (default hybrid-tiny): {', '.join(MODEL_NAMES)}")
-    p.add_argument("--lengths", default="1K,4K,16K",
+    p.add_argument("--lengths", default="1K,4K,16K", metavar="TOKENS,...",
                    help="comma-separated prompt lengths in tokens, K = 1024 (default 1K,4K,16K)")
-    p.add_argument("--device", default=None, help="cuda or cpu (default: cuda when present)")
-    p.add_argument("--repeats", default="5", help="timed runs per length; the median is kept")
-    p.add_argument("--warmup", default="2", help="untimed runs per length first (default 2)")
-    p.add_argument("--seed", default="0", help="seed of weights and token ids (default 0)")
-    p.add_argument("--threads", default=None,
+    p.add_argument("--device", default=None, metavar="cuda|cpu", help="cuda or cpu (default: cuda when present)")
+    p.add_argument("--repeats", default="5", metavar="N",
+                   help="timed runs per length; the median is kept (default 5)")
+    p.add_argument("--warmup", default="2", metavar="N", help="untimed runs per length first (default 2)")
+    p.add_argument("--seed", default="0", metavar="N", help="seed of weights and token ids (default 0)")
+    p.add_argument("--threads", default=None, metavar="N",
                    help="CPU threads for torch (default: torch's); 1 is steadier on a busy machine")
     p.add_argument("--compare", nargs="?", const="auto", default=None, metavar="MODEL",
                    help="also profile MODEL (bare: the same-size model of the other family) "
                         "and print the dense/hybrid Phi_kv ratio")
-    p.add_argument("--out", default=None, help="write the --model profile here (TOML)")
-    p.add_argument("--compare-out", default=None, help="write the --compare profile here")
+    p.add_argument("--out", default=None, metavar="FILE.toml", help="write the --model profile here (TOML)")
+    p.add_argument("--compare-out", default=None, metavar="FILE.toml", help="write the --compare profile here")
     p.add_argument("--import", dest="import_file", metavar="FILE",
                    help="build the profile from measured prefill latencies instead: a CSV of "
                         "input_tokens,seconds or vLLM/SGLang benchmark JSON (input_lens, ttfts)")
@@ -72,7 +73,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --import: the KV-cache dtype the measured stack used (default: the card's)")
     p.add_argument("--measured-on", metavar="TEXT", default="",
                    help="with --import: what it ran on, e.g. '8xH200, vLLM 0.11, TP8' (kept in the profile)")
-    p.add_argument("--name", default=None, help="with --import: the profile's name (default: the file's)")
+    p.add_argument("--name", default=None, metavar="NAME", help="with --import: the profile's name (default: the file's)")
     p.add_argument("--max-profile-tokens", default=None, metavar="N",
                    help=f"raise the cap on prefill tokens computed (default "
                         f"{caps_for('profile').profile_tokens:,.0f})")

@@ -49,16 +49,16 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("snapshot", help="render the dashboard headless at a simulated time "
                                         "(SVG, text or JSON)",
                        description=__doc__.split("\n\n")[0])
-    p.add_argument("--preset", default="paper-case-study",
+    p.add_argument("--preset", default="paper-case-study", metavar="NAME|PATH",
                    help=f"preset name or TOML path ({cap_help('preset')})")
-    p.add_argument("--drill", default=None,
+    p.add_argument("--drill", default=None, metavar="NAME|PATH",
                    help="run this drill (name or path; it names its own preset, --preset is "
                         "ignored); at or past its end the scorecard shows")
     p.add_argument("--at", required=True, metavar="SIM_SECONDS",
                    help="simulated time to render at: seconds, or '5 min'")
     p.add_argument("--size", default="160x48", metavar="COLSxROWS", help="terminal size (160x48)")
-    p.add_argument("--theme", default="textual-dark", help="Textual theme (textual-dark)")
-    p.add_argument("--seed", default=None, help="workload seed (default: the preset's)")
+    p.add_argument("--theme", default="textual-dark", metavar="NAME", help="Textual theme")
+    p.add_argument("--seed", default=None, metavar="N", help="workload seed (default: the preset's)")
     p.add_argument("--press", default="", metavar="KEYS",
                    help=f"comma-separated keys to press before the capture, e.g. 'c' or 'f1' "
                         f"(at most {MAX_PRESS}; a character or a Textual key name)")

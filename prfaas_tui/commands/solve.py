@@ -39,7 +39,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="TTFT target, e.g. 6s: adds the predicted TTFT, the SLO-bound rate and "
                         "the SLO-optimal (t, N_p/N_d) (object `slo`)")
     p.add_argument("--slo-quantile", metavar="Q", help="TTFT quantile the target bounds (default 0.9)")
-    p.add_argument("--objective", default=None,
+    p.add_argument("--objective", default=None, metavar="|".join(OBJECTIVES),
                    help="what `optimum` maximizes: lambda (Lambda_max, default) or slo (the "
                         "SLO-bound rate; needs --slo-ttft)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
