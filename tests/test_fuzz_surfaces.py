@@ -6,6 +6,8 @@ The default suite runs a few dozen inputs per surface; `-m fuzz --fuzz-budget N`
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 import warnings
@@ -235,7 +237,8 @@ def trace_loads_or_one_line(path: Path, data: bytes, columns: str | None,
             one_line(exc, str(path))
             return
         text = data.decode("utf-8").removeprefix("\ufeff")  # it loaded: UTF-8
-        rows = [r for r in text.replace("\r\n", "\n").split("\n")[1:] if r.strip()]
+        rows = list(csv.reader(io.StringIO(text, newline="")))[1:]  # quoted cells may span lines
+        rows = [r for r in rows if r and not (len(r) == 1 and not r[0].strip())]
         assert len(tr) == len(rows)  # nothing dropped silently
         assert np.isfinite(tr.arrivals).all() and tr.arrivals[0] == 0.0
         assert (np.diff(tr.arrivals) >= 0).all() and tr.arrivals[-1] <= MAX_SPAN_S
