@@ -35,6 +35,7 @@ _MAX_HASH = 2**63 - 1
 MAX_ROWS = 10_000_000  # requests in one trace: 10M rows summarise in well under 1 GB
 MAX_HASH_IDS = 20_000_000  # prefix-block ids in one Mooncake trace (each is a Python int)
 MAX_FIELD = 1 << 20  # characters in one CSV cell (csv's own limit is 131,072)
+MAX_LINE = 8 << 20  # bytes in one line: a 16M-token Mooncake record's ids are under 1 MB
 LIMITS_HELP = (f"a trace is a regular file of at most {size_text(LIMITS['trace'])} and "
                f"{MAX_ROWS:,} requests")
 
@@ -143,9 +144,13 @@ def checked_trace(path: str | Path) -> Path:
 def text_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     """(line number, line) of a UTF-8 text file (a leading BOM dropped, line ends kept: CRLF
     is for csv to read); TraceError at the first line that is not UTF-8 or holds a NUL byte
-    (a binary file). The file is checked first (regular, within the trace cap)."""
+    (a binary file) or is longer than MAX_LINE bytes. The file is checked first (regular,
+    within the trace cap); no line is read past MAX_LINE, so memory stays bounded."""
     with open(checked_trace(path), "rb") as fh:
-        for n, raw in enumerate(fh, 1):
+        for n, raw in enumerate(iter(lambda: fh.readline(MAX_LINE + 1), b""), 1):
+            if len(raw) > MAX_LINE:
+                raise TraceError(path, n, f"a line over {MAX_LINE:,} bytes (no record is that "
+                                 "long: a binary file?)")
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:

@@ -164,3 +164,12 @@ def test_a_header_cell_with_a_newline_stays_one_line(tmp_path, capsys):
     p.write_bytes(b'"s,n_in,n_out\n0,1,0\n')
     line = one_line(capsys, ["solve", "--trace", str(p), "--columns", "time=ts,input=n_in"])
     assert "no column 'ts' in the header" in line and "\\n" in line
+
+
+def test_a_line_longer_than_any_record_is_refused_unread(tmp_path, monkeypatch):
+    """A regular file of zeros without a newline was read whole as one line."""
+    monkeypatch.setattr(traces, "MAX_LINE", 1000)
+    p = tmp_path / "z.jsonl"
+    p.write_bytes(b'{"timestamp": 0, "input_length": 5, "output_length": 1}\n' + b"0" * 5000)
+    with pytest.raises(TraceError, match=r":2: a line over 1,000 bytes"):
+        load_trace(p)
