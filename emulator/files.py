@@ -22,7 +22,7 @@ LIMITS: dict[str, int] = {
     "drill": 1 * MIB,
     "snapshot": 64 * MIB,  # an SVG snapshot of a large terminal is a few MB
     "trace": 2048 * MIB,
-    "plan": 1024 * MIB,
+    "plan": 256 * MIB,  # 100,000 candidates (the cap) write about 60 MB
 }
 
 
