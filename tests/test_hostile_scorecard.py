@@ -44,3 +44,12 @@ def test_unfinished_requests_wait_until_the_end(tmp_path):
 def test_a_dead_link_drill_fails_its_ttft_bar(tmp_path, capsys):
     assert main(["drill", str(dead_link(tmp_path)), "--json"]) == 1
     assert "ttft_p90_during" in capsys.readouterr().err
+
+
+def test_starved_requests_count_against_slo_attainment(tmp_path):
+    """The finished requests alone met their SLO; the ones the dead link starved past the TTFT
+    target cannot, and count as misses."""
+    p = tmp_path / "dead.toml"
+    p.write_text(DEAD_LINK.replace("[expect]", '[slo]\nttft = "10 s"\n[expect]\nslo_attainment = 0.9'))
+    card = run_drill(load_drill(p))["scorecard"]
+    assert card["slo_attainment"] < 0.6 and not card["expectations"]["slo_attainment"]["ok"]

@@ -77,11 +77,15 @@ class Recorder:
         if self.open.pop(req.rid, None) is not None:
             self.during.append(req.t_first - req.arrival)
 
+    def open_waits(self) -> list[float]:
+        """waits_during's part for the requests not finished yet."""
+        now = self.emu.now
+        return [(r.t_first if 0.0 < r.t_first <= now else now) - r.arrival
+                for r in self.open.values()]
+
     def waits_during(self) -> list[float]:
         """The TTFT of every followed request that arrived during an incident: finished ones
         their own; unfinished ones (queued, in flight, refused) the wait to their first token,
         or, without one yet, until now. A lower bound that can never read better than the
         truth, however long the incident lasts."""
-        now = self.emu.now
-        return self.during + [(r.t_first if 0.0 < r.t_first <= now else now) - r.arrival
-                              for r in self.open.values()]
+        return self.during + self.open_waits()
