@@ -11,7 +11,7 @@ ids) and the arrival rate.
 from __future__ import annotations
 
 import csv
-import math
+import functools
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -19,7 +19,22 @@ from pathlib import Path
 import numpy as np
 
 from emulator.distributions import Empirical
-from emulator.traces import MOONCAKE_BLOCK_TOKENS, Trace, TraceError, _finish, read_trace
+from emulator.traces import (
+    MAX_TIMESTAMP_MS,
+    MAX_TOKENS,
+    MOONCAKE_BLOCK_TOKENS,
+    Records,
+    Stamps,
+    Trace,
+    TraceError,
+    _shown,
+    check_number,
+    check_tokens,
+    checked_trace,
+    csv_error,
+    csv_rows,
+    read_trace,
+)
 
 BURSTGPT_HEADER = ("Timestamp", "Model", "Request tokens", "Response tokens")
 COLUMN_ROLES = ("time", "input", "output")
@@ -43,38 +58,17 @@ def parse_columns(spec: str, flag: str = "--columns") -> dict[str, str]:
     return out
 
 
-def _whole(raw: str, what: str, path, line: int, allow_zero: bool = False) -> int:
-    try:
-        v = float(raw)
-    except ValueError:
-        raise TraceError(path, line, f"{what} must be a whole number, got {raw!r}") from None
-    if not math.isfinite(v) or v != int(v):
-        raise TraceError(path, line, f"{what} must be a whole number, got {raw!r}")
-    if v < 0 or (v == 0 and not allow_zero):
-        raise TraceError(path, line, f"{what} must be {'>= 0' if allow_zero else '> 0'}, got {raw!r}")
-    return int(v)
-
-
-def _time(raw: str, what: str, path, line: int) -> float | datetime:
-    """Seconds (a finite number >= 0) or an ISO date-time."""
-    try:
-        v = float(raw)
-    except ValueError:
-        try:
-            return datetime.fromisoformat(raw.strip()[:26])
-        except ValueError:
-            raise TraceError(path, line, f"{what} is neither seconds nor a date-time: {raw!r}") from None
-    if not math.isfinite(v) or v < 0:
-        raise TraceError(path, line, f"{what} must be finite seconds >= 0, got {raw!r}")
-    return v
-
-
 def read_columns(path: str | Path, columns: dict[str, str]) -> Trace:
-    """A CSV with a header; `columns` maps the roles time/input[/output] to header names."""
-    ts: list[float | datetime] = []
-    ins, outs = [], []
-    with open(path, encoding="utf-8", newline="") as fh:
-        reader = csv.reader(fh)
+    """A CSV with a header; `columns` maps the roles time/input[/output] to header names.
+    Streamed through emulator.traces' shared checks: the same file rules, cell checks and
+    bounds as every format (a BOM, CRLF line ends accepted; NUL bytes, empty cells, lengths
+    over MAX_TOKENS, mixed seconds and date-times, mixed time zones refused in one line)."""
+    recs = Records(path)
+    reader = csv_rows(path)
+    stamps = Stamps(path, columns["time"])
+    t0: datetime | None = None
+    seconds: bool | None = None  # the time column's kind, fixed by its first row
+    try:
         header = next(reader, None)
         if header is None:
             raise TraceError(path, 1, "empty file: expected a header line")
@@ -83,26 +77,81 @@ def read_columns(path: str | Path, columns: dict[str, str]) -> Trace:
         for role, col in columns.items():
             if col not in names:
                 raise TraceError(path, 1, f"--columns {role}={col}: no column {col!r} in the "
-                                 f"header (columns: {', '.join(names)})")
+                                 f"header (columns: {_names(names)})")
             idx[role] = names.index(col)
-        for n, row in enumerate(reader, 2):
-            if not row or not "".join(row).strip():
+        i_in, i_out = idx["input"], idx.get("output")
+        for row in reader:
+            n = reader.line_num
+            if not row or (len(row) == 1 and not row[0].strip()):
                 continue
             if len(row) < len(names):
                 raise TraceError(path, n, f"expected {len(names)} columns, got {len(row)}")
-            ts.append(_time(row[idx["time"]], columns["time"], path, n))
-            ins.append(_whole(row[idx["input"]], columns["input"], path, n))
-            outs.append(_whole(row[idx["output"]], columns["output"], path, n, allow_zero=True)
-                        if "output" in idx else 0)
-    kinds = {type(t) for t in ts}
-    if len(kinds) > 1:
-        raise TraceError(path, None, f"column {columns['time']!r} mixes seconds and date-times")
-    if ts and isinstance(ts[0], datetime):
-        t0 = min(ts)  # type: ignore[type-var]
-        secs = [(t - t0).total_seconds() for t in ts]  # type: ignore[operator]
-    else:
-        secs = [float(t) for t in ts]  # type: ignore[arg-type]
-    return _finish(path, secs, ins, outs, None)
+            cell = row[idx["time"]].strip()
+            is_secs = _is_number(cell) or not cell  # an empty cell fails as a number
+            if seconds is None:
+                seconds = is_secs
+            elif is_secs != seconds:
+                raise TraceError(path, n, f"column {columns['time']!r} mixes seconds and "
+                                 f"date-times (found {_shown(cell)})")
+            if is_secs:
+                t = _seconds(cell)  # the common case inline; the shared check says why not
+                if t is None:
+                    t = check_number(path, n, columns["time"], cell, lo=0.0, hi=MAX_SECONDS,
+                                     unit=" of s")
+            else:
+                stamp = stamps(n, cell)
+                t0 = stamp if t0 is None else t0  # seconds from the first row; sorted later
+                t = (stamp - t0).total_seconds()
+            raw = row[i_in]
+            n_in = _tokens(raw, 1)
+            if n_in is None:
+                n_in = check_tokens(path, n, columns["input"], raw.strip())
+            n_out = 0
+            if i_out is not None:
+                raw = row[i_out]
+                n_out = _tokens(raw, 0)
+                if n_out is None:
+                    n_out = check_tokens(path, n, columns["output"], raw.strip(), allow_zero=True)
+            recs.add(n, t, n_in, n_out)
+    except csv.Error as exc:
+        raise csv_error(path, reader, exc) from None
+    return recs.finish(key=columns["time"])
+
+
+MAX_SECONDS = MAX_TIMESTAMP_MS / 1000.0
+
+
+def _seconds(cell: str) -> float | None:
+    """A valid seconds cell as check_number reads it, or None (then check_number says why):
+    the fast path of a 10M-row file."""
+    try:
+        t = float(cell)
+    except ValueError:
+        return None
+    return t if 0.0 <= t <= MAX_SECONDS else None  # NaN fails the comparison
+
+
+def _tokens(cell: str, lo: int) -> int | None:
+    """A valid token cell (a plain whole number in [lo, MAX_TOKENS]) or None (then
+    check_tokens reads it: '12.0', or says why not)."""
+    try:
+        v = int(cell)
+    except ValueError:
+        return None
+    return v if lo <= v <= MAX_TOKENS else None
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def _names(names: list[str]) -> str:
+    text = ", ".join(names)
+    return _shown(text) if len(text) > 200 else text
 
 
 def read_burstgpt(path: str | Path) -> Trace:
@@ -113,10 +162,10 @@ def read_burstgpt(path: str | Path) -> Trace:
 
 
 def is_burstgpt(path: str | Path) -> bool:
+    """Whether the file's header is BurstGPT's (a BOM and CRLF allowed)."""
     try:
-        with open(path, encoding="utf-8", newline="") as fh:
-            header = next(csv.reader(fh), [])
-    except (OSError, UnicodeDecodeError):
+        header = next(csv_rows(path), [])
+    except (OSError, TraceError, csv.Error):
         return False
     return tuple(h.strip() for h in header[:4]) == BURSTGPT_HEADER
 
@@ -124,9 +173,7 @@ def is_burstgpt(path: str | Path) -> bool:
 def load_trace(path: str | Path, columns: str | dict[str, str] | None = None) -> Trace:
     """Any supported trace: a column map wins; else BurstGPT by its header; else by extension
     (emulator.traces.read_trace: Mooncake .jsonl, Azure .csv)."""
-    p = Path(path)
-    if not p.is_file():
-        raise TraceError(path, None, "no such file")
+    p = checked_trace(path)
     try:
         if columns is not None:
             cols = parse_columns(columns) if isinstance(columns, str) else columns
@@ -163,7 +210,8 @@ class TraceWorkload:
 
     path: str
     lengths: Empirical
-    rate: float  # requests per second over the trace's span
+    rate: float | None  # requests per second over the trace's span; None: undefined (one
+    # request, or every request at the same instant)
     requests: int
     mean_output: float
     incremental: bool
@@ -177,6 +225,24 @@ class TraceWorkload:
 def trace_workload(trace: Trace, incremental: bool = False) -> TraceWorkload:
     lengths = incremental_lengths(trace) if incremental else trace.input_lengths
     span = trace.duration
-    rate = (len(trace) - 1) / span if span > 0 and len(trace) > 1 else float("nan")
+    rate = (len(trace) - 1) / span if span > 0 and len(trace) > 1 else None
     return TraceWorkload(trace.path, Empirical.of(lengths, Path(trace.path).name), rate, len(trace),
                          float(np.mean(trace.output_lengths)), incremental)
+
+
+def read_workload(path: str | Path, columns: str | None = None,
+                  incremental: bool = False) -> TraceWorkload:
+    """trace_workload(load_trace(...)) of a file, remembered for the last file read (keyed by
+    its resolved path, size and modification time): `new` reads a trace, solves the preset
+    that names it and loads that preset back, and a 10M-row trace is then read once, not
+    three times."""
+    p = checked_trace(path)
+    st = p.stat()
+    return _read_workload(str(p.resolve()), st.st_size, st.st_mtime_ns, str(path), columns,
+                          incremental)
+
+
+@functools.lru_cache(maxsize=1)
+def _read_workload(resolved: str, size: int, mtime_ns: int, shown: str, columns: str | None,
+                   incremental: bool) -> TraceWorkload:
+    return trace_workload(load_trace(shown, columns), incremental)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,17 +25,25 @@ from pathlib import Path
 
 import numpy as np
 
+from emulator.files import LIMITS, FileRefused, checked, printable, size_text
+
 MOONCAKE_BLOCK_TOKENS = 512
 MAX_TOKENS = 16 * 1024 * 1024  # 16M tokens: beyond any model's context
 MAX_SPAN_S = 366 * 86400.0  # a year of arrivals; a longer span is a unit or date error
 MAX_TIMESTAMP_MS = 1e15  # ~31,700 years of ms: absolute epoch stamps fit, 1e308 does not
 _MAX_HASH = 2**63 - 1
+MAX_ROWS = 10_000_000  # requests in one trace: 10M rows summarise in well under 1 GB
+MAX_HASH_IDS = 20_000_000  # prefix-block ids in one Mooncake trace (each is a Python int)
+MAX_FIELD = 1 << 20  # characters in one CSV cell (csv's own limit is 131,072)
+MAX_LINE = 8 << 20  # bytes in one line: a 16M-token Mooncake record's ids are under 1 MB
+LIMITS_HELP = (f"a trace is a regular file of at most {size_text(LIMITS['trace'])} and "
+               f"{MAX_ROWS:,} requests")
 
 
 class TraceError(ValueError):
     def __init__(self, path: str | Path, line: int | None, message: str):
         where = f"{path}:{line}" if line else str(path)
-        super().__init__(f"{where}: {message}")
+        super().__init__(printable(f"{where}: {message}"))
 
 
 @dataclass(frozen=True, eq=False)
@@ -123,11 +132,25 @@ def _positive_int(value: object, field: str, path, line: int, allow_zero: bool =
     return check_tokens(path, line, field, value, allow_zero)
 
 
+def checked_trace(path: str | Path) -> Path:
+    """The trace's path when it is a regular file within the trace cap; TraceError otherwise
+    (a FIFO, /dev/zero, a directory, a file over the cap)."""
+    try:
+        return checked(path, "trace")
+    except FileRefused as exc:
+        raise TraceError(path, None, exc.message) from None
+
+
 def text_lines(path: str | Path) -> Iterator[tuple[int, str]]:
-    """(line number, line) of a UTF-8 text file (a leading BOM dropped); TraceError at the
-    first line that is not UTF-8 or holds a NUL byte (a binary file)."""
-    with open(path, "rb") as fh:
-        for n, raw in enumerate(fh, 1):
+    """(line number, line) of a UTF-8 text file (a leading BOM dropped, line ends kept: CRLF
+    is for csv to read); TraceError at the first line that is not UTF-8 or holds a NUL byte
+    (a binary file) or is longer than MAX_LINE bytes. The file is checked first (regular,
+    within the trace cap); no line is read past MAX_LINE, so memory stays bounded."""
+    with open(checked_trace(path), "rb") as fh:
+        for n, raw in enumerate(iter(lambda: fh.readline(MAX_LINE + 1), b""), 1):
+            if len(raw) > MAX_LINE:
+                raise TraceError(path, n, f"a line over {MAX_LINE:,} bytes (no record is that "
+                                 "long: a binary file?)")
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:
@@ -139,12 +162,39 @@ def text_lines(path: str | Path) -> Iterator[tuple[int, str]]:
             yield n, text
 
 
-def finish(path: str | Path, ts: list[float], ins: list[int], outs: list[int],
-           hashes: list[list[int]] | None, lines: list[int] | None = None,
-           key: str = "timestamp") -> Trace:
-    """The Trace of checked records, in timestamp order (ties in file order), from 0 s; a span
-    over MAX_SPAN_S is refused at the line that stretches it."""
-    if not ts:
+class Records:
+    """Checked records as they stream in, in compact arrays (8 bytes a number, not a Python
+    object each), refused at MAX_ROWS: what keeps a 10M-row trace in bounded memory."""
+
+    def __init__(self, path: str | Path, hashes: bool = False):
+        self.path = path
+        self.ts, self.ins, self.outs, self.lines = array("d"), array("q"), array("q"), array("q")
+        self.hashes: list[list[int]] | None = [] if hashes else None
+        self._n_hash = 0
+
+    def add(self, line: int, t: float, n_in: int, n_out: int, h: list[int] | None = None) -> None:
+        if len(self.ts) >= MAX_ROWS:
+            raise TraceError(self.path, line, f"more than {MAX_ROWS:,} requests (the trace cap)")
+        self.ts.append(t)
+        self.ins.append(n_in)
+        self.outs.append(n_out)
+        self.lines.append(line)
+        if self.hashes is not None:
+            self._n_hash += len(h or ())
+            if self._n_hash > MAX_HASH_IDS:
+                raise TraceError(self.path, line, f"hash_ids: more than {MAX_HASH_IDS:,} block "
+                                 "ids in the trace (the trace cap)")
+            self.hashes.append(h or [])
+
+    def finish(self, key: str = "timestamp") -> Trace:
+        return finish(self.path, self.ts, self.ins, self.outs, self.hashes, self.lines, key)
+
+
+def finish(path: str | Path, ts, ins, outs, hashes: list[list[int]] | None,
+           lines=None, key: str = "timestamp") -> Trace:
+    """The Trace of checked records (lists or `Records`' arrays), in timestamp order (ties in
+    file order), from 0 s; a span over MAX_SPAN_S is refused at the line that stretches it."""
+    if not len(ts):
         raise TraceError(path, None, "no requests in the trace")
     arr = np.asarray(ts, dtype=float)
     lo, hi = int(np.argmin(arr)), int(np.argmax(arr))
@@ -154,6 +204,9 @@ def finish(path: str | Path, ts: list[float], ins: list[int], outs: list[int],
         raise TraceError(path, lines[at] if lines else None,
                          f"{key}: expected arrivals spanning at most {MAX_SPAN_S / 86400:g} days, "
                          f"found a span of {span / 86400:.6g} days")
+    if lo == 0 and np.all(arr[1:] >= arr[:-1]):  # already in order: no copies
+        return Trace(str(path), arr - arr[0], np.asarray(ins, dtype=np.int64),
+                     np.asarray(outs, dtype=np.int64), hashes)
     order = np.argsort(arr, kind="stable")  # Azure rows are not always sorted
     arr = arr[order] - arr[lo]
     h = [hashes[i] for i in order] if hashes is not None else None
@@ -166,7 +219,7 @@ _finish = finish  # the name before issue 11
 
 # -- the formats -------------------------------------------------------------------------------
 def read_mooncake(path: str | Path) -> Trace:
-    ts, ins, outs, hashes, where = [], [], [], [], []
+    recs = Records(path, hashes=True)
     for n, line in text_lines(path):
         if not line.strip():
             continue
@@ -189,71 +242,105 @@ def read_mooncake(path: str | Path) -> Trace:
         if not isinstance(h, list) or not all(
                 isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= _MAX_HASH for x in h):
             raise _bad(path, n, "hash_ids", "a list of whole numbers in [0, 2^63)", h)
-        ts.append(t)
-        ins.append(n_in)
-        outs.append(n_out)
-        hashes.append(h)
-        where.append(n)
-    return finish(path, ts, ins, outs, hashes, where)
+        recs.add(n, t, n_in, n_out, h)
+    return recs.finish()
+
+
+class Stamps:
+    """ISO-like date-time cells of one column as naive UTC, all of one kind: either every cell
+    carries a time zone or none does (a mix has no common clock: refused at the first cell
+    that differs)."""
+
+    def __init__(self, path: str | Path, key: str):
+        self.path, self.key = path, key
+        self.aware: bool | None = None
+
+    def __call__(self, line: int, cell: str) -> datetime:
+        stamp = _parse_stamp(self.path, line, self.key, cell)
+        aware = stamp.utcoffset() is not None
+        if self.aware is None:
+            self.aware = aware
+        elif aware != self.aware:
+            raise _bad(self.path, line, self.key, f"a date-time {'with' if self.aware else 'without'}"
+                       " a time zone like the first row's (a column cannot mix them)", cell)
+        return _utc(self.path, line, self.key, stamp, cell)
+
+
+def _parse_stamp(path, line: int, key: str, cell: str) -> datetime:
+    text = cell.strip()
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        try:  # Azure writes 7 fraction digits; Python reads up to 6
+            return datetime.fromisoformat(text[:26])
+        except ValueError:
+            raise _bad(path, line, key, "a date-time like 2023-11-16 18:15:46.680",
+                       cell) from None
 
 
 def _stamp(path, line: int, cell: str) -> datetime:
-    """A naive UTC date-time from an ISO-like cell (extra fraction digits cut; an offset is
-    subtracted in timedelta arithmetic, which cannot overflow at year 1 or 9999)."""
-    text = cell.strip()
-    try:
-        stamp = datetime.fromisoformat(text)
-    except ValueError:
-        try:  # Azure writes 7 fraction digits; Python reads up to 6
-            stamp = datetime.fromisoformat(text[:26])
-        except ValueError:
-            raise _bad(path, line, "TIMESTAMP", "a date-time like 2023-11-16 18:15:46.680",
-                       cell) from None
+    """A naive UTC date-time from an ISO-like cell (a single cell; a column goes through
+    `Stamps`, which also refuses mixed time zones)."""
+    return _utc(path, line, "TIMESTAMP", _parse_stamp(path, line, "TIMESTAMP", cell), cell)
+
+
+def _utc(path, line: int, key: str, stamp: datetime, cell: str) -> datetime:
+    """Naive UTC (an offset is subtracted in timedelta arithmetic, which cannot overflow at
+    year 1 or 9999)."""
     offset = stamp.utcoffset()
     if not offset:
         return stamp.replace(tzinfo=None)
     try:
         return stamp.replace(tzinfo=None) - offset
     except OverflowError:
-        raise _bad(path, line, "TIMESTAMP", "a date-time within years 1-9999 in UTC", cell) from None
+        raise _bad(path, line, key, "a date-time within years 1-9999 in UTC", cell) from None
+
+
+def csv_rows(path: str | Path):
+    """A CSV file's rows through `text_lines` (checked file, strict UTF-8, no NUL, BOM dropped,
+    CRLF or LF) and csv with cells up to MAX_FIELD characters; the reader gives `line_num`."""
+    csv.field_size_limit(MAX_FIELD)
+    return csv.reader(text for _, text in text_lines(path))
+
+
+def csv_error(path, reader, exc: csv.Error) -> TraceError:
+    msg = str(exc)
+    if "field larger" in msg:
+        msg = f"a cell over {MAX_FIELD:,} characters"
+    return TraceError(path, reader.line_num or None, f"not valid CSV ({msg})")
 
 
 def read_azure(path: str | Path) -> Trace:
-    ts, ins, outs, where = [], [], [], []
+    recs = Records(path)
     want = ["TIMESTAMP", "ContextTokens", "GeneratedTokens"]
-    lines = (text for _, text in text_lines(path))
-    reader = csv.reader(lines)
+    rows = reader = csv_rows(path)
+    stamps = Stamps(path, "TIMESTAMP")
     t0: datetime | None = None
     try:
-        header = next(reader, None)
+        header = next(rows, None)
         if header is None or [h.strip() for h in header[:3]] != want:
             raise TraceError(path, 1, f"header: expected {','.join(want)}, found "
                              f"{_shown(','.join(header or []))}")
-        for row in reader:
+        for row in rows:
             n = reader.line_num
-            if not row or not "".join(row).strip():
+            if not row or (len(row) == 1 and not row[0].strip()):
                 continue
             if len(row) < 3:
                 raise TraceError(path, n, f"row: expected 3 columns, found {len(row)}")
-            stamp = _stamp(path, n, row[0])
+            stamp = stamps(n, row[0])
             t0 = stamp if t0 is None else t0  # seconds from the first row: exact for close rows
             secs = (stamp - t0).total_seconds()
             _, n_in, n_out = check_record(path, n, None, row[1].strip(), row[2].strip(),
                                           keys=("TIMESTAMP", *want[1:]))
-            ts.append(secs)
-            ins.append(n_in)
-            outs.append(n_out)
-            where.append(n)
+            recs.add(n, secs, n_in, n_out)
     except csv.Error as exc:
-        raise TraceError(path, reader.line_num, f"not valid CSV ({exc})") from None
-    return finish(path, ts, ins, outs, None, where, key="TIMESTAMP")
+        raise csv_error(path, reader, exc) from None
+    return recs.finish(key="TIMESTAMP")
 
 
 def read_trace(path: str | Path) -> Trace:
     """By extension: .jsonl/.json is Mooncake, .csv is Azure."""
-    p = Path(path)
-    if not p.is_file():
-        raise TraceError(path, None, "no such file")
+    p = checked_trace(path)
     try:
         if p.suffix in (".jsonl", ".json"):
             return read_mooncake(p)

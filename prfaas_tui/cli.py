@@ -14,6 +14,7 @@ from typing import NoReturn
 
 from emulator.budget import BudgetError
 from emulator.cards import CardError
+from emulator.files import FileRefused, printable
 from emulator.scenario.reader import PresetError
 from emulator.torch_prefill import TorchUnavailable
 from emulator.traces import TraceError
@@ -107,8 +108,8 @@ def main(argv: list[str] | None = None) -> int:
                            export_dir=args.export_dir)
         return int(args.func(args) or 0)
     except (PresetError, TraceError, UnitError, UsageError, TorchUnavailable, BudgetError,
-            CardError) as exc:
-        print(f"prfaas-tui: {exc}", file=sys.stderr)
+            CardError, FileRefused) as exc:
+        print(f"prfaas-tui: {printable(str(exc))}", file=sys.stderr)  # one line, always
         return 2
     except KeyboardInterrupt:
         print("prfaas-tui: interrupted", file=sys.stderr)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from emulator.cards.sources import card_profile
 from emulator.optimizer import paradigms, search
 from emulator.scenario import presets
 from emulator.scenario.reader import positive
-from emulator.trace_formats import load_trace, trace_workload
+from emulator.trace_formats import read_workload
 from emulator.units import parse_bandwidth, parse_duration, parse_tokens, to_gbps
 from prfaas_tui.errors import UsageError, parse_flag
 
@@ -112,12 +113,14 @@ def build_preset(spec: NewSpec, out: Path) -> tomlkit.TOMLDocument:
     doc.add(tomlkit.nl())
 
     if spec.trace:
-        wl = trace_workload(load_trace(spec.trace, spec.columns), spec.incremental)
-        if spec.columns or spec.incremental or Path(spec.trace).suffix not in (".jsonl", ".json", ".csv") \
-                or _is_burst(spec.trace):
-            lengths = {"kind": "empirical", "samples": [int(x) for x in wl.lengths.sorted_values]}
-        else:
-            lengths = {"kind": "empirical", "trace": _ref(spec.trace, out_dir)}
+        wl = read_workload(spec.trace, spec.columns, spec.incremental)
+        # the preset names the trace (read the same way on load), never copies its samples:
+        # a copy made `new` superlinear in rows and the preset as large as the trace
+        lengths = {"kind": "empirical", "trace": _ref(spec.trace, out_dir)}
+        if spec.columns:
+            lengths["columns"] = spec.columns
+        if spec.incremental:
+            lengths["incremental"] = True
         rate = wl.rate
         l_out = spec.l_out if spec.l_out is not None else (wl.mean_output if wl.mean_output > 0 else 1024)
     else:
@@ -161,7 +164,7 @@ def build_preset(spec: NewSpec, out: Path) -> tomlkit.TOMLDocument:
     dec.update({"t_decode": spec.t_decode, "bs_max": spec.bs_max, "l_out": float(l_out)})
     doc["decode"] = dec
     work = tomlkit.table()
-    lt = tomlkit.inline_table() if "samples" not in lengths else tomlkit.table()
+    lt = tomlkit.inline_table()
     lt.update(lengths)
     work["lengths"] = lt
     work["arrival"] = "poisson"
@@ -169,6 +172,9 @@ def build_preset(spec: NewSpec, out: Path) -> tomlkit.TOMLDocument:
         work.add(tomlkit.comment(f"the trace's own arrival rate ({Path(spec.trace).name})"))
         work["rate"] = round(float(rate), 6)
     else:
+        if spec.trace:
+            work.add(tomlkit.comment(f"{Path(spec.trace).name} has no arrival rate (one request, "
+                                     "or all at one instant): load 0.9 of the optimum instead"))
         work["load"] = 0.9
     doc["workload"] = work
     homo_t = tomlkit.table()
@@ -182,11 +188,6 @@ def build_preset(spec: NewSpec, out: Path) -> tomlkit.TOMLDocument:
                    "local_instance_hour": round(lc_gpu.price_per_hour * par, 4)})
     doc["prices"] = prices
     return doc
-
-
-def _is_burst(path: str) -> bool:
-    from emulator.trace_formats import is_burstgpt
-    return is_burstgpt(path)
 
 
 def set_optimum(doc: tomlkit.TOMLDocument, out: Path) -> dict:
@@ -208,20 +209,50 @@ def uncalibrated_notes(answer: dict) -> list[str]:
             for role, g in answer.get("gpus", {}).items() if not g["calibrated"]]
 
 
+_SAFE = re.compile(r"[^A-Za-z0-9._+-]+")
+
+
+def file_stem(name: str) -> str:
+    """A preset name as a file name in the current folder: anything but letters, digits and
+    `._+-` becomes '-' (no separators, no control characters), no leading dot or dash, no '..',
+    at most 100 characters; 'preset' when nothing is left. A name is never a path."""
+    stem = _SAFE.sub("-", name)
+    while ".." in stem:
+        stem = stem.replace("..", ".")
+    stem = stem.strip(".-")[:100].strip(".-")
+    return stem or "preset"
+
+
+def default_name(spec: NewSpec) -> str:
+    """MODEL-PREFILLGPU-LOCALGPU from the cards (their names are checked printable text)."""
+    if spec.name is not None:
+        if not spec.name.strip() or not spec.name.isprintable() or len(spec.name) > 100:
+            raise UsageError(f"--name: expected up to 100 printable characters, got {spec.name!r:.80}")
+        return spec.name
+    return f"{load_card(spec.model).name}-{load_gpu(spec.prefill_gpu).name}-" \
+        f"{load_gpu(spec.local_gpu).name}"
+
+
 def write_preset(spec: NewSpec, out: Path | None, force: bool = False) -> dict:
-    """Build, solve, write; returns the answer (with the path written)."""
-    tmp = out or Path.cwd() / "new-preset.toml"
-    doc = build_preset(spec, tmp)
+    """Build, solve, write; returns the answer (with the path written). Without `out` the file
+    is ./STEM.toml, STEM the sanitised name (file_stem): a card's name or --name never chooses
+    the folder. An existing file is kept unless `force`."""
+    flag = "--out" if out is not None else "--name"
     if out is None:
-        out = Path.cwd() / f"{doc['name']}.toml"
-        doc = build_preset(spec, out)
+        out = Path.cwd() / f"{file_stem(default_name(spec))}.toml"
+    elif spec.name is not None:
+        default_name(spec)  # the --name check, whatever the file
     if out.exists() and not force:
-        raise UsageError(f"--out: {out} exists (pass --force to overwrite)")
+        raise UsageError(f"{flag}: {out} exists (pass --force to overwrite)")
+    doc = build_preset(spec, out)
     answer = set_optimum(doc, out)
     answer["gpus"] = {role: {"name": g.name, "calibrated": g.calibrated, "source": g.calibration.source}
                       for role, g in (("prfaas", load_gpu(spec.prefill_gpu)), ("local", load_gpu(spec.local_gpu)))}
     try:
-        out.write_text(tomlkit.dumps(doc), encoding="utf-8")
+        with out.open("w" if force else "x", encoding="utf-8") as fh:
+            fh.write(tomlkit.dumps(doc))
+    except FileExistsError:
+        raise UsageError(f"{flag}: {out} exists (pass --force to overwrite)") from None
     except OSError as exc:
         raise UsageError(f"--out: cannot write {out}: {exc.strerror}") from None
     presets.load(out)  # what was written must load

@@ -29,13 +29,29 @@ CANDIDATE = st.fixed_dictionaries({
     "paradigm": st.sampled_from([str(p) for p in Paradigm]), "n_prfaas": st.integers(0, 64),
     "n_p": st.integers(0, 64), "n_d": st.integers(0, 64),
     "t": st.one_of(st.floats(0, 1e6), st.just(math.inf)), "bandwidth": st.floats(0, 1e12)})
-RECORD = st.fixed_dictionaries({
-    "key": st.text("0123456789abcdef", min_size=16, max_size=16), "label": st.text(max_size=12),
-    "binding": st.sampled_from(["prfaas", "pd-p", "pd-d"]), "goodput": NUM, "goodput_lo": NUM,
-    "goodput_hi": NUM, "lambda_max": NUM, "utilization": NUM,
-    "cost_per_hour": st.one_of(st.none(), NUM), "goodput_per_cost": st.one_of(st.none(), NUM),
-    "candidate": CANDIDATE,
-}, optional={"per_seed": st.lists(NUM, max_size=3)})
+@st.composite
+def record(draw) -> dict:
+    """A record as a sweep writes one: goodput the seeds' mean in [0, lambda_max] inside its
+    interval, utilization = goodput / lambda_max, goodput_per_cost = goodput / cost."""
+    lam = draw(st.floats(0, 1e6))
+    seeds = draw(st.lists(st.floats(0, 1, allow_subnormal=False).map(lambda u: u * lam),
+                          min_size=1, max_size=3))
+    g = math.fsum(seeds) / len(seeds)
+    half = draw(st.floats(0, 10))
+    cost = draw(st.one_of(st.none(), st.floats(0.01, 1e6)))
+    rec = {
+        "key": draw(st.text("0123456789abcdef", min_size=16, max_size=16)),
+        "label": draw(st.text(max_size=12)),
+        "binding": draw(st.sampled_from(["prfaas", "pd-p", "pd-d"])), "goodput": g,
+        "goodput_lo": max(g - half, 0.0), "goodput_hi": g + half, "lambda_max": lam,
+        "utilization": g / lam if lam > 0 else 0.0, "cost_per_hour": cost,
+        "goodput_per_cost": g / cost if cost else None, "candidate": draw(CANDIDATE)}
+    if draw(st.booleans()):
+        rec["per_seed"] = seeds
+    return rec
+
+
+RECORD = record()
 
 
 def plan_bytes(header, records) -> bytes:

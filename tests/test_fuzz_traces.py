@@ -125,6 +125,10 @@ def azure_cell(us: int, style: str) -> str:
 
 
 def azure(rows: list) -> bytes:
+    """A valid file's rows all carry a time zone or none do (a column cannot mix them): the
+    first row's style decides."""
+    tz = rows[0][3] == "tz"
+    rows = [(us, a, b, "tz" if tz else ("space" if st_ == "tz" else st_)) for us, a, b, st_ in rows]
     lines = [HEADER] + [f"{azure_cell(us, s)},{a},{b}" if isinstance(us, int) else
                         f"{us},{a},{b}" for us, a, b, s in rows]
     return ("\n".join(lines) + "\n").encode()

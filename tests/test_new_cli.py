@@ -179,7 +179,7 @@ def test_gpu_card_with_zero_tflops(tmp_path, capsys):
     p = tmp_path / "broken.toml"
     p.write_text(text.replace("bf16_tflops = 989.4", "bf16_tflops = 0"))
     line = _one_error_line(capsys, ["models", "--gpu", str(p)])
-    assert line.startswith(f"prfaas-tui: {p}: bf16_tflops: must be > 0")
+    assert line.startswith(f"prfaas-tui: {p}: bf16_tflops: must be >= 0.001")
 
 
 def test_csv_with_a_wrong_column_map(tmp_path, capsys):

@@ -50,7 +50,7 @@ def test_auto_threshold_is_the_best_for_the_split(paper):
 def _rec(key: str, goodput: float) -> dict:
     """A plan record with every field the store checks."""
     return {"key": key, "label": key, "binding": "prfaas", "goodput": goodput,
-            "goodput_lo": goodput, "goodput_hi": goodput, "lambda_max": 4.0, "utilization": 0.5,
+            "goodput_lo": goodput, "goodput_hi": goodput, "lambda_max": 4.0, "utilization": goodput / 4.0,
             "cost_per_hour": 10.0, "goodput_per_cost": goodput / 10,
             "candidate": {"paradigm": "prfaas-pd", "n_prfaas": 1, "n_p": 1, "n_d": 2,
                           "t": 8192.0, "bandwidth": 1e10}}

@@ -27,7 +27,7 @@ HEADER = {"scenario": "x", "seeds": [1]}
 
 def rec(key: str, goodput: float = 1.0) -> dict:
     return {"key": key, "label": key, "binding": "prfaas", "goodput": goodput,
-            "goodput_lo": goodput, "goodput_hi": goodput, "lambda_max": 4.0, "utilization": 0.5,
+            "goodput_lo": goodput, "goodput_hi": goodput, "lambda_max": 4.0, "utilization": goodput / 4.0,
             "cost_per_hour": None, "goodput_per_cost": None,
             "candidate": {"paradigm": "prfaas-pd", "n_prfaas": 1, "n_p": 1, "n_d": 2,
                           "t": float("inf"), "bandwidth": 0.0}}

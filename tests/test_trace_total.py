@@ -127,7 +127,7 @@ def test_valid_edges_load_exactly(tmp_path):
     az = tmp_path / "ok.csv"
     az.write_text("\ufeffTIMESTAMP,ContextTokens,GeneratedTokens\n"
                   "2023-11-16 18:00:10.0000005,10,1\n"
-                  "2023-11-16T19:00:00+01:00,20,2\n"
+                  "2023-11-16T18:00:00,20,2\n"
                   "2023-11-16 18:00:05,30,3\n")
     tr = read_trace(az)
     assert tr.arrivals.tolist() == [0.0, 5.0, 10.0]

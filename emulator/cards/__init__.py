@@ -12,32 +12,51 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from emulator.files import MAX_DEPTH, FileRefused, printable, read_text, too_deep
+
 C = TypeVar("C")
 
 
 class CardError(ValueError):
-    """A config.json or GPU card that cannot be used; str() is the one line a user sees."""
+    """A config.json or GPU card that cannot be used; str() is the one line a user sees (control
+    characters of the file's own text escaped, so a name cannot split it)."""
 
     def __init__(self, path: str | Path | None, key: str, message: str):
         self.path, self.key, self.message = str(path) if path else "<card>", key, message
-        super().__init__(f"{self.path}: {key}: {message}" if key else f"{self.path}: {message}")
+        line = f"{self.path}: {key}: {message}" if key else f"{self.path}: {message}"
+        super().__init__(printable(line))
 
 
 CARDS_DIR = Path(__file__).resolve().parent
 
 
-def card_text(path: str | Path) -> str:
-    """A card file's text; CardError naming the file when it is missing, unreadable or not
-    UTF-8 (a binary file), for config.json and GPU TOML cards alike."""
-    p = Path(path)
+def card_text(path: str | Path, kind: str = "model card") -> str:
+    """A card file's text through the bounded reader (a regular file within the kind's cap,
+    strict UTF-8); CardError naming the file otherwise, for config.json and GPU TOML alike."""
     try:
-        return p.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise CardError(p, "", "no such file") from None
-    except OSError as exc:
-        raise CardError(p, "", f"cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise CardError(p, "", "not UTF-8") from None
+        return read_text(path, kind)
+    except FileRefused as exc:
+        raise CardError(path, "", exc.message) from None
+
+
+MAX_NAME = 100
+
+
+def check_name(value: object, path: str | Path | None, key: str) -> str:
+    """A card's display name: a non-empty string of at most MAX_NAME printable characters (it
+    is shown in one-line messages and may become a file name, see prfaas_tui.paths)."""
+    if not isinstance(value, str) or not value.strip():
+        raise CardError(path, key, f"must be a non-empty string, got {value!r:.60}")
+    if len(value) > MAX_NAME or not value.isprintable():
+        raise CardError(path, key, f"must be at most {MAX_NAME} printable characters, got "
+                        f"{value!r:.60}")
+    return value
+
+
+def check_depth(data: object, path: str | Path | None) -> None:
+    """CardError when `data` nests objects or lists deeper than MAX_DEPTH."""
+    if too_deep(data):
+        raise CardError(path, "", f"nested deeper than {MAX_DEPTH} levels")
 
 
 def shipped_cards(kind: str, suffix: str) -> list[str]:

@@ -13,12 +13,23 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from emulator.cards import CardError, card_text, load_named, shipped_cards
+from emulator.cards import (
+    MAX_DEPTH,
+    CardError,
+    card_text,
+    check_depth,
+    check_name,
+    load_named,
+    shipped_cards,
+)
 
-# key -> (unit for messages, absurd ceiling)
-_SPEC = {"bf16_tflops": ("TFLOPS", 1e6), "fp8_tflops": ("TFLOPS", 1e6),
-         "hbm_tbps": ("TB/s", 1e3), "hbm_gb": ("GB", 1e5), "nic_gbps": ("Gbps", 1e5),
-         "price_per_hour": ("per GPU-hour", 1e6), "nvlink_gbps": ("Gbps", 1e6)}
+# key -> (unit for messages, floor, absurd ceiling): the floors keep every derived time finite
+# (a 1e-300 TFLOPS card would make prefill times overflow to inf and rates 0/0)
+_SPEC = {"bf16_tflops": ("TFLOPS", 1e-3, 1e6), "fp8_tflops": ("TFLOPS", 1e-3, 1e6),
+         "hbm_tbps": ("TB/s", 1e-6, 1e3), "hbm_gb": ("GB", 1e-3, 1e5),
+         "nic_gbps": ("Gbps", 1e-3, 1e5), "price_per_hour": ("per GPU-hour", 1e-9, 1e6),
+         "nvlink_gbps": ("Gbps", 1e-3, 1e6)}
+MIN_EFFICIENCY = 1e-4  # a calibration below 0.01% of peak is a typo
 _OPTIONAL = {"fp8_tflops", "nvlink_gbps"}
 PCIE_GBPS = 512.0  # PCIe Gen5 x16, one direction: the scale-up link of a card that names none
 
@@ -105,12 +116,19 @@ def _num(data: dict, path, key: str, lo: float, hi: float, what: str, *, strict_
             return None
         raise CardError(path, key, "missing (required)")
     v = data[key]
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-        raise CardError(path, key, f"must be a finite number, got {v!r}")
-    if (v <= lo if strict_lo else v < lo) or v > hi:
+    if isinstance(v, bool) or not isinstance(v, int | float) \
+            or (isinstance(v, float) and not math.isfinite(v)):
+        raise CardError(path, key, f"must be a finite number, got {_shown(v)}")
+    if (v <= lo if strict_lo else v < lo) or v > hi:  # exact for ints of any size
         rel = ">" if strict_lo else ">="
-        raise CardError(path, key, f"must be {rel} {lo:g} and at most {hi:g} {what}, got {v!r}")
+        raise CardError(path, key, f"must be {rel} {lo:g} and at most {hi:g} {what}, got "
+                        f"{_shown(v)}")
     return float(v)
+
+
+def _shown(v: object) -> str:
+    text = repr(v) if not isinstance(v, int) or abs(v) < 10**30 else f"a {len(str(abs(v)))}-digit number"
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def from_dict(data: dict, path: str | Path | None = None, name: str | None = None) -> GpuCard:
@@ -118,8 +136,8 @@ def from_dict(data: dict, path: str | Path | None = None, name: str | None = Non
     extra = sorted(set(data) - known)
     if extra:
         raise CardError(path, extra[0], "unknown key")
-    vals = {k: _num(data, path, k, 0, hi, unit, optional=k in _OPTIONAL)
-            for k, (unit, hi) in _SPEC.items()}
+    vals = {k: _num(data, path, k, lo, hi, unit, optional=k in _OPTIONAL, strict_lo=False)
+            for k, (unit, lo, hi) in _SPEC.items()}
     cal = data.get("calibration")
     if not isinstance(cal, dict):
         raise CardError(path, "calibration", "missing section (" + ", ".join(CALIBRATION) + ")")
@@ -132,7 +150,8 @@ def from_dict(data: dict, path: str | Path | None = None, name: str | None = Non
     if extra:
         raise CardError(path, f"calibration.{extra[0]}", "unknown key")
     try:
-        eff = {k: _num(cal, path, k, 0, 1, "(a fraction of peak)") for k in CALIBRATION}
+        eff = {k: _num(cal, path, k, MIN_EFFICIENCY, 1, "(a fraction of peak)", strict_lo=False)
+               for k in CALIBRATION}
         fixed = {k: _num(cal, path, k, 0, 1e5, "microseconds", strict_lo=False, optional=True) or 0.0
                  for k in FIXED_US}
     except CardError as exc:
@@ -141,8 +160,11 @@ def from_dict(data: dict, path: str | Path | None = None, name: str | None = Non
     if not isinstance(measured, bool):
         raise CardError(path, "calibration.measured", f"must be true or false, got {measured!r}")
     src = cal.get("source", "")
-    if not isinstance(src, str):
-        raise CardError(path, "calibration.source", "must be a string")
+    for key, value in (("description", data.get("description", "")), ("calibration.source", src)):
+        if not isinstance(value, str):
+            raise CardError(path, key, f"must be a string, got {_shown(value)}")
+    if name is None and "name" in data:
+        check_name(data["name"], path, "name")
     label = name or str(data.get("name") or (Path(path).stem if path else "gpu"))
     return GpuCard(name=label, description=str(data.get("description", "")),
                    bf16_tflops=vals["bf16_tflops"], fp8_tflops=vals["fp8_tflops"],
@@ -155,11 +177,14 @@ def from_dict(data: dict, path: str | Path | None = None, name: str | None = Non
 
 def read_gpu(path: str | Path, name: str | None = None) -> GpuCard:
     p = Path(path)
-    text = card_text(p)
+    text = card_text(p, "GPU card")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise CardError(p, "", f"malformed TOML: {exc}") from None
+    except RecursionError:
+        raise CardError(p, "", f"nested deeper than {MAX_DEPTH} levels") from None
+    check_depth(data, p)
     return from_dict(data, p, name)
 
 

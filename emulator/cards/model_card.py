@@ -29,7 +29,16 @@ from pathlib import Path
 
 import numpy as np
 
-from emulator.cards import CARDS_DIR, CardError, card_text, load_named, shipped_cards
+from emulator.cards import (
+    CARDS_DIR,
+    MAX_DEPTH,
+    CardError,
+    card_text,
+    check_depth,
+    check_name,
+    load_named,
+    shipped_cards,
+)
 
 KINDS = ("gqa", "mla", "swa", "linear")
 DTYPE_BYTES = {"bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "half": 2, "float32": 4,
@@ -216,13 +225,20 @@ class _Fields:
         if not self.has(name):
             if default is None:
                 raise self.error(name, "missing (required for this architecture)")
+            if default < minimum:  # a default derived from other fields (hidden // heads)
+                raise self.error(name, f"missing, and the value derived from the other fields "
+                                 f"is {default} (at least {minimum} needed)")
             return default
-        v = self.data[name]
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) \
-                or v != int(v):
-            raise self.error(name, f"must be a whole number, got {v!r}")
-        if not minimum <= v <= MAX_DIM:
-            raise self.error(name, f"must be between {minimum} and {MAX_DIM}, got {v!r}")
+        return self.whole(name, self.data[name], minimum)
+
+    def whole(self, name: str, v: object, minimum: int = 1, maximum: int = MAX_DIM) -> int:
+        """v as a whole number in [minimum, maximum]; the type is checked before any float
+        conversion, so a 400-digit integer is refused, not overflowed."""
+        if isinstance(v, bool) or not isinstance(v, int | float) \
+                or (isinstance(v, float) and not (math.isfinite(v) and v.is_integer())):
+            raise self.error(name, f"must be a whole number, got {shown(v)}")
+        if not minimum <= v <= maximum:  # int vs int/float compares exactly
+            raise self.error(name, f"must be between {minimum} and {maximum}, got {shown(v)}")
         return int(v)
 
     def first_int(self, names: Iterable[str], default: int | None = None, *,
@@ -236,13 +252,21 @@ class _Fields:
                              + ", ".join(names[1:]) + ")" if len(names) > 1 else "missing")
         return default
 
-    def int_list(self, name: str, length: int | None = None) -> list[int]:
+    def int_list(self, name: str, length: int | None = None, *, lo: int = 0,
+                 hi: int = MAX_DIM, unique: bool = False) -> list[int]:
+        """A list of whole numbers in [lo, hi] (each once if `unique`), of `length` entries."""
         v = self.data.get(name)
         if not isinstance(v, list) or not all(isinstance(x, int) and not isinstance(x, bool)
                                               for x in v):
             raise self.error(name, "must be a list of whole numbers")
         if length is not None and len(v) != length:
             raise self.error(name, f"has {len(v)} entries for {length} layers")
+        bad = next((x for x in v if not lo <= x <= hi), None)
+        if bad is not None:
+            raise self.error(name, f"entries must be between {lo} and {hi}, got {shown(bad)}")
+        if unique and len(set(v)) != len(v):
+            dup = next(x for i, x in enumerate(v) if x in v[:i])
+            raise self.error(name, f"lists layer {dup} more than once")
         return v
 
     def section(self, name: str) -> _Fields:
@@ -250,6 +274,12 @@ class _Fields:
         if not isinstance(v, dict):
             raise self.error(name, "missing or not an object")
         return _Fields(v, self.path, self.key(name))
+
+
+def shown(v: object) -> str:
+    """A value for a one-line message: short, whatever its size (a 400-digit number)."""
+    text = repr(v) if not isinstance(v, int) or abs(v) < 10**30 else f"a {len(str(abs(v)))}-digit number"
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _dtype(f: _Fields, name: str = "torch_dtype") -> tuple[str, int]:
@@ -308,6 +338,9 @@ def _gqa_geometry(f: _Fields, prefix: str = "") -> dict:
     hidden = f.int("hidden_size")
     heads = f.int(prefix + "num_attention_heads") if prefix else f.int("num_attention_heads")
     kv = f.int(prefix + "num_key_value_heads", heads)
+    if kv > heads or heads % kv:
+        raise f.error(prefix + "num_key_value_heads", f"{kv} KV heads for {heads} query heads "
+                      f"({prefix}num_attention_heads): must divide them")
     head_dim = f.int(prefix + "head_dim", hidden // heads if hidden % heads == 0 else None)
     v_dim = f.int(prefix + "v_head_dim", head_dim)
     return {"hidden": hidden, "heads": heads, "kv": kv, "head_dim": head_dim, "v_dim": v_dim}
@@ -355,7 +388,11 @@ def _ffn(f: _Fields, n_layers: int) -> dict:
     if experts == 0:
         width = f.int("intermediate_size")
         return {"dense": float(n_layers * 3 * hidden * width), "act_width": float(n_layers * width)}
-    top_k = f.first_int(("num_experts_per_tok", "num_experts_per_token", "moe_topk"))
+    top_k_keys = ("num_experts_per_tok", "num_experts_per_token", "moe_topk")
+    top_k = f.first_int(top_k_keys)
+    if top_k > experts:
+        raise f.error(next(k for k in top_k_keys if f.has(k)),
+                      f"{top_k} experts per token for {experts} experts")
     expert_size = f.first_int(("moe_intermediate_size", "intermediate_size"))
     shared = 0
     if f.has("shared_expert_intermediate_size"):
@@ -363,7 +400,7 @@ def _ffn(f: _Fields, n_layers: int) -> dict:
     else:
         shared = f.first_int(("n_shared_experts", "num_shared_experts"), 0, minimum=0) * expert_size
     if isinstance(f.data.get("moe_layer_freq"), list):
-        freq = f.int_list("moe_layer_freq", n_layers)
+        freq = f.int_list("moe_layer_freq", n_layers, hi=1)
         dense = sum(1 for x in freq if not x)
     else:
         dense = f.int("first_k_dense_replace", 0, minimum=0)
@@ -421,6 +458,11 @@ def from_dict(data: dict, path: str | Path | None = None, name: str | None = Non
     if not isinstance(data, dict):
         raise CardError(spath, "", "a config.json must hold one JSON object")
     meta = data.get("_card") if isinstance(data.get("_card"), dict) else {}
+    for key in ("name", "source", "notes"):
+        if key in meta and not isinstance(meta[key], str):
+            raise CardError(spath, f"_card.{key}", f"must be a string, got {shown(meta[key])}")
+    if name is None and "name" in meta:
+        check_name(meta["name"], spath, "_card.name")
     flat, pre = _text(data)
     f = _Fields(flat, spath)
     family = _family(f)
@@ -441,9 +483,9 @@ def from_dict(data: dict, path: str | Path | None = None, name: str | None = Non
         groups, attn_params = [grp], p
     elif family == "kimi-linear":
         lin = f.section("linear_attn_config")
-        full = lin.int_list("full_attn_layers")
-        kda = lin.int_list("kda_layers") if lin.has("kda_layers") else \
-            [i for i in range(1, n + 1) if i not in full]
+        full = lin.int_list("full_attn_layers", lo=1, hi=n, unique=True)
+        kda = lin.int_list("kda_layers", lo=1, hi=n, unique=True) if lin.has("kda_layers") \
+            else [i for i in range(1, n + 1) if i not in set(full)]
         if sorted(set(full) | set(kda)) != list(range(1, n + 1)) or set(full) & set(kda):
             raise lin.error("full_attn_layers", f"full_attn_layers and kda_layers must split "
                             f"layers 1..{n} (num_hidden_layers) between them")
@@ -456,9 +498,12 @@ def from_dict(data: dict, path: str | Path | None = None, name: str | None = Non
         kda_params = len(kda) * (4 * hidden * heads * d + 2 * (hidden * d + d * heads * d))
         groups, attn_params = [kda_grp, grp], p + kda_params
     elif family == "qwen-gdn":
+        if f.has("layer_types") and not isinstance(flat["layer_types"], list):
+            raise f.error("layer_types", "must be a list of linear_attention / full_attention")
         if isinstance(flat.get("layer_types"), list):
             types = flat["layer_types"]
-            if len(types) != n or not set(types) <= {"linear_attention", "full_attention"}:
+            if len(types) != n or not all(t in ("linear_attention", "full_attention")
+                                          for t in types):
                 raise f.error("layer_types", f"must list {n} entries of linear_attention / "
                               "full_attention")
             n_full = types.count("full_attention")
@@ -489,7 +534,7 @@ def from_dict(data: dict, path: str | Path | None = None, name: str | None = Non
             grp, p = _gqa_group(_gqa_geometry(f), len(full_idx), nbytes)
         groups, attn_params = [lin_grp, grp], p + lin_params
     elif family == "mimo-swa":
-        pattern = f.int_list("hybrid_layer_pattern", n)
+        pattern = f.int_list("hybrid_layer_pattern", n, hi=1)
         if not set(pattern) <= {0, 1}:
             raise f.error("hybrid_layer_pattern", "entries must be 0 (full) or 1 (sliding window)")
         window = f.first_int(("sliding_window", "sliding_window_size"))
@@ -534,8 +579,11 @@ def read_config(path: str | Path, name: str | None = None) -> ModelCard:
         data = json.loads(text, parse_constant=no_constants)
     except json.JSONDecodeError as exc:
         raise CardError(p, "", f"malformed JSON at line {exc.lineno}: {exc.msg}") from None
-    except ValueError as exc:
-        raise CardError(p, "", str(exc)) from None
+    except RecursionError:
+        raise CardError(p, "", f"nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError as exc:  # a constant, or an integer of over 4,300 digits
+        raise CardError(p, "", str(exc).split(";")[0]) from None
+    check_depth(data, p)
     return from_dict(data, p, name)
 
 

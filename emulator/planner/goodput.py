@@ -42,10 +42,13 @@ def too_short(sc: Scenario, duration: float) -> str | None:
     if duration * (1 - KEEPS_UP) >= latency:
         return None
     need = latency / (1 - KEEPS_UP)
-    return (f"a run of {duration:g} s serves at most {1 - latency / duration:.0%} of what it is "
-            f"offered (a request decodes for {latency:.3g} s), under the {KEEPS_UP:.0%} a "
-            f"candidate must serve: every goodput will be 0; use --duration of at least "
-            f"{math.ceil(need)} s")
+    share = 1 - latency / duration
+    serves = (f"serves at most {share:.0%} of what it is offered (a request decodes for "
+              f"{latency:.3g} s)" if share > 0 else "serves none of what it is offered (a "
+              f"request decodes for {latency:.3g} s, longer than the run)")
+    return (f"a run of {duration:g} s {serves}, under "
+            f"the {KEEPS_UP:.0%} a candidate must serve: every goodput will be 0; use "
+            f"--duration of at least {math.ceil(need)} s")
 
 
 def unmeetable(sc: Scenario, slo: SLO) -> str | None:

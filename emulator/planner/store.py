@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from emulator.files import FileRefused, read_bytes
 from emulator.paradigm import Paradigm
 
 
@@ -78,14 +79,50 @@ def record_problem(rec: object) -> str | None:
         v = c.get(k)
         if not (is_number(v, allow_inf=True) and v >= 0):
             return f"candidate.{k}: expected a number >= 0, found {_shown(v)}"
+    return consistency_problem(rec)
+
+
+MAX_RATE = 1e9  # req/s: no deployment's Lambda_max comes near (a 1e308 is a corrupt record)
+_TOL = 1e-9
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= _TOL * max(abs(a), abs(b), 1.0)
+
+
+def consistency_problem(rec: dict) -> str | None:
+    """Why a record's numbers cannot come from a sweep, or None: the bisection runs between 0
+    and the candidate's Lambda_max, so goodput (the seeds' mean) lies in [0, Lambda_max],
+    inside its interval [goodput_lo, goodput_hi], with utilization = goodput / Lambda_max."""
+    lam, g = rec["lambda_max"], rec["goodput"]
+    if lam > MAX_RATE:
+        return f"lambda_max: expected at most {MAX_RATE:g} req/s, found {_shown(lam)}"
+    if g > lam * (1 + _TOL):
+        return f"goodput: expected at most its lambda_max {lam:.6g}, found {_shown(g)}"
+    if not rec["goodput_lo"] <= g * (1 + _TOL) + _TOL or not g <= rec["goodput_hi"] * (1 + _TOL) + _TOL:
+        return (f"goodput: expected within [goodput_lo, goodput_hi] = [{rec['goodput_lo']:.6g}, "
+                f"{rec['goodput_hi']:.6g}], found {_shown(g)}")
+    util = g / lam if lam > 0 else 0.0
+    if not _close(rec["utilization"], util):
+        return f"utilization: expected goodput / lambda_max = {util:.6g}, found {_shown(rec['utilization'])}"
+    seeds = rec.get("per_seed")
+    if seeds is not None:
+        if not (isinstance(seeds, list) and seeds and all(is_number(x) and 0 <= x <= lam * (1 + _TOL)
+                                                          for x in seeds)):
+            return f"per_seed: expected goodputs in [0, lambda_max], found {_shown(seeds)}"
+        if not _close(math.fsum(seeds) / len(seeds), g):
+            return f"goodput: expected the mean of per_seed, found {_shown(g)}"
+    per_cost, cost = rec.get("goodput_per_cost"), rec.get("cost_per_hour")
+    if per_cost is not None and cost and not _close(per_cost, g / cost):
+        return f"goodput_per_cost: expected goodput / cost_per_hour, found {_shown(per_cost)}"
     return None
 
 
 def _lines(path: Path) -> list[str]:
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise PlanFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        data = read_bytes(path, "plan")
+    except FileRefused as exc:
+        raise PlanFileError(str(exc)) from None
     try:
         return data.decode("utf-8").splitlines()
     except UnicodeDecodeError as exc:
@@ -104,9 +141,11 @@ def _header(path: Path, lines: list[str]) -> dict:
     return header
 
 
-def _parse(path: Path, strict: bool) -> tuple[dict, dict[str, dict], list[tuple[int, str]], bool]:
+def _parse(path: Path, strict: bool, check: Callable[[dict], str | None] | None = None,
+           ) -> tuple[dict, dict[str, dict], list[tuple[int, str]], bool]:
     """(header, records by key, [(line, problem)], whether the last line was cut short by an
-    interrupt). `strict` raises at the first problem instead of collecting it."""
+    interrupt). `strict` raises at the first problem instead of collecting it; `check` adds
+    the plan's own test of each well-formed record."""
     lines = _lines(path)
     header = _header(path, lines)
     done: dict[str, dict] = {}
@@ -122,6 +161,8 @@ def _parse(path: Path, strict: bool) -> tuple[dict, dict[str, dict], list[tuple[
             why = "not valid JSON"
         else:
             why = record_problem(rec)
+            if why is None and check is not None:
+                why = check(rec)
         if why is None:
             done[rec["key"]] = rec
             continue
@@ -157,9 +198,13 @@ class ResultsFile:
     planner lock until `close()` (or the process ends)."""
 
     def __init__(self, path: str | Path, header: dict,
-                 report: Callable[[str], None] | None = _stderr):
+                 report: Callable[[str], None] | None = _stderr,
+                 check: Callable[[dict], str | None] | None = None):
+        """`check(record)`: why a resumed record does not fit this plan (its candidate's
+        Lambda_max differs, say), or None; such records go to .bad like malformed lines."""
         self.path = Path(path)
         self.header = header
+        self._check = check
         self.done: dict[str, dict] = {}
         self.problems: list[str] = []  # one line per result line skipped on resume
         check_writable(self.path)
@@ -210,12 +255,12 @@ class ResultsFile:
         if not (self.path.exists() and self.path.stat().st_size):
             self.path.write_text(json.dumps({"header": self.header}, sort_keys=True) + "\n")
             return
-        first, self.done, bad, cut = _parse(self.path, strict=False)
+        first, self.done, bad, cut = _parse(self.path, strict=False, check=self._check)
         if first != self.header:
             raise OtherPlan(self.path, first, self.header)
         if not (cut or bad):
             return
-        lines = self.path.read_text(encoding="utf-8").splitlines()
+        lines = _lines(self.path)
         if cut:
             lines = lines[:-1]
         if bad:

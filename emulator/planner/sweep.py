@@ -58,7 +58,16 @@ def run_plan(plan: Plan, *, out: str | Path, workers: int = 1, dask: str | objec
     cands = plan.space.candidates()
     scored = prune(plan.scenario.system, cands, per_config=plan.per_config, margin=plan.margin)
     survivors = [s for s in scored if s.pruned is None]
-    with ResultsFile(out, header(plan)) as store:  # closing it removes the lock file
+    lam = {s.cand.key: s.lambda_max for s in survivors}
+
+    def fits(rec: dict) -> str | None:  # a resumed record is checked like fresh input
+        want = lam.get(rec["key"])
+        if want is not None and abs(rec["lambda_max"] - want) > 1e-9 * max(want, 1.0):
+            return (f"lambda_max: expected this candidate's {want:.6g} req/s, found "
+                    f"{rec['lambda_max']:.6g}")
+        return None
+
+    with ResultsFile(out, header(plan), check=fits) as store:  # closing it removes the lock file
         return _sweep(plan, scored, survivors, store, workers=workers, dask=dask,
                       on_result=on_result, on_start=on_start)
 

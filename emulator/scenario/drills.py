@@ -64,9 +64,9 @@ def load_drill(name_or_path: str | Path) -> Drill:
         if not p.is_file():
             known = ", ".join(n for n, _ in list_drills())
             raise PresetError(raw, "", f"no drill of that name (shipped: {known})")
-    if not p.is_file():
+    if not p.exists():
         raise PresetError(p, "", "no such drill file")
-    return drill_from_dict(read_toml(p), p)
+    return drill_from_dict(read_toml(p, "drill"), p)
 
 
 def drill_from_dict(data: dict, path: Path) -> Drill:

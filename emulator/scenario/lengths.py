@@ -9,13 +9,15 @@ import numpy as np
 
 from emulator.distributions import Discrete, Empirical, LengthDistribution, TruncatedLogNormal
 from emulator.scenario.reader import Reader, at_most, one_of, positive
-from emulator.traces import MAX_TOKENS, TraceError, read_trace
+from emulator.trace_formats import read_workload
+from emulator.traces import MAX_TOKENS, TraceError
 from emulator.units import parse_tokens
 
 
 def parse_lengths(r: Reader, base_dir: Path) -> LengthDistribution:
     """A length table: kind = "discrete" (values, probs), "lognormal" (mu, sigma, lo, hi) or
-    "empirical" (samples, or a trace file relative to `base_dir`)."""
+    "empirical" (samples, or a trace file relative to `base_dir`: Mooncake, Azure, BurstGPT, or
+    any CSV with `columns`; `incremental` for Mooncake's lengths after prefix reuse)."""
     kind = r.get("kind", str, check=one_of("discrete", "lognormal", "empirical"))
     if kind == "discrete":
         vals = r.raw("values")
@@ -57,13 +59,16 @@ def parse_lengths(r: Reader, base_dir: Path) -> LengthDistribution:
                 dist = Empirical.of([parse_tokens(v) for v in r.raw("samples")], "preset")
             except (TypeError, ValueError) as exc:
                 raise r.error("samples", str(exc)) from None
-        else:
+        else:  # any trace format emulator.trace_formats reads, streamed and bounded
             p = Path(r.get("trace", str))
             p = p if p.is_absolute() else base_dir / p
+            columns = r.get("columns", str, None)
+            incremental = r.get("incremental", bool, False)
             try:
-                trace = read_trace(p)
+                wl = read_workload(p, columns, incremental)
             except TraceError as exc:
-                raise r.error("trace", str(exc)) from None
-            dist = Empirical.of(trace.input_lengths, p.name)
+                key = "columns" if exc.args[0].startswith("--columns") else "trace"
+                raise r.error(key, str(exc)) from None
+            dist = wl.lengths
     r.finish()
     return dist

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from emulator.files import FileRefused, checked
 from emulator.model import System
 from emulator.profiles import BEYOND_RULES, Curve, Profile
 from emulator.scenario.decode import parse_decode
@@ -63,9 +64,11 @@ def resolve(name_or_path: str) -> Path:
     preset with incidents and expectations; they load through emulator.sim.drills."""
     p = Path(name_or_path)
     if p.suffix == ".toml" or p.exists() or "/" in name_or_path:
-        if not p.is_file():
-            raise PresetError(p, "", "no such preset file")
-        return p
+        try:
+            return checked(p, "preset")
+        except FileRefused as exc:
+            raise PresetError(p, "", "no such preset file" if not p.exists() and not p.is_symlink()
+                              else exc.message) from None
     base = presets_dir()
     cand = base / f"{name_or_path}.toml"
     if cand.is_file():

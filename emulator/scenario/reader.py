@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from emulator.files import MAX_DEPTH, FileRefused, printable, read_text, too_deep
 from emulator.units import UnitError
 
 T = TypeVar("T")
@@ -29,30 +30,28 @@ class PresetError(ValueError):
 
     def __init__(self, path: str | Path | None, key: str, message: str):
         self.path, self.key, self.message = str(path) if path else "<preset>", key, message
-        key = _printable(key)  # a key is the file's text: a newline in it must not split the line
-        super().__init__(f"{self.path}: {key}: {message}" if key else f"{self.path}: {message}")
+        # the key and message quote the file's own text: a newline must not split the line
+        super().__init__(printable(f"{self.path}: {key}: {message}" if key
+                                   else f"{self.path}: {message}"))
 
 
-def _printable(text: str) -> str:
-    """text with control and other non-printable characters escaped (\\n, \\x1e)."""
-    return text if text.isprintable() else "".join(
-        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
-
-
-def read_toml(path: str | Path) -> dict:
-    """A TOML file's table; PresetError (one line naming the file) when it cannot be read, is
-    not UTF-8 text (a binary file) or is malformed TOML."""
+def read_toml(path: str | Path, kind: str = "preset") -> dict:
+    """A TOML file's table through the bounded reader (a regular file within the kind's cap,
+    strict UTF-8); PresetError (one line naming the file) when it is refused, malformed TOML, or
+    nested deeper than MAX_DEPTH."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise PresetError(path, "", f"cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise PresetError(path, "", f"expected UTF-8 text, found byte 0x{exc.object[exc.start]:02x} "
-                          f"at offset {exc.start}") from None
+        text = read_text(path, kind)
+    except FileRefused as exc:
+        raise PresetError(path, "", exc.message) from None
     try:
-        return tomllib.loads(text)
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise PresetError(path, "", f"malformed TOML: {exc}") from None
+    except RecursionError:
+        raise PresetError(path, "", f"nested deeper than {MAX_DEPTH} levels") from None
+    if too_deep(data):
+        raise PresetError(path, "", f"nested deeper than {MAX_DEPTH} levels")
+    return data
 
 
 class Reader:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from emulator.distributions import LengthDistribution
+from emulator.files import FileRefused, checked
 from emulator.scenario.cache import CacheConfig, SessionWorkload, parse_cache, parse_sessions
 from emulator.scenario.incidents import FIXED_LENGTHS, Incident, cut_problem, parse_incidents
 from emulator.scenario.lengths import parse_lengths
@@ -122,7 +123,7 @@ def parse_sim_config(root: Reader, work: Reader, dec: Reader, base_dir: Path,
         kw["output_lengths"] = dist
     if work.has("replay"):
         p = Path(work.get("replay", str))
-        kw["replay"] = str(p if p.is_absolute() else base_dir / p)
+        kw["replay"] = str(p if p.is_absolute() else base_dir / p)  # checked below
     kw["cache"] = parse_cache(root)
     kw["prefill"] = parse_prefill(root)
     if (ses := work.section("sessions")) is not None:
@@ -157,4 +158,20 @@ def parse_sim_config(root: Reader, work: Reader, dec: Reader, base_dir: Path,
         for i, inc in enumerate(kw["incidents"]):
             if inc.changes_lengths:
                 raise root.error(f"incidents[{i}].kind", f"{inc.kind}: {FIXED_LENGTHS}")
+    if kw.get("replay") is not None:  # last: the file's own problems after the keys'
+        check_replay(work, Path(kw["replay"]))
     return SimConfig(**kw)
+
+
+def check_replay(work: Reader, path: Path) -> Path:
+    """A replay trace as the preset is loaded: a regular file within the trace cap (not
+    /dev/zero, a FIFO or a folder), of a replayable format, and not the preset itself."""
+    if path.suffix not in (".jsonl", ".json", ".csv"):
+        raise work.error("replay", f"{path}: expected a Mooncake .jsonl or Azure .csv trace")
+    try:
+        checked(path, "trace")
+    except FileRefused as exc:
+        raise work.error("replay", str(exc)) from None
+    if work.path is not None and path.resolve() == Path(work.path).resolve():
+        raise work.error("replay", f"{path} is this preset itself, not a trace")
+    return path

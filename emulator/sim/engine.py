@@ -22,6 +22,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from emulator.budget import CAPS, BudgetError
 from emulator.distributions import LengthDistribution
 from emulator.model import STAGES, OperatingPoint, Stage
 from emulator.optimizer import homogeneous as homogeneous_point
@@ -128,6 +129,7 @@ class Emulation:
         self.decisions: deque[str] = deque(maxlen=NOTE_LOG)
         self.cache_flushes = 0
         self._done_hooks: list[Callable[[Request, float], None]] = []
+        self._arrive_hooks: list[Callable[[Request], None]] = []
         self._tasks: list[asyncio.Task] = []
         self._max_queue = sim.max_queue
         self._max_wait = sim.max_queue_seconds
@@ -162,6 +164,9 @@ class Emulation:
         if not self.duration > 0:
             raise ValueError(f"duration must be > 0 seconds, got {self.duration!r}")
         self.workload = Workload(loop, self._arrive, source, rate)
+        self.workload.limit = CAPS.requests  # a command sets its own cap (check_emulation)
+        self.workload.on_cap = lambda: self.note(  # live: arrivals stop; run() raises instead
+            f"arrivals stopped at the cap of {self.workload.emitted:,} requests")
         self._rid = 0
         self.workload.start()
         if sim.arrival == "onoff" and tr is None:
@@ -208,6 +213,8 @@ class Emulation:
         self._rid += 1
         self.arrived += 1
         req = Request(self._rid, self.loop.now, length, out_len, hash_ids)
+        for fn in self._arrive_hooks:
+            fn(req)
         stage = self.prfaas if self.router.remote(req) else self.pdp
         if self._admission:
             reason = self._refuse(stage, req)
@@ -273,6 +280,7 @@ class Emulation:
         """Run to `duration`, check the accounting (AccountingError), return a RunResult.
         `progress(now, duration)` is called `slices` times along the way when given."""
         end = self.duration
+        self.workload.on_cap = self.check_arrivals  # abort at the cap, not at the end
         mid = self.now + (end - self.now) / 2
         halfway: list[Totals] = []
         self.loop.call_at_quiet(mid, lambda: halfway.append(self.totals()))
@@ -283,9 +291,27 @@ class Emulation:
             for i in range(1, slices + 1):
                 self.run_until(start + (end - start) * i / slices)
                 progress(self.now, end)
+        self.check_arrivals()
         acc = self.accounting
         acc.check()
         return RunResult(self, acc, halfway[0] if halfway else self.observer.start)
+
+    def check_arrivals(self) -> None:
+        """BudgetError when the arrival process reached its cap (workload.limit) before the
+        end: the requests were counted as generated, so a CV or burst that offers far more
+        than its target rate stops at the cap instead of growing without end."""
+        wl = self.workload
+        if wl.capped_at is None:
+            return
+        t = wl.capped_at
+        sim = self.scenario.sim
+        why = f"{sim.arrival} arrivals" + (f" with cv = {sim.cv:g}" if sim.arrival == "gamma" else "")
+        offered = f"offered {wl.emitted / t:.4g} req/s" if t > 1e-6 else "all at once"
+        raise BudgetError(
+            f"workload.arrival: {why} reached the cap of {wl.emitted:,} requests at t = {t:.4g} "
+            f"s ({offered} against a target of {wl.mean_rate:.4g} req/s, "
+            f"{wl.expected():.4g} requests by then): a process this bursty cannot realise its "
+            "rate in this run; lower workload.cv or raise the cap with --max-requests N")
 
     def close(self) -> None:
         """Cancel attached coroutines and close the loop."""
@@ -321,6 +347,11 @@ class Emulation:
         task = self.loop.create_task(coro)
         self._tasks.append(task)
         return task
+
+    def on_arrive(self, fn: Callable[[Request], None]) -> None:
+        """Call fn(request) at every arrival, before admission (scorecards follow the requests
+        that never finish)."""
+        self._arrive_hooks.append(fn)
 
     def on_done(self, fn: Callable[[Request, float], None]) -> None:
         """Call fn(request, now) at every completion (scorecards' per-request views)."""

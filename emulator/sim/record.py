@@ -31,10 +31,13 @@ class Recorder:
         self.rows: deque[tuple[float, int, int, int]] = deque(maxlen=self.MAX_ROWS)
         self.peak_ttft_p90 = math.nan
         self.peak_queue = dict.fromkeys(STAGES, 0)
-        self.during: list[float] = []  # TTFT of requests that arrived during an incident
+        self.during: list[float] = []  # TTFT of finished requests that arrived during an incident
+        self.open: dict[int, Request] = {}  # arrived during an incident, not finished yet
+        self.arrivals_during = 0  # requests followed: len(during) + len(open)
         self.episodes: list[list] = []  # [first rid, last rid or None, end time or None]
         self._depth = 0
         self._row()
+        emu.on_arrive(self._arrive)
         emu.on_done(self._done)
         emu.timeline.listen(self._incident)
         for act in emu.timeline.active:  # already running when attached
@@ -65,15 +68,24 @@ class Recorder:
             if self._depth == 0:
                 self.episodes[-1][1:] = [self.emu.arrived, self.emu.now]
 
-    def _done(self, req: Request, now: float) -> None:
-        if self.episodes and len(self.during) < self.MAX_DURING:
-            for first, last, _ in reversed(self.episodes):
-                if req.rid >= first and (last is None or req.rid <= last):
-                    self.during.append(req.t_first - req.arrival)
-                    break
-                if last is not None and req.rid > last:
-                    break
+    def _arrive(self, req: Request) -> None:
+        if self._depth and self.arrivals_during < self.MAX_DURING:
+            self.arrivals_during += 1
+            self.open[req.rid] = req
 
-    def arrived_during(self) -> int:
-        return sum((self.emu.arrived if last is None else last) - first + 1
-                   for first, last, _ in self.episodes)
+    def _done(self, req: Request, now: float) -> None:
+        if self.open.pop(req.rid, None) is not None:
+            self.during.append(req.t_first - req.arrival)
+
+    def open_waits(self) -> list[float]:
+        """waits_during's part for the requests not finished yet."""
+        now = self.emu.now
+        return [(r.t_first if 0.0 < r.t_first <= now else now) - r.arrival
+                for r in self.open.values()]
+
+    def waits_during(self) -> list[float]:
+        """The TTFT of every followed request that arrived during an incident: finished ones
+        their own; unfinished ones (queued, in flight, refused) the wait to their first token,
+        or, without one yet, until now. A lower bound that can never read better than the
+        truth, however long the incident lasts."""
+        return self.during + self.open_waits()

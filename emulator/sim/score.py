@@ -1,6 +1,6 @@
 """A drill's scorecard: requests lost, SLO attainment, peak windowed TTFT P90, TTFT P90 of the
-requests that arrived during an incident (the ones still unfinished count with their wait so
-far, a lower bound), peak queues, time to recover (`recovery_time`), and the scheduler's
+requests that arrived during an incident (the ones still without their first token count as
+waiting until now, a lower bound), peak queues, time to recover (`recovery_time`), and the scheduler's
 decisions, each checked against the drill's bars."""
 
 from __future__ import annotations
@@ -52,18 +52,15 @@ def scorecard(emu: Emulation, rec: Recorder | None = None,
     during, unfinished, recovery, peak, queues = None, 0, None, None, dict.fromkeys(STAGES, 0)
     if rec is not None:
         rec._row()
-        values = list(rec.during)
-        unfinished = max(0, rec.arrived_during() - len(values))
-        if unfinished:  # they arrived before their episode ended: waited at least this long
-            last_end = max((e for *_, e in rec.episodes if e is not None), default=emu.now)
-            values += [emu.now - last_end] * unfinished
+        values = rec.waits_during()
+        unfinished = len(rec.open)
         during = float(np.percentile(values, 90)) if values else None
         ends = [e for *_, e in rec.episodes]
         recovery = recovery_time(list(rec.rows), ends, scoring.recovery_window,
                                  scoring.tolerance)
         peak, queues = _num(rec.peak_ttft_p90), dict(rec.peak_queue)
     sched = emu.scheduler
-    card = dict(lost=acc.lost, slo_attainment=emu.latencies.attainment(),
+    card = dict(lost=acc.lost, slo_attainment=attainment(emu, rec),
                 peak_ttft_p90=peak, ttft_p90_during=during, unfinished_during=unfinished,
                 recovery_seconds=recovery, peak_queue=queues,
                 decisions=[str(d) for d in sched.log] if sched else [],
@@ -77,6 +74,17 @@ def scorecard(emu: Emulation, rec: Recorder | None = None,
             ok = value is not None and value <= bar
         checks[key] = {"bar": bar, "value": value, "ok": ok}
     return Scorecard(**card, expectations=checks)
+
+
+def attainment(emu: Emulation, rec: Recorder | None) -> float | None:
+    """SLO attainment of the finished requests, with every unfinished incident arrival that has
+    already waited past the TTFT target counted as a miss (it can no longer meet it): a drill
+    whose incident starves requests cannot read as meeting its SLO."""
+    lat = emu.latencies
+    missed = 0 if rec is None else sum(1 for w in rec.open_waits() if w > lat.slo_ttft)
+    if not lat.has_slo or lat.ttft.n + missed == 0:
+        return None
+    return lat.slo_met / (lat.ttft.n + missed)
 
 
 def recovery_time(rows: list[tuple[float, int, int, int]], ends: list[float | None],

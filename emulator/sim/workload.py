@@ -11,6 +11,7 @@ requests); a new length distribution redraws only the length stream.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -129,6 +130,14 @@ class Workload:
         self._timer = None
         self._gap_left = 0.0  # operational time to the next arrival while the rate is 0
         self._paused = False
+        # counted as generated: past `limit` no arrival is emitted and `capped_at` says when
+        # (a very bursty process can offer far more than rate x duration predicts)
+        self.limit = math.inf
+        self.emitted = 0
+        self.capped_at: float | None = None
+        self.on_cap: Callable[[], None] | None = None  # called once, when the cap is reached
+        self._expected = 0.0  # arrivals the rate asked for, integrated up to _since
+        self._since = loop.now
 
     @property
     def rate(self) -> float:
@@ -139,6 +148,11 @@ class Workload:
     def mean_rate(self) -> float:
         """The offered rate averaged over on/off phases (req/s)."""
         return self.base_rate * self.multiplier
+
+    def expected(self) -> float:
+        """Arrivals the offered rate asks for up to now (the integral of the rate over time,
+        on/off phases and surges included): what the arrivals are compared with."""
+        return self._expected + self._rate * (self.loop.now - self._since)
 
     def start(self) -> None:
         gap = self.source.gaps.next()
@@ -156,8 +170,15 @@ class Workload:
             self._paused = True
 
     def _fire(self) -> None:
+        if self.emitted >= self.limit:
+            self.capped_at = self.loop.now
+            self._timer = None
+            if self.on_cap is not None:
+                self.on_cap()
+            return
         src = self.source
         length, out, hashes = src.next_request()
+        self.emitted += 1
         self.emit(length, out, hashes)
         gap = src.gaps.next()
         if gap is None:
@@ -173,6 +194,8 @@ class Workload:
         if rate == self._rate:
             return
         now = self.loop.now
+        self._expected += self._rate * (now - self._since)
+        self._since = now
         if self._timer is not None:
             left = (self._timer.when() - now) * self._rate
             self._timer.cancel()

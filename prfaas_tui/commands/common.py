@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from emulator import budget
 from emulator.budget import FLAGS, BudgetError, Caps, caps_for
+from emulator.files import cap_help
 from emulator.optimizer import starting_split
 from emulator.paradigm import Paradigm
 from emulator.scenario.knobs import KNOBS, Controls, KnobError, number
@@ -31,7 +32,8 @@ def add_scenario_flags(p: argparse.ArgumentParser,
     """--preset and one flag per knob, spelled as KNOBS says (old spellings stay as hidden
     aliases)."""
     p.add_argument("--preset", default="paper-case-study", metavar="NAME|PATH",
-                   help="shipped preset name or TOML path (default: paper-case-study)")
+                   help="shipped preset name or TOML path (default: paper-case-study; a path is "
+                        f"{cap_help('preset')})")
     for name in names:
         k = KNOBS[name]
         choices = {"choices": list(Paradigm)} if k.parse is Paradigm else {}
@@ -129,12 +131,18 @@ def check_emulation(emu: Emulation, caps: Caps, *, trace: Trace | None = None,
         solves["scheduler.period"] = sim.scheduler.period
         if sim.scheduler.long_period > 0:
             solves["scheduler.long_period"] = sim.scheduler.long_period
+    periods = {}
+    if sim.arrival == "onoff" and trace is None:  # each phase switch is a timer event
+        periods["workload.on_mean/off_mean (on/off phase switches)"] = \
+            (sim.on_mean + sim.off_mean) / 2
     budget.check_run(budget.peak_rate(rate, factors) if trace is None else 0.0, end,
-                     sample_interval=sim.sample_interval, solves=solves, copies=copies,
+                     sample_interval=sim.sample_interval, periods=periods, solves=solves,
+                     copies=copies,
                      instances=max(emu.scenario.system.n_prfaas, emu.scenario.system.local_pool,
                                    emu.scenario.system.homogeneous_pool),
                      rate_flag=rate_flag + (" (x surge factors)" if factors else ""),
                      duration_flag=duration_flag, caps=caps)
+    emu.workload.limit = caps.requests / copies  # counted again as generated: see engine
     budget.check_incidents(
         [(f"incidents[{i}] ({inc.kind})", inc.kind,
           math.inf if inc.duration is None else inc.duration, budget.incident_params(inc))

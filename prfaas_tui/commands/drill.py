@@ -8,12 +8,12 @@ which), 2 on a broken drill file or flag (one line naming the file and the key).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
 
 from emulator.budget import BudgetError, Caps
+from emulator.files import cap_help
 from emulator.scenario.drill import Drill
 from emulator.scenario.drills import list_drills, load_drill
 from emulator.scenario.knobs import whole
@@ -21,6 +21,7 @@ from emulator.scenario.reader import a_seed
 from emulator.sim.accounting import AccountingError
 from emulator.sim.drills import drill_emulation, run_drill
 from emulator.units import format_duration
+from prfaas_tui import json_out
 from prfaas_tui.commands.common import (
     add_budget_flags,
     caps_from_args,
@@ -35,7 +36,7 @@ HELP = "run an incident drill (presets/drills) and print its scorecard"
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("drill", help=HELP, description=HELP + ". Without NAME, list them.")
-    p.add_argument("name", nargs="?", metavar="NAME|PATH", help="shipped drill or drill TOML path")
+    p.add_argument("name", nargs="?", metavar="NAME|PATH", help=f"shipped drill or drill TOML path ({cap_help('drill')})")
     p.add_argument("--compare", choices=("static",),
                    help="also run the same seeded workload with the scheduler off")
     p.add_argument("--seed", metavar="N", help="random seed (default: the drill's)")
@@ -56,11 +57,12 @@ def main(args) -> int:
     _check_work(drill, seed, caps, copies=2 if args.compare else 1)
     started = time.perf_counter()
     try:
+        limit = caps.requests / (2 if args.compare else 1)
         if args.compare:
-            runs = {"scheduler": run_drill(drill, seed, scheduler=True),
-                    "static": run_drill(drill, seed, scheduler=False)}
+            runs = {"scheduler": run_drill(drill, seed, scheduler=True, max_requests=limit),
+                    "static": run_drill(drill, seed, scheduler=False, max_requests=limit)}
         else:
-            runs = {"drill": run_drill(drill, seed)}
+            runs = {"drill": run_drill(drill, seed, max_requests=limit)}
     except AccountingError as exc:
         print(f"prfaas-tui drill: error: {exc}", file=sys.stderr)
         return 1
@@ -69,8 +71,12 @@ def main(args) -> int:
         out["timing"] = {"wall_seconds": wall / len(runs), "requests_per_wall_second": None,
                          "realtime_factor": out["simulated_seconds"] * len(runs) / wall}
     main_run = runs.get("scheduler", runs.get("drill"))
+    for name, out in runs.items():
+        for line in out.get("warnings", ()):
+            what = f" ({name})" if args.compare else ""
+            print(f"prfaas-tui drill: warning{what}: {line}", file=sys.stderr)
     if args.json:
-        print(json.dumps(runs if args.compare else main_run, indent=2))
+        print(json_out.dumps(runs if args.compare else main_run, indent=2))
     else:
         _print(drill, runs)
     if not main_run["scorecard"]["passed"]:

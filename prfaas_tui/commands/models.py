@@ -11,7 +11,6 @@ overhead_s, t_prefill_s, kv_bytes, phi_kv_gbps); for the shipped list, a list of
 from __future__ import annotations
 
 import argparse
-import json
 
 from rich.console import Console
 from rich.table import Table
@@ -22,9 +21,11 @@ from emulator.cards.memory import check_memory, memory_per_gpu
 from emulator.cards.model_card import ModelCard, load_card, read_config, shipped
 from emulator.cards.roofline import DEFAULT_OVERHEAD_S, DEFAULT_OVERHEAD_SOURCE
 from emulator.cards.sources import PROFILE_SOURCES, card_profile
+from emulator.files import cap_help
 from emulator.scenario.knobs import whole
 from emulator.scenario.reader import positive
 from emulator.units import format_bytes, format_tokens, parse_duration
+from prfaas_tui import json_out
 from prfaas_tui.commands.profile import parse_lengths
 from prfaas_tui.errors import UsageError, parse_flag
 
@@ -34,9 +35,10 @@ PARALLELISM = 8
 
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("models", help="list the shipped model cards, or read one config.json")
-    p.add_argument("--config", metavar="PATH", help="read this Hugging Face config.json instead")
+    p.add_argument("--config", metavar="PATH", help=f"read this Hugging Face config.json instead ({cap_help('model card')})")
     p.add_argument("--gpu", metavar="NAME|card.toml",
-                   help="add the prefill profile (kernel + overhead) on one instance of these GPUs")
+                   help="add the prefill profile (kernel + overhead) on one instance of these GPUs "
+                        f"(a card path is {cap_help('GPU card')})")
     add_setup_flags(p, parallelism_flag="--parallelism")
     p.add_argument("--lengths", default=DEFAULT_LENGTHS, metavar="TOKENS,...",
                    help=f"prompt lengths of the profile, K = 1024 (default {DEFAULT_LENGTHS})")
@@ -118,7 +120,7 @@ def main(args: argparse.Namespace) -> int:
     opts = setup_options(args) if gpu else {}
     rows = [describe(c, gpu, gpus, lengths, strict=bool(args.config), **opts) for c in cards]
     if args.json:
-        print(json.dumps(rows[0] if args.config else rows, indent=2, allow_nan=False))
+        print(json_out.dumps(rows[0] if args.config else rows, indent=2))
         return 0
     title = "model cards"
     if gpu:

@@ -10,14 +10,15 @@ initial knobs are the optimum. The dashboard's `n` form calls `build_preset` too
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from rich.console import Console
 
+from emulator.files import cap_help
 from emulator.scenario.knobs import whole
 from emulator.scenario.reader import positive
 from emulator.units import format_tokens, parse_tokens
+from prfaas_tui import json_out
 from prfaas_tui.commands.models import add_setup_flags, setup_options
 from prfaas_tui.commands.trace_flags import add_trace_flags
 from prfaas_tui.errors import UsageError, parse_flag
@@ -29,11 +30,12 @@ HELP = "build a preset from a model (config.json or card), GPU cards and a trace
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("new", help=HELP, description=HELP + ".")
     p.add_argument("--model", required=True, metavar="NAME|config.json",
-                   help="a shipped model card (prfaas-tui models) or a Hugging Face config.json")
+                   help="a shipped model card (prfaas-tui models) or a Hugging Face config.json "
+                        f"({cap_help('model card')})")
     p.add_argument("--prefill-gpu", default="h200", metavar="NAME|card.toml",
-                   help="PrfaaS (remote prefill) GPU card (default h200)")
+                   help=f"PrfaaS (remote prefill) GPU card (default h200; {cap_help('GPU card')})")
     p.add_argument("--local-gpu", default="h20", metavar="NAME|card.toml",
-                   help="local PD cluster GPU card (default h20)")
+                   help=f"local PD cluster GPU card (default h20; {cap_help('GPU card')})")
     p.add_argument("--parallelism", default="8", metavar="P", help="GPUs per instance (default 8)")
     p.add_argument("--prfaas-gpus", default="32", metavar="N", help="PrfaaS GPUs (default 32)")
     p.add_argument("--local-gpus", default="64", metavar="N", help="local PD GPUs (default 64)")
@@ -50,7 +52,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="mean output tokens (default 1024, or the trace's mean output)")
     add_setup_flags(p, parallelism_flag=None)
     p.add_argument("--name", metavar="NAME", help="preset name (default MODEL-PREFILLGPU-LOCALGPU)")
-    p.add_argument("--out", metavar="FILE.toml", help="where to write (default ./NAME.toml)")
+    p.add_argument("--out", metavar="FILE.toml",
+                   help="where to write (default ./NAME.toml, NAME made a plain file name: "
+                        "letters, digits and ._+- only)")
     p.add_argument("--force", action="store_true", help="overwrite an existing --out")
     p.add_argument("--json", action="store_true", help="print the answer as one JSON object")
     return p
@@ -74,7 +78,7 @@ def main(args: argparse.Namespace) -> int:
         **setup_options(args))
     answer = write_preset(spec, Path(args.out) if args.out else None, force=args.force)
     if args.json:
-        print(json.dumps(answer, indent=2, allow_nan=False))
+        print(json_out.dumps(answer, indent=2))
     else:
         render(answer, Console())
     return 0

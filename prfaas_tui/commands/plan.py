@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import os
 import re
 import sys
@@ -20,6 +19,7 @@ from rich.text import Text
 
 from emulator import budget
 from emulator.budget import Caps
+from emulator.files import cap_help
 from emulator.model import evaluate
 from emulator.paradigm import Paradigm
 from emulator.planner.goodput import SLO, Settings, too_short, unmeetable
@@ -30,6 +30,7 @@ from emulator.scenario import presets
 from emulator.scenario.knobs import KnobError, whole
 from emulator.scenario.reader import positive
 from emulator.units import parse_bandwidth, parse_duration, parse_tokens
+from prfaas_tui import json_out
 from prfaas_tui.commands.common import add_budget_flags, caps_from_args, knob_error
 from prfaas_tui.commands.trace_flags import add_trace_flags, with_workload, workload_from_args
 from prfaas_tui.errors import UsageError, parse_flag
@@ -111,7 +112,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("plan", help="SLO-aware capacity planning: the model prunes candidate "
                                     "deployments, emulation measures the rest")
     p.add_argument("--preset", default="paper-case-study", metavar="NAME|PATH",
-                   help="base preset name or TOML path")
+                   help=f"base preset name or TOML path ({cap_help('preset')})")
     p.add_argument("--n-prfaas", dest="n_prfaas", metavar="RANGE|LIST",
                    help="PrfaaS instances: a range 2:6 or a list 2,4 (default: the preset's)")
     p.add_argument("--nprfaas", dest="n_prfaas", help=argparse.SUPPRESS)
@@ -226,7 +227,7 @@ def _sweep(args: argparse.Namespace, plan: Plan, out: str, workers: int, top: in
     if args.csv:
         write_csv(summary["ranked"], args.csv)
     if args.json:
-        print(json.dumps(summary, indent=2))
+        print(json_out.dumps(summary, indent=2))
         return 0
     render(summary, Console(), top, args.out, zero_goodput_reasons(plan, summary["ranked"]))
     return 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from contextlib import ExitStack
@@ -17,12 +16,14 @@ from emulator.scenario.reader import PresetError, a_load, a_seed, positive
 from emulator.scenario.scenario import Scenario
 from emulator.sim.accounting import AccountingError
 from emulator.sim.engine import Emulation
+from emulator.sim.health import served_warnings
 from emulator.sim.result import RunResult, SeriesCsv
 from emulator.torch_prefill import TorchUnavailable
 from emulator.torch_prefill.config import get_config
 from emulator.trace_formats import load_trace
-from emulator.traces import TraceError, read_trace
+from emulator.traces import LIMITS_HELP, TraceError, read_trace
 from emulator.units import parse_duration
+from prfaas_tui import json_out
 from prfaas_tui.commands.common import (
     add_budget_flags,
     add_scenario_flags,
@@ -52,7 +53,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--trace", metavar="FILE",
                    help="replay a Mooncake .jsonl, Azure or BurstGPT .csv, or any CSV with --columns "
                         "(its own rate unless "
-                        "--rate/--load rescales its time)")
+                        "--rate/--load rescales its time; " + LIMITS_HELP + ")")
     add_trace_flags(p, with_trace=False)
     p.add_argument("--backend", choices=("profile", "torch"),
                    help="prefill service times from the preset's profiles, or from a real torch "
@@ -161,9 +162,14 @@ def main(args) -> int:
             print(f"prfaas-tui run: error: {exc}", file=sys.stderr)
             return 1
         wall = time.perf_counter() - started
+        warnings = served_warnings(emu)
     out = result.to_json(wall)
+    for line in warnings:
+        print(f"prfaas-tui run: warning: {line}", file=sys.stderr)
+    if warnings:
+        out["warnings"] = warnings
     if args.json:
-        print(json.dumps(out, indent=2))
+        print(json_out.dumps(out, indent=2))
     else:
         _summary(out)
     return 0

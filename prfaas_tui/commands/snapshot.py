@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from emulator.budget import BudgetError
+from emulator.files import FileRefused, cap_help, read_text
 from emulator.planner.store import check_writable
 from emulator.scenario import presets
 from emulator.scenario.knobs import whole
@@ -49,7 +50,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                                         "(SVG, text or JSON)",
                        description=__doc__.split("\n\n")[0])
     p.add_argument("--preset", default="paper-case-study", metavar="NAME|PATH",
-                   help="preset name or TOML path")
+                   help=f"preset name or TOML path ({cap_help('preset')})")
     p.add_argument("--drill", default=None, metavar="NAME|PATH",
                    help="run this drill (name or path; it names its own preset, --preset is "
                         "ignored); at or past its end the scorecard shows")
@@ -59,18 +60,61 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--theme", default="textual-dark", metavar="NAME", help="Textual theme")
     p.add_argument("--seed", default=None, metavar="N", help="workload seed (default: the preset's)")
     p.add_argument("--press", default="", metavar="KEYS",
-                   help="comma-separated keys to press before the capture, e.g. 'c' or 'f1'")
+                   help=f"comma-separated keys to press before the capture, e.g. 'c' or 'f1' "
+                        f"(at most {MAX_PRESS}; a character or a Textual key name)")
     p.add_argument("--format", choices=FORMATS, default=None,
                    help="svg (the default, or the file's extension), txt: the screen as plain "
                         "text, json: the panels' numbers")
     out = p.add_mutually_exclusive_group(required=True)
     out.add_argument("--out", metavar="FILE", help="write it here")
-    out.add_argument("--check", metavar="FILE", help="compare with this file; exit 1 if it differs")
+    out.add_argument("--check", metavar="FILE",
+                     help="compare with this file (a snapshot this command wrote: "
+                          f"{cap_help('snapshot')}); exit 1 if it differs")
     add_budget_flags(p, ("requests", "events", "instances"))
     return p
 
 
 FORMATS = ("svg", "txt", "json")
+MAX_PRESS = 64  # keys one snapshot presses: each is a render; thousands would run for minutes
+
+
+def parse_press(raw: str) -> tuple[str, ...]:
+    """--press as key names, each a single printable character or a key Textual knows
+    (f1, tab, ctrl+c, ...), at most MAX_PRESS of them; UsageError naming the first bad one."""
+    from textual.keys import KEY_ALIASES, Keys, _character_to_key
+
+    keys = tuple(k.strip() for k in raw.split(",") if k.strip())
+    if len(keys) > MAX_PRESS:
+        raise UsageError(f"--press: {len(keys):,} keys, over the {MAX_PRESS} one snapshot "
+                         "presses")
+    known = ({k.value for k in Keys} | set(KEY_ALIASES) | {"enter"}
+             | {_character_to_key(chr(c)) for c in range(32, 127)})  # plus, question_mark
+    for key in keys:
+        if not ((len(key) == 1 and key.isprintable()) or key in known):
+            raise UsageError(f"--press: unknown key {key[:40]!r} (a character, or a key name "
+                             "like f1, tab, escape, ctrl+c)")
+    return keys
+
+
+def read_expected(path: str, fmt: str) -> str:
+    """The --check file through the bounded reader, and recognisably a snapshot of `fmt`
+    (one line otherwise, not a diff against garbage)."""
+    try:
+        text = read_text(path, "snapshot")
+    except FileRefused as exc:
+        raise UsageError(f"--check: {exc}") from None
+    if not text.strip():
+        raise UsageError(f"--check: {path}: empty, not a snapshot")
+    if fmt == "svg" and not screen_rows(text):
+        raise UsageError(f"--check: {path}: not an SVG snapshot (no terminal rows in it)")
+    if fmt == "json":
+        try:
+            ok = isinstance(json.loads(text), dict)
+        except (ValueError, RecursionError):
+            ok = False
+        if not ok:
+            raise UsageError(f"--check: {path}: not a JSON snapshot (not one JSON object)")
+    return text
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -234,17 +278,12 @@ def main(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UsageError(str(exc)) from None
     expected = None
+    fmt = _format_of(args)
+    press = parse_press(args.press)
     if args.check:
-        try:
-            expected = Path(args.check).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"--check: cannot read {args.check}: {exc.strerror}") from None
-        except UnicodeDecodeError:
-            raise UsageError(f"--check: {args.check}: expected UTF-8 text") from None
+        expected = read_expected(args.check, fmt)
     _check_work(args, at, seed)
     os.environ.pop("NO_COLOR", None)  # it changes the colors, so the SVG
-    press = tuple(k.strip() for k in args.press.split(",") if k.strip())
-    fmt = _format_of(args)
     cap = asyncio.run(capture(args.preset, at, size, drill=args.drill, theme=args.theme,
                               seed=seed, press=press))
     if fmt == "json" and cap.data is None:

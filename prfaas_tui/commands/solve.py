@@ -4,8 +4,8 @@ paradigms, as a rich table or as the JSON contract of shared/design/architecture
 from __future__ import annotations
 
 import argparse
-import json
 import math
+import sys
 
 from rich.console import Console
 from rich.table import Table
@@ -14,6 +14,7 @@ from emulator.model import MODES, STAGES, Knobs, evaluate
 from emulator.optimizer import paradigms, search
 from emulator.scenario.reader import positive
 from emulator.units import format_tokens, parse_duration
+from prfaas_tui import json_out
 from prfaas_tui.commands import solve_topology as topology
 from prfaas_tui.commands.common import (
     add_budget_flags,
@@ -56,7 +57,8 @@ def slo_flags(args: argparse.Namespace) -> tuple[float | None, float, str]:
     naming its flag."""
     target = parse_flag("--slo-ttft", parse_duration, getattr(args, "slo_ttft", None), positive)
     q = parse_flag("--slo-quantile", float, getattr(args, "slo_quantile", None), _quantile)
-    objective = getattr(args, "objective", None) or "lambda"
+    objective = getattr(args, "objective", None)
+    objective = "lambda" if objective is None else objective  # "" is a value, and refused
     if objective not in OBJECTIVES:
         raise UsageError(f"--objective: must be one of {', '.join(OBJECTIVES)} (got {objective!r})")
     if target is None and (q is not None or objective == "slo"):
@@ -89,7 +91,9 @@ def slo_section(sc, target: float, q: float) -> tuple[dict, Knobs]:
         "lambda_max_exact": lam_exact,
         "ttft": {"offered_rate": offered, "mean": d["mean"], "p50": d["p50"], "p90": d["p90"],
                  "paths": d["paths"]},
-        "optimum": {"t": opt.t, "n_p": opt.n_p, "n_d": opt.n_d, "rate": opt.rate},
+        # an SLO nothing meets names no optimum: there is no point that serves it
+        "optimum": {"t": opt.t, "n_p": opt.n_p, "n_d": opt.n_d, "rate": opt.rate}
+        if opt.rate > 0 else None,
         "tail_approximation": "Allen-Cunneen M/G/c mean wait, exponential beyond P(wait) = "
                               "Erlang C, exact service-time distribution",
     }, knobs
@@ -101,7 +105,7 @@ def solve(args: argparse.Namespace) -> dict:
         return solve_topology(sc, args)
     if getattr(args, "columns", None) and not getattr(args, "trace", None):
         raise UsageError("--columns: needs --trace FILE")
-    wl = workload_from_args(args)
+    wl = workload_from_args(args, sc)
     if wl is not None:
         sc = with_workload(sc, wl)
     check_scenario_instances(sc, caps_from_args(args))  # the search walks every split of the pool
@@ -111,8 +115,15 @@ def solve(args: argparse.Namespace) -> dict:
     found = search(sc.system, mode, n_prfaas=sc.system.n_prfaas, bandwidth=sc.system.bandwidth)
     best = found.best
     slo = None
+    warnings = []
     if target is not None:
         slo, knobs = slo_section(sc, target, q)
+        if slo["optimum"] is None:
+            warnings.append(f"--slo-ttft: no threshold and split meets P{q * 100:g} TTFT <= "
+                            f"{target:g} s at any rate > 0 (the predicted quantile is over the "
+                            "target even with no queueing); no SLO optimum"
+                            + ("; `optimum` is the Lambda_max one" if objective == "slo" else ""))
+            objective = "lambda" if objective == "slo" else objective
         if objective == "slo":
             best = evaluate(sc.system, knobs, mode)
     out = {
@@ -126,11 +137,14 @@ def solve(args: argparse.Namespace) -> dict:
     }
     if wl is not None:
         lam = found.best.lambda_max
-        out["trace"] = {**wl.to_dict(), "utilization_at_optimum": wl.rate / lam if lam > 0 else None}
+        out["trace"] = {**wl.to_dict(), "utilization_at_optimum":
+                        wl.rate / lam if lam > 0 and wl.rate is not None else None}
     if slo is not None:
         out["objective"] = objective
         out["slo"] = slo
     out["topology"] = topology.answer(sc, target, q)  # the 1x1 topology beside the rest
+    if warnings:
+        out["warnings"] = warnings
     return out
 
 
@@ -150,8 +164,10 @@ def solve_topology(sc, args: argparse.Namespace) -> dict:
 
 def main(args: argparse.Namespace) -> int:
     out = solve(args)
+    for line in out.get("warnings", ()):
+        print(f"prfaas-tui solve: warning: {line}", file=sys.stderr)
     if args.json:
-        print(json.dumps(out, indent=2, allow_nan=False))
+        print(json_out.dumps(out, indent=2))
         return 0
     console = Console()
     if "operating_point" in out:
@@ -171,8 +187,10 @@ def render(out: dict, console: Console) -> None:
     console.print(f"[bold]{out['scenario']}[/] (model mode: {out['mode']})")
     if tr := out.get("trace"):
         util = tr["utilization_at_optimum"]
-        console.print(f"workload from {tr['path']}: {tr['requests']} requests at {tr['rate']:.2f} "
-                      f"req/s, mean input {tr['mean_input']:.0f}"
+        rate = ("an undefined rate (one request, or all at one instant)" if tr["rate"] is None
+                else f"{tr['rate']:.2f} req/s")
+        console.print(f"workload from {tr['path']}: {tr['requests']} requests at {rate}, "
+                      f"mean input {tr['mean_input']:.0f}"
                       f"{' (incremental, after prefix reuse)' if tr['incremental'] else ''}; "
                       f"utilization at the optimum {_f(util, '{:.0%}')}")
     for title, d in (("operating point", out["operating_point"]), ("optimum", out["optimum"])):
@@ -211,6 +229,7 @@ def render(out: dict, console: Console) -> None:
         console.print(
             f"  TTFT at the offered {tt['offered_rate']:.3f} req/s: mean {_f(tt['mean'], '{:.2f}')} s, "
             f"P50 {_f(tt['p50'], '{:.2f}')} s, P90 {_f(tt['p90'], '{:.2f}')} s   SLO P{d['quantile'] * 100:g} "
-            f"<= {d['target_s']:g} s holds up to [bold]{d['rate']:.3f}[/] req/s here; best "
-            f"t = {format_tokens(o['t'])}, N_p/N_d = {o['n_p']}/{o['n_d']}: {o['rate']:.3f} req/s")
+            f"<= {d['target_s']:g} s holds up to [bold]{d['rate']:.3f}[/] req/s here; "
+            + (f"best t = {format_tokens(o['t'])}, N_p/N_d = {o['n_p']}/{o['n_d']}: "
+               f"{o['rate']:.3f} req/s" if o is not None else "no threshold and split meets it"))
 

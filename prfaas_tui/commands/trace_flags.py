@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from emulator.scenario.scenario import Scenario
 from emulator.trace_formats import TraceWorkload, load_trace, trace_workload
+from emulator.traces import LIMITS_HELP
 
 COLUMNS_HELP = ("column map for a generic CSV trace, e.g. time=ts,input=prompt_tokens,"
                 "output=completion_tokens (time in seconds or ISO date-times)")
@@ -21,17 +22,23 @@ def add_trace_flags(p: argparse.ArgumentParser, *, with_trace: bool = True) -> N
     if with_trace:
         p.add_argument("--trace", metavar="FILE",
                        help="take the input-length distribution and arrival rate from a trace: "
-                            "Mooncake .jsonl, Azure or BurstGPT .csv, or any CSV with --columns")
+                            "Mooncake .jsonl, Azure or BurstGPT .csv, or any CSV with --columns; "
+                            + LIMITS_HELP)
         p.add_argument("--incremental", action="store_true",
                        help="with a Mooncake trace: the lengths left after prefix reuse "
                             "(hash ids), which is what routing sees")
     p.add_argument("--columns", metavar="MAP", help=COLUMNS_HELP)
 
 
-def workload_from_args(args: argparse.Namespace) -> TraceWorkload | None:
-    if getattr(args, "trace", None) is None:
-        return None
-    return trace_workload(load_trace(args.trace, args.columns), incremental=args.incremental)
+def workload_from_args(args: argparse.Namespace,
+                       sc: Scenario | None = None) -> TraceWorkload | None:
+    """--trace's workload; without it, the preset's `[workload] replay` trace (the model then
+    solves the traffic the emulator replays, not the length law beside it); None otherwise."""
+    if getattr(args, "trace", None) is not None:
+        return trace_workload(load_trace(args.trace, args.columns), incremental=args.incremental)
+    if sc is not None and sc.sim.replay is not None:
+        return trace_workload(load_trace(sc.sim.replay))
+    return None
 
 
 def with_workload(sc: Scenario, wl: TraceWorkload) -> Scenario:

@@ -1,0 +1,71 @@
+"""What a finished run must say out loud: too few of its arrivals served, and an offered rate
+far from its target. Every command that runs an emulation (run, drill, snapshot) prints these
+lines as warnings and adds them to its --json under "warnings".
+
+Why: a run where 0 of N requests complete (a 1-byte KV budget, an output length past the
+horizon, a rate far over capacity) otherwise ends with exit 0 and figures that look like an
+answer; the reason is named so the user knows which input to change.
+"""
+
+from __future__ import annotations
+
+import math
+
+from emulator.sim.engine import Emulation
+from emulator.sim.workload import TraceSource
+
+MIN_SERVED_SHARE = 0.5  # below this share of arrivals completed, a run warns
+OFFERED_FACTOR = 2.0  # arrivals beyond this factor of the rate's expectation are flagged
+MIN_EXPECTED = 20.0  # ... when at least this many were expected (fewer: noise)
+
+
+def served_warnings(emu: Emulation) -> list[str]:
+    """One line per problem of the run so far (normally at its end); [] when it is sound."""
+    out = []
+    acc = emu.accounting
+    wl = emu.workload
+    replay = isinstance(wl.source, TraceSource)  # a trace brings its own arrivals
+    expected = wl.expected()
+    if not replay and expected >= MIN_EXPECTED:
+        ratio = acc.arrived / expected
+        if not 1 / OFFERED_FACTOR <= ratio <= OFFERED_FACTOR:
+            sim = emu.scenario.sim
+            why = f"{sim.arrival} arrivals" + (f" with cv = {sim.cv:g}" if sim.arrival == "gamma"
+                                               else "")
+            out.append(f"offered rate: {why} brought {acc.arrived:,} requests where the target "
+                       f"rate asks for {expected:,.0f} ({ratio:.3g}x): the run does not measure "
+                       "the offered rate it was given")
+    if acc.arrived == 0:
+        out.append(f"nothing served: no request arrived in {emu.now:g} s (rate "
+                   f"{wl.mean_rate:.3g} req/s x the horizon is under one request)")
+        return out
+    share = acc.completed / acc.arrived
+    if share < MIN_SERVED_SHARE:
+        out.append(f"nothing served: {acc.completed:,} of {acc.arrived:,} requests completed "
+                   f"({share:.0%}, under {MIN_SERVED_SHARE:.0%}): {_why(emu)}")
+    return out
+
+
+def _why(emu: Emulation) -> str:
+    """The most likely reason few requests finished: refusals (a budget or bound), a horizon
+    shorter than one request's service, or an offered rate over capacity."""
+    acc = emu.accounting
+    if acc.rejected_total >= acc.in_flight:
+        top = max(acc.rejected, key=acc.rejected.get)
+        where = ("the decode KV budget ([decode] kv_budget) is below one request's KV"
+                 if top == "kv-exceeds-decode-budget" else "an admission bound ([emulator] "
+                 "max_queue / max_queue_seconds) turned them away")
+        return f"{acc.rejected_total:,} refused ({top}): {where}"
+    dec = emu.scenario.system.decode
+    one = dec.l_out * dec.t_decode
+    if one >= emu.now:
+        return (f"the horizon: one request decodes for about {dec.l_out:g} x "
+                f"{dec.t_decode * 1000:g} ms = {one:g} s, past the run's {emu.now:g} s "
+                "(lengthen --duration or shorten decode.l_out)")
+    lam = emu.model_point("exact").lambda_max
+    rate = acc.arrived / emu.now if emu.now > 0 else math.inf  # what arrived, not the target
+    if not math.isfinite(lam) or rate > lam:
+        return (f"the rate: {rate:.3g} req/s offered against a capacity (Lambda_max) of "
+                f"{lam:.3g} req/s, so the queues only grow")
+    return (f"the horizon: {acc.in_flight:,} still in flight when the run ended at "
+            f"{emu.now:g} s (lengthen --duration)")
