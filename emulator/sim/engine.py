@@ -40,6 +40,7 @@ from emulator.sim.observe import NOTE_LOG, Observer
 from emulator.sim.pool import Pool
 from emulator.sim.prefill import PrefillStage
 from emulator.sim.prefill_backend import TorchService, start_hook
+from emulator.sim.region import Region
 from emulator.sim.request import Request
 from emulator.sim.result import RunResult
 from emulator.sim.router import PrefixLookup, Router
@@ -81,11 +82,14 @@ class Emulation:
         self._n_prfaas = system.n_prfaas  # the PrfaaS size the non-homogeneous paradigms use
         self._split = (scenario.n_p, scenario.n_d)
 
+        # the 1x1 topology: one region (its PD-P, PD-D, router, books), one site, one link
+        self.region = region = Region("local", loop)
+        self.regions: dict[str, Region] = {region.name: region}
         self.link = Link(loop, "link", self.bandwidth, burst=sim.link_burst, peak=sim.link_peak,
                          latency=sim.link_latency)
         self.rdma = Link(loop, "rdma", scenario.rdma_bandwidth, latency=sim.rdma_latency)
-        self.prfaas = PrefillStage(loop, "prfaas", Costs(system.prfaas), self.link, self._kv_in)
-        self.pdp = PrefillStage(loop, "pd-p", Costs(system.local), self.rdma, self._kv_in)
+        self.prfaas = PrefillStage(loop, "prfaas", Costs(system.prfaas), self.link, region.kv_in)
+        self.pdp = PrefillStage(loop, "pd-p", Costs(system.local), self.rdma, region.kv_in)
 
         tr = self._trace(trace, sim)
         replay = tr is not None  # a replay runs to its last arrival by default
@@ -94,12 +98,12 @@ class Emulation:
             tr = to_trace(generate_sessions(sim.sessions, rng, duration=self.duration))
         dec = system.decode
         mean_out = float(np.mean(tr.output_lengths)) if tr is not None else dec.l_out
-        self.pdd = DecodeStage(loop, dec.t_decode, dec.bs_max, sim.kv_budget, self._done,
+        self.pdd = DecodeStage(loop, dec.t_decode, dec.bs_max, sim.kv_budget, region.done,
                                mean_out, sim.step)
         self.stages = {"prfaas": self.prfaas, "pd-p": self.pdp, "pd-d": self.pdd}
-        self.remote = Pool(loop, "prfaas", {"prfaas": self.prfaas}, reroute=self._reroute)
+        self.remote = Pool(loop, "prfaas", {"prfaas": self.prfaas}, reroute=region.reroute)
         self.local = Pool(loop, "local", {"pd-p": self.pdp, "pd-d": self.pdd},
-                          conversion_delay=sim.conversion_delay, reroute=self._reroute)
+                          conversion_delay=sim.conversion_delay, reroute=region.reroute)
         self.cache: CacheRuntime | None = None
         self.reverse_link: Link | None = None
         if sim.cache is not None:
@@ -118,21 +122,23 @@ class Emulation:
                 paradigm=paradigm).validate(system)
         self._deploy(paradigm, split, immediate=True)
 
-        # counters (the in-flight term is counted from the structures, see `accounting`)
-        self.arrived = 0
-        self.completed = 0
-        self.rejected: dict[str, int] = {}
-        self.rerouted = 0
+        # the region's request path and books (the in-flight term is counted from the
+        # structures, see `accounting`)
+        region.router, region.prfaas, region.pdp, region.pdd = self.router, self.prfaas, \
+            self.pdp, self.pdd
+        region.rdma, region.local, region.cache = self.rdma, self.local, self.cache
+        region.links = {"prfaas": self.link}
+        self._arrive = region.arrive
         # the run's one event log (knob changes, incidents, scheduler decisions): bounded, the
         # dashboard's events view reads it whole; snapshots carry only the last few
         self.decisions: deque[str] = deque(maxlen=NOTE_LOG)
         self.cache_flushes = 0
         self._done_hooks: list[Callable[[Request, float], None]] = []
         self._tasks: list[asyncio.Task] = []
-        self._max_queue = sim.max_queue
-        self._max_wait = sim.max_queue_seconds
-        self._kv_bounded = sim.kv_budget is not None
-        self._admission = sim.admission_bounded or self._kv_bounded
+        region.max_queue = sim.max_queue
+        region.max_wait = sim.max_queue_seconds
+        region.kv_bounded = sim.kv_budget is not None
+        region.admission = sim.admission_bounded or region.kv_bounded
 
         # workload
         streams = [np.random.default_rng(s) for s in np.random.SeedSequence(self.seed).spawn(4)]
@@ -161,14 +167,14 @@ class Emulation:
             self.duration = max(span * (1 + 1e-9) + 1e-9, sim.sample_interval)
         if not self.duration > 0:
             raise ValueError(f"duration must be > 0 seconds, got {self.duration!r}")
-        self.workload = Workload(loop, self._arrive, source, rate)
+        self.workload = region.workload = Workload(loop, region.arrive, source, rate)
         self._rid = 0
         self.workload.start()
         if sim.arrival == "onoff" and tr is None:
             self.workload.start_bursts(streams[3], sim.on_mean, sim.off_mean, sim.off_level)
 
         # metrics
-        self.latencies = Latencies(sim.window, sim.slo_ttft, sim.slo_tpot)
+        self.latencies = region.latencies = Latencies(sim.window, sim.slo_ttft, sim.slo_tpot)
         self.observer = Observer(self, loop, sim.sample_interval, sim.window,
                                  sim.timeseries_rows)
 
@@ -203,57 +209,33 @@ class Emulation:
         path = trace if trace is not None else sim.replay
         return read_trace(path) if path is not None else None
 
-    # -- the request path (hot) ------------------------------------------------------------
-    def _arrive(self, length: float, out_len: int, hash_ids: list[int] | None) -> None:
-        self._rid += 1
-        self.arrived += 1
-        req = Request(self._rid, self.loop.now, length, out_len, hash_ids)
-        stage = self.prfaas if self.router.remote(req) else self.pdp
-        if self._admission:
-            reason = self._refuse(stage, req)
-            if reason is not None:
-                self.rejected[reason] = self.rejected.get(reason, 0) + 1
-                return
-        if self.cache is None:
-            stage.submit(req)
-        else:
-            self.cache.enter(stage, req)
+    # -- the books (each region's, summed) ----------------------------------------------------
+    @property
+    def arrived(self) -> int:
+        return sum(r.arrived for r in self.regions.values())
 
-    def _refuse(self, stage: PrefillStage, req: Request) -> str | None:
-        """Admission control: why this request is turned away, or None."""
-        if self._kv_bounded and not self.pdd.fits(stage.costs.s_kv(req.length)):
-            return "kv-exceeds-decode-budget"
-        if self._max_queue is not None:
-            if len(stage.queue) >= self._max_queue:
-                return f"queue-full:{stage.name}"
-            if len(self.pdd.queue) >= self._max_queue:
-                return "queue-full:pd-d"
-        if self._max_wait is not None:
-            if stage.expected_wait() > self._max_wait:
-                return f"queue-time:{stage.name}"
-            if self.pdd.expected_wait() > self._max_wait:
-                return "queue-time:pd-d"
-        return None
+    @property
+    def completed(self) -> int:
+        return sum(r.completed for r in self.regions.values())
 
-    def _kv_in(self, req: Request) -> None:
-        self.pdd.submit(req)
+    @property
+    def rejected(self) -> dict[str, int]:
+        """Rejections by reason (the 1x1 region's own dict; a topology's, merged)."""
+        if len(self.regions) == 1:
+            return self.region.rejected
+        out: dict[str, int] = {}
+        for r in self.regions.values():
+            for reason, n in r.rejected.items():
+                out[reason] = out.get(reason, 0) + n
+        return out
 
-    def _done(self, req: Request, now: float) -> None:
-        self.completed += 1
-        self.latencies.record(req, now)
+    @property
+    def rerouted(self) -> int:
+        return sum(r.rerouted for r in self.regions.values())
+
+    def _done_hooks_run(self, req: Request, now: float) -> None:
         for fn in self._done_hooks:
             fn(req, now)
-
-    def _reroute(self, reqs: list[Request]) -> None:
-        """Requests whose instance failed with their KV: prefill them again (no admission
-        check: they were admitted once)."""
-        for req in reqs:
-            self.rerouted += 1
-            stage = self.prfaas if self.router.remote(req) else self.pdp
-            if self.cache is None:
-                stage.submit(req)
-            else:
-                self.cache.enter(stage, req)
 
     # -- running ---------------------------------------------------------------------------
     @property
@@ -325,6 +307,8 @@ class Emulation:
     def on_done(self, fn: Callable[[Request, float], None]) -> None:
         """Call fn(request, now) at every completion (scorecards' per-request views)."""
         self._done_hooks.append(fn)
+        for region in self.regions.values():
+            region.on_done = self._done_hooks_run
 
     def note(self, text: str) -> None:
         """Record a decision (shown in snapshots)."""
