@@ -12,10 +12,11 @@ from pathlib import Path
 
 import numpy as np
 
-from emulator.model import DecodeSpec, System
+from emulator.model import System
 from emulator.profiles import BEYOND_RULES, Curve, Profile
+from emulator.scenario.decode import parse_decode
 from emulator.scenario.incidents import count_problem
-from emulator.scenario.knobs import MAX_BANDWIDTH, MAX_INSTANCES
+from emulator.scenario.knobs import MAX_BANDWIDTH
 from emulator.scenario.lengths import MAX_TOKENS, parse_lengths
 from emulator.scenario.reader import (
     PresetError,
@@ -30,6 +31,12 @@ from emulator.scenario.reader import (
 )
 from emulator.scenario.scenario import Scenario, check_knobs
 from emulator.scenario.sim import parse_sim_config
+from emulator.scenario.topology import (
+    declares_topology,
+    parse_topology,
+    read_instances,
+)
+from emulator.scenario.topology import profile_ref as named_profile
 from emulator.units import (
     parse_bandwidth,
     parse_bytes,
@@ -78,12 +85,22 @@ def list_presets() -> list[tuple[str, str, Path]]:
     return out
 
 
-def load(name_or_path: str | Path) -> Scenario:
+TOPOLOGY_REFUSED = ("declares a topology ([[site]], [[region]], [[link]]): this command runs "
+                    "single-pair presets ([deployment]) only; prfaas-tui solve reads topologies")
+
+
+def load(name_or_path: str | Path, *, topology: bool = False) -> Scenario:
+    """A preset by name or path. A topology preset loads only for a caller that reads
+    `Scenario.topology` (`topology=True`); for the rest it is a one-line PresetError."""
     path = resolve(str(name_or_path))
-    return from_dict(read_toml(path), path)
+    return from_dict(read_toml(path), path, topology=topology)
 
 
-def from_dict(data: dict, path: str | Path | None = None) -> Scenario:
+def from_dict(data: dict, path: str | Path | None = None, *, topology: bool = False) -> Scenario:
+    if declares_topology(data):
+        if not topology:
+            raise PresetError(path, "", TOPOLOGY_REFUSED)
+        return _topology_scenario(data, path)
     root = Reader(data, path)
     name = root.get("name", str, Path(path).stem if path else "scenario")
     top = read_fields(Scenario, root)  # description, mode
@@ -94,23 +111,10 @@ def from_dict(data: dict, path: str | Path | None = None) -> Scenario:
     par = dep.get("parallelism", int, default_of(System, "parallelism"), check=positive)
 
     def instances(r: Reader, key: str, gpus_key: str) -> int:
-        if r.has(key) and r.has(gpus_key):
-            raise r.error(gpus_key, f"give either {key} or {gpus_key}, not both")
-        cap = at_most(MAX_INSTANCES, f"{MAX_INSTANCES} instances")
-        if r.has(gpus_key):  # the same instance cap, in GPUs (a huge count must not slip by)
-            gpus = r.get(gpus_key, int, check=lambda x: non_negative(x) or cap(x / par))
-            if gpus % par:
-                raise r.error(gpus_key, f"{gpus} GPUs is not a whole number of {par}-GPU instances")
-            return gpus // par
-        if not r.has(key):
-            raise r.error(key, f"missing (required; or give {gpus_key})")
-        return r.get(key, int, check=lambda x: non_negative(x) or cap(x))
+        return read_instances(r, key, gpus_key, par)
 
     def profile_ref(r: Reader, key: str, default: str | None = None) -> Profile:
-        ref = r.get(key, str, default)
-        if ref not in profiles:
-            raise r.error(key, f"no profile named {ref!r} (defined: {', '.join(profiles)})")
-        return profiles[ref]
+        return named_profile(r, key, profiles, default)
 
     first = next(iter(profiles))
     prfaas_prof = profile_ref(dep, "prfaas_profile", first)
@@ -126,12 +130,7 @@ def from_dict(data: dict, path: str | Path | None = None) -> Scenario:
     dep.finish()
 
     dec = root.section("decode", required=True)
-    decode = DecodeSpec(
-        t_decode=dec.get("t_decode", parse_duration, check=lambda x: positive(x) or
-                         at_most(60, "a minute per decode step")(x)),
-        bs_max=dec.get("bs_max", int, check=lambda x: positive(x) or at_most(1_000_000, "10^6")(x)),
-        l_out=dec.get("l_out", parse_tokens, check=lambda x: positive(x) or at_most(MAX_TOKENS, "16M tokens")(x)),
-    )
+    decode = parse_decode(dec)
     work = root.section("workload", required=True)
     lengths = parse_lengths(work.section("lengths", required=True), base_dir)
     sim = parse_sim_config(root, work, dec, base_dir, lengths)
@@ -169,6 +168,32 @@ def from_dict(data: dict, path: str | Path | None = None) -> Scenario:
                   n_d=n_d, profiles=profiles, sim=sim, source=data, **top)
     check_knobs(sc)
     return sc
+
+
+def _topology_scenario(data: dict, path: str | Path | None) -> Scenario:
+    """A preset of sites, regions and links: its `Scenario.topology` is what it declares; its
+    `system` and knobs are the first region's single-pair view (with its first linked site)."""
+    root = Reader(data, path)
+    name = root.get("name", str, Path(path).stem if path else "scenario")
+    top = read_fields(Scenario, root)  # description, mode
+    base_dir = Path(path).parent if path else Path.cwd()
+    profiles = _profiles(root.section("profiles", required=True), base_dir)
+    if root.has("deployment"):
+        raise root.error("deployment", "a topology preset has no [deployment]: its sites, "
+                         "regions and links are [[site]], [[region]] and [[link]] tables")
+    dec = root.section("decode", required=True)
+    work = root.section("workload", required=True)
+    lengths = parse_lengths(ls, base_dir) if (ls := work.section("lengths")) is not None else None
+    topo = parse_topology(root, profiles, dec, lengths, base_dir)
+    sim = parse_sim_config(root, work, dec, base_dir, lengths)
+    work.finish()
+    dec.finish()
+    root.finish()
+    first = topo.regions[0]
+    return Scenario(name=name, path=str(path) if path else None,
+                    system=topo.pair_system(first.name), t=first.threshold, n_p=first.n_p,
+                    n_d=first.n_d, profiles=profiles, sim=sim, source=data,
+                    rdma_bandwidth=first.rdma_bandwidth, declared_topology=topo, **top)
 
 
 def _profiles(sec: Reader, base_dir: Path) -> dict[str, Profile]:

@@ -13,6 +13,7 @@ from emulator.profiles import Profile
 from emulator.scenario.knobs import KNOBS, Controls, KnobError
 from emulator.scenario.reader import PresetError, one_of, positive, setting
 from emulator.scenario.sim import SimConfig
+from emulator.topology.spec import Topology
 from emulator.units import GBPS, parse_bandwidth
 
 
@@ -34,6 +35,15 @@ class Scenario:
     rdma_bandwidth: float = setting(800 * GBPS, parse=parse_bandwidth, check=positive,
                                     section="deployment")
     source: dict = field(default_factory=dict, repr=False)  # the TOML as read, for save-as
+    # what a [[site]]/[[region]]/[[link]] preset declares; None: the single pair (see topology)
+    declared_topology: Topology | None = field(default=None, repr=False)
+
+    @property
+    def topology(self) -> Topology:
+        """The declared topology, or the single pair at the current knobs as the 1x1 one."""
+        if self.declared_topology is not None:
+            return self.declared_topology
+        return Topology.pair(self.system, self.t, self.n_p, self.n_d, self.sim.link_latency)
 
     @property
     def knobs(self) -> Knobs:

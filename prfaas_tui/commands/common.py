@@ -64,9 +64,17 @@ def controls_from_args(sc: Scenario, args: argparse.Namespace,
     return c, given
 
 
-def scenario_from_args(args: argparse.Namespace) -> Scenario:
-    """Load the preset and deploy it at the knob flags."""
-    sc = load(args.preset)
+def scenario_from_args(args: argparse.Namespace, *, topology: bool = False) -> Scenario:
+    """Load the preset and deploy it at the knob flags. With `topology` a preset of sites,
+    regions and links loads too (as declared: its knobs live in its tables, so knob flags are
+    refused); without, it is refused in one line."""
+    sc = load(args.preset, topology=topology)
+    if sc.declared_topology is not None:
+        for name, k in KNOBS.items():
+            if getattr(args, name, None) is not None:
+                raise UsageError(f"{k.flag}: a topology preset sets its knobs per [[region]], "
+                                 "[[site]] and [[link]]; edit the preset")
+        return sc
     c, _ = controls_from_args(sc, args)
     return sc.with_controls(c)
 

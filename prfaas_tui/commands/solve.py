@@ -95,7 +95,9 @@ def slo_section(sc, target: float, q: float) -> tuple[dict, Knobs]:
 
 
 def solve(args: argparse.Namespace) -> dict:
-    sc = scenario_from_args(args)
+    sc = scenario_from_args(args, topology=True)
+    if sc.declared_topology is not None:
+        raise UsageError(f"{args.preset}: solving a topology preset is not built yet")
     if getattr(args, "columns", None) and not getattr(args, "trace", None):
         raise UsageError("--columns: needs --trace FILE")
     wl = workload_from_args(args)

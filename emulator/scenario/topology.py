@@ -1,0 +1,198 @@
+"""Reading a topology from a preset: `[[site]]`, `[[region]]` and `[[link]]` tables (and the
+top-level `routing` key) into `emulator.topology.spec` objects, strictly, through `Reader`.
+
+Every bad value is one line naming the key with its table index (`region[2].share`). The counts
+are checked before any table is read, so a file of 10,000 links is refused at once. The
+cross-table rules (names, link ends, shares, splits, unreachable regions) are the spec's own
+`Topology.problems()`; the first one found is the error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from emulator.distributions import LengthDistribution
+from emulator.model import DecodeSpec
+from emulator.profiles import Profile
+from emulator.scenario.decode import parse_decode
+from emulator.scenario.knobs import MAX_BANDWIDTH, MAX_INSTANCES
+from emulator.scenario.lengths import parse_lengths
+from emulator.scenario.reader import (
+    PresetError,
+    Reader,
+    at_most,
+    between,
+    non_negative,
+    one_of,
+    positive,
+)
+from emulator.topology.spec import (
+    DEFAULT_RDMA,
+    MAX_LINKS,
+    MAX_REGIONS,
+    MAX_SITES,
+    ROUTINGS,
+    Link,
+    Region,
+    Site,
+    Topology,
+)
+from emulator.units import parse_bandwidth, parse_duration, parse_tokens
+
+TABLES = ("site", "region", "link")
+
+
+def declares_topology(data: dict) -> bool:
+    """Whether a preset's TOML describes sites, regions and links (not one [deployment])."""
+    return isinstance(data, dict) and any(k in data for k in TABLES)
+
+
+def read_instances(r: Reader, key: str, gpus_key: str, par: int) -> int:
+    """An instance count given as `key` or as `gpus_key` GPUs (a whole number of `par`-GPU
+    instances), both under the one instance cap."""
+    if r.has(key) and r.has(gpus_key):
+        raise r.error(gpus_key, f"give either {key} or {gpus_key}, not both")
+    cap = at_most(MAX_INSTANCES, f"{MAX_INSTANCES} instances")
+    if r.has(gpus_key):  # the same instance cap, in GPUs (a huge count must not slip by)
+        gpus = r.get(gpus_key, int, check=lambda x: non_negative(x) or cap(x / par))
+        if gpus % par:
+            raise r.error(gpus_key, f"{gpus} GPUs is not a whole number of {par}-GPU instances")
+        return gpus // par
+    if not r.has(key):
+        raise r.error(key, f"missing (required; or give {gpus_key})")
+    return r.get(key, int, check=lambda x: non_negative(x) or cap(x))
+
+
+def profile_ref(r: Reader, key: str, profiles: dict[str, Profile],
+                default: str | None = None) -> Profile:
+    ref = r.get(key, str, default)
+    if ref not in profiles:
+        raise r.error(key, f"no profile named {ref!r} (defined: {', '.join(profiles)})")
+    return profiles[ref]
+
+
+def _bandwidth(r: Reader, key: str, default=None) -> float | None:
+    return r.get(key, parse_bandwidth, default,
+                 check=lambda x: positive(x) or at_most(MAX_BANDWIDTH, "8 Pbps")(x))
+
+
+def parse_topology(root: Reader, profiles: dict[str, Profile], decode: Reader,
+                   lengths: LengthDistribution | None, base_dir: Path) -> Topology:
+    """The topology of a preset whose top level holds [[site]]/[[region]]/[[link]] tables;
+    `decode` and `lengths` are the top-level defaults a region may override."""
+    for table, cap in (("site", MAX_SITES), ("region", MAX_REGIONS), ("link", MAX_LINKS)):
+        items = root.data.get(table, [])
+        if isinstance(items, list) and len(items) > cap:
+            raise root.error(table, f"{len(items)} [[{table}]] tables is more than {cap}")
+    routing = root.get("routing", str, "threshold", check=one_of(*ROUTINGS))
+    base_decode = parse_decode(decode)
+    sites = tuple(_site(r, profiles) for r in root.sections("site"))
+    region_readers = root.sections("region")
+    if not region_readers:
+        raise root.error("region", "define at least one [[region]] (a PD cluster with users)")
+    given = [r.has("share") for r in region_readers]
+    regions = tuple(_region(r, profiles, base_decode, lengths, base_dir,
+                            None if any(given) else 1.0 / len(region_readers))
+                    for r in region_readers)
+    link_readers = root.sections("link")
+    raw_links = [_link(r) for r in link_readers]
+    links = tuple(_with_long_shares(raw_links, link_readers))
+    topo = Topology(sites, regions, links, routing)
+    if problems := topo.problems():
+        key, message = problems[0]
+        raise root.error(key, message)
+    _check_profiles(root, topo)
+    return topo
+
+
+def _site(r: Reader, profiles: dict[str, Profile]) -> Site:
+    name = r.get("name", str)
+    profile = profile_ref(r, "profile", profiles)
+    par = r.get("parallelism", int, 1, check=lambda x: positive(x) or at_most(4096, "4096 GPUs")(x))
+    instances = read_instances(r, "instances", "gpus", par)
+    egress = _bandwidth(r, "egress", None)
+    price = r.get("price", float, None, check=positive)
+    r.finish()
+    return Site(name, profile, instances, egress, par, price)
+
+
+def _region(r: Reader, profiles: dict[str, Profile], base_decode: DecodeSpec,
+            lengths: LengthDistribution | None, base_dir: Path,
+            default_share: float | None) -> Region:
+    name = r.get("name", str)
+    profile = profile_ref(r, "profile", profiles)
+    par = r.get("parallelism", int, 1, check=lambda x: positive(x) or at_most(4096, "4096 GPUs")(x))
+    pool = read_instances(r, "pool", "gpus", par)
+    n_p = r.get("n_p", int, check=non_negative)
+    n_d = r.get("n_d", int, check=non_negative)
+    if default_share is None and not r.has("share"):
+        raise r.error("share", "missing: give every region a share, or none (equal shares)")
+    share = r.get("share", float, default_share, check=between(0.0, 1.0))
+    rdma = _bandwidth(r, "rdma_bandwidth", DEFAULT_RDMA)
+    price = r.get("price", float, None, check=positive)
+    own = lengths
+    if (w := r.section("workload")) is not None:
+        own = parse_lengths(w.section("lengths", required=True), base_dir)
+        w.finish()
+    if own is None:
+        raise r.error("workload.lengths", "missing: no top-level [workload.lengths] to inherit")
+    dec = r.section("decode")
+    decode = base_decode if dec is None else parse_decode(dec, base_decode)
+    if dec is not None:
+        dec.finish()
+    lo, hi = own.support
+    t = r.get("threshold", parse_tokens, check=lambda x: non_negative(x) or (
+        None if x <= hi else f"lies outside the region's length support [{lo:.0f}, {hi:.0f}]"))
+    r.finish()
+    return Region(name, profile, pool, n_p, n_d, t, share, own, decode, par, rdma, price)
+
+
+def _link(r: Reader) -> Link:
+    site = r.get("site", str)
+    region = r.get("region", str)
+    bandwidth = _bandwidth(r, "bandwidth")
+    rtt = r.get("rtt", parse_duration, 0.0, check=lambda x: non_negative(x) or
+                at_most(60.0, "a minute of round trip")(x))
+    long_share = r.get("long_share", float, None, check=between(0.0, 1.0))
+    price = r.get("price_per_tb", float, None, check=non_negative)
+    fluctuation = r.get("fluctuation", float, 0.0, check=between(0.0, 0.99))
+    r.finish()
+    return Link(site, region, bandwidth, rtt, -1.0 if long_share is None else long_share,
+                price, fluctuation)
+
+
+def _with_long_shares(links: list[Link], readers: list[Reader]) -> list[Link]:
+    """A region's links split its long requests equally unless every one of them says its
+    `long_share` (some but not all is an error naming the first that lacks one)."""
+    by_region: dict[str, list[int]] = {}
+    for i, k in enumerate(links):
+        by_region.setdefault(k.region, []).append(i)
+    out = list(links)
+    for idx in by_region.values():
+        given = [links[i].long_share >= 0 for i in idx]
+        if all(given):
+            continue
+        if any(given):
+            first = next(i for i, g in zip(idx, given, strict=True) if not g)
+            raise readers[first].error("long_share", "missing: give every link of region "
+                                       f"{links[first].region!r} a long_share, or none (equal)")
+        for i in idx:
+            out[i] = replace(links[i], long_share=1.0 / len(idx))
+    return out
+
+
+def _check_profiles(root: Reader, topo: Topology) -> None:
+    """Every profile a region's requests meet (its own and its sites') positive over its
+    lengths, as the single-pair reader checks its two."""
+    for i, r in enumerate(topo.regions):
+        lo, hi = r.lengths.support
+        grid = np.linspace(max(lo, 1.0), hi, 64)
+        if msg := r.profile.check_positive(grid):
+            raise root.error(f"region[{i}].profile", msg)
+        for k in topo.links_of_region(r.name):
+            if msg := topo.site(k.site).profile.check_positive(grid):
+                raise PresetError(root.path, f"site[{topo.sites.index(topo.site(k.site))}].profile",
+                                  f"{msg} (over region {r.name!r}'s lengths)")
