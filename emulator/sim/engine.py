@@ -48,6 +48,8 @@ from emulator.sim.scheduler import Scheduler
 from emulator.sim.sessions import generate_sessions, to_trace
 from emulator.sim.snapshot import LiveKnobs, Snapshot
 from emulator.sim.timeline import Active, Timeline
+from emulator.sim.topology import RoutingBound, TopologyRuntime
+from emulator.sim.topology_report import marks
 from emulator.sim.workload import SyntheticSource, TraceSource, Workload
 from emulator.traces import MOONCAKE_BLOCK_TOKENS, Trace, read_trace
 from emulator.units import to_gbps
@@ -61,7 +63,8 @@ class Emulation:
                  duration: float | None = None, paradigm: Paradigm | str = Paradigm.PRFAAS_PD,
                  trace: str | Trace | None = None, mode: str = "exact",
                  n_p: int | None = None, n_d: int | None = None,
-                 cached_prefix: PrefixLookup | None = None):
+                 cached_prefix: PrefixLookup | None = None, routing: str | None = None,
+                 bound: RoutingBound | None = None):
         paradigm = Paradigm(paradigm)
         if rate is not None and load is not None:
             raise ValueError("give a rate or a load, not both")
@@ -72,6 +75,14 @@ class Emulation:
         self.seed = sim.seed if seed is None else int(seed)
         self.duration = sim.duration if duration is None else float(duration)
         self.loop = loop = VirtualTimeLoop()
+        self.topology: TopologyRuntime | None = None
+        if scenario.declared_topology is not None:
+            self._init_topology(scenario, rate, load, routing, bound, trace, paradigm,
+                                cached_prefix)
+            return
+        if routing is not None and routing != "threshold":
+            raise KnobError("routing", "a single-pair preset routes by its threshold: the "
+                            "site policies need a topology ([[site]], [[region]], [[link]])")
         self.bandwidth = float(system.bandwidth)
         self.link_factor = 1.0  # share of B_out the link delivers now (incidents)
         # the incidents' contributions by key: composed, so ending one removes only its own
@@ -182,6 +193,70 @@ class Emulation:
         self.timeline = Timeline(self, sim.incidents)
         self.scheduler = Scheduler(self, sim.scheduler) if sim.scheduler.enabled else None
 
+    def _init_topology(self, scenario: Scenario, rate: float | None, load: float | None,
+                       routing: str | None, bound: RoutingBound | None,
+                       trace: str | Trace | None, paradigm: Paradigm,
+                       cached_prefix: PrefixLookup | None) -> None:
+        """Every site, region and link of the declared topology on this loop (see
+        emulator.sim.topology); the pair-only features are refused in one line each."""
+        sim = scenario.sim
+        topo = scenario.declared_topology
+        for what, given in (("--trace / workload.replay", trace is not None or sim.replay),
+                            ("[cache]", sim.cache is not None or cached_prefix is not None),
+                            ("[workload] sessions", sim.sessions is not None),
+                            ("[prefill] backend", sim.prefill is not None),
+                            ("--paradigm", paradigm != Paradigm.PRFAAS_PD)):
+            if given:
+                raise KnobError("topology", f"{what}: runs on single-pair presets only")
+        routing = topo.routing if routing is None else routing
+        if routing == "lp" and bound is None:
+            raise KnobError("routing", "lp needs the routing bound (emulator.topology.bound)")
+        self.routing = routing
+        self.bound = bound
+        if rate is None:
+            lam = bound.lambda_max if bound is not None else None
+            if load is None and sim.rate is not None:
+                rate = sim.rate
+            elif lam is None:
+                raise ValueError("a topology's load is relative to its routing bound: give "
+                                 "a rate, or the bound")
+            else:
+                rate = (sim.load if load is None else load) * lam
+        if not (rate >= 0 and math.isfinite(rate)):
+            raise ValueError(f"offered rate must be a finite number >= 0 req/s, got {rate!r}")
+        if not self.duration > 0:
+            raise ValueError(f"duration must be > 0 seconds, got {self.duration!r}")
+        self.paradigm = Paradigm.PRFAAS_PD
+        self.bandwidth = math.fsum(k.bandwidth for k in topo.links)
+        self.link_factor = 1.0
+        self._link_factors = {}
+        self._rate_factors = {}
+        self._length_shifts = {}
+        self.decisions = deque(maxlen=NOTE_LOG)
+        self.cache_flushes = 0
+        self._done_hooks = []
+        self._tasks = []
+        self.cache = self.reverse_link = self.torch = None
+        self.scheduler = None
+        self.latencies = Latencies(sim.window, sim.slo_ttft, sim.slo_tpot)
+        self.topology = rt = TopologyRuntime(self.loop, topo, sim, self.seed, rate, routing,
+                                             self._topology_done, bound)
+        self.regions = rt.regions
+        self.region = next(iter(rt.regions.values()))
+        self.sites = rt.sites
+        self.links = rt.links
+        self.workload = self.region.workload  # the first region's (the UI's pair view)
+        rt.start(sim)
+        self.start_marks = self._half_marks = marks(rt, 0.0)
+        self.observer = Observer(self, self.loop, sim.sample_interval, sim.window,
+                                 sim.timeseries_rows)
+        self.timeline = Timeline(self, sim.incidents)
+
+    def _topology_done(self, req: Request, now: float) -> None:
+        self.latencies.record(req, now)
+        for fn in self._done_hooks:
+            fn(req, now)
+
     def _attach_cache(self, sim, replayed: Trace | None,
                       hook: PrefixLookup | None) -> PrefixLookup:
         """Build the [cache]: a PrefixCache per cluster, and the reverse link (PD -> PrfaaS,
@@ -233,6 +308,16 @@ class Emulation:
     def rerouted(self) -> int:
         return sum(r.rerouted for r in self.regions.values())
 
+    @property
+    def site_stages(self) -> list[PrefillStage]:
+        """Every site's prefill stage (the pair: its PrfaaS stage)."""
+        return [self.prfaas] if self.topology is None else self.topology.site_stages
+
+    @property
+    def wan_links(self) -> list[Link]:
+        """Every site -> region link (the pair: its one link)."""
+        return [self.link] if self.topology is None else list(self.topology.links.values())
+
     def _done_hooks_run(self, req: Request, now: float) -> None:
         for fn in self._done_hooks:
             fn(req, now)
@@ -258,6 +343,9 @@ class Emulation:
         mid = self.now + (end - self.now) / 2
         halfway: list[Totals] = []
         self.loop.call_at_quiet(mid, lambda: halfway.append(self.totals()))
+        if self.topology is not None:
+            self.loop.call_at_quiet(mid, lambda: setattr(self, "_half_marks",
+                                                         marks(self.topology, self.now)))
         if progress is None:
             self.run_until(end)
         else:
@@ -307,8 +395,8 @@ class Emulation:
     def on_done(self, fn: Callable[[Request, float], None]) -> None:
         """Call fn(request, now) at every completion (scorecards' per-request views)."""
         self._done_hooks.append(fn)
-        for region in self.regions.values():
-            region.on_done = self._done_hooks_run
+        if self.topology is None:
+            self.region.on_done = self._done_hooks_run
 
     def note(self, text: str) -> None:
         """Record a decision (shown in snapshots)."""

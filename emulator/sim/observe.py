@@ -97,10 +97,13 @@ class Observer:
 
     @property
     def in_flight(self) -> int:
-        """Requests held anywhere: queues, instances, wires, batches (counted, not derived)."""
+        """Requests held anywhere: queues, instances, wires, batches (counted, not derived):
+        every site's stage, every region's PD-P, PD-D and RDMA wire, every link's wire."""
         emu = self.emu
-        n = (emu.prfaas.holding + emu.pdp.holding + emu.pdd.holding
-             + emu.link.propagating_flows + emu.rdma.propagating_flows)
+        n = sum(s.holding for s in emu.site_stages)
+        for r in emu.regions.values():
+            n += r.pdp.holding + r.pdd.holding + r.rdma.propagating_flows
+        n += sum(lk.propagating_flows for lk in emu.wan_links)
         if emu.cache is not None:  # cache moves and KV tails the transfer cache holds
             n += emu.cache.holding + emu.reverse_link.propagating_flows
         return n
@@ -115,17 +118,25 @@ class Observer:
         """Every cumulative counter and integral now (read-only)."""
         emu = self.emu
         now = emu.now
-        stages = (emu.prfaas, emu.pdp, emu.pdd)
-        tot = [s.totals(now) for s in stages]
-        sent, cap, sat = emu.link.totals(now)
+        regions = emu.regions.values()
+        # per stage kind (PrfaaS, PD-P, PD-D): every site's or region's stage of that kind
+        groups = (emu.site_stages, [r.pdp for r in regions], [r.pdd for r in regions])
+        tot = [[s.totals(now) for s in g] for g in groups]
+        links = emu.wan_links
+        lt = [lk.totals(now) for lk in links]
         return Totals(
             t=now, arrived=emu.arrived, completed=emu.completed,
             rejected=sum(emu.rejected.values()),
-            entered=tuple(s.entered for s in stages), done=tuple(s.done for s in stages),
-            busy=tuple(x[0] for x in tot), online=tuple(x[1] for x in tot),
-            queue=tuple(len(s.queue) for s in stages), compute=emu.prfaas.work_started,
-            link_sent=sent, link_cap=cap, link_sat=sat,
-            link_in_flight=emu.link.bytes_in_flight(now), in_flight=self.in_flight)
+            entered=tuple(sum(s.entered for s in g) for g in groups),
+            done=tuple(sum(s.done for s in g) for g in groups),
+            busy=tuple(sum(x[0] for x in t) for t in tot),
+            online=tuple(sum(x[1] for x in t) for t in tot),
+            queue=tuple(sum(len(s.queue) for s in g) for g in groups),
+            compute=sum(s.work_started for s in groups[0]),
+            link_sent=sum(x[0] for x in lt), link_cap=sum(x[1] for x in lt),
+            link_sat=sum(x[2] for x in lt) / len(lt),  # the links' mean saturated time
+            link_in_flight=sum(lk.bytes_in_flight(now) for lk in links),
+            in_flight=self.in_flight)
 
     def _sample(self) -> None:
         """Periodic bookkeeping on the virtual clock: windows, time series, histogram marks."""
