@@ -355,6 +355,8 @@ class Emulation:
                 progress(self.now, end)
         acc = self.accounting
         acc.check()
+        if self.topology is not None:
+            self.topology.check()  # and per region
         return RunResult(self, acc, halfway[0] if halfway else self.observer.start)
 
     def close(self) -> None:

@@ -17,6 +17,7 @@ from typing import Protocol
 import numpy as np
 
 from emulator.scenario.sim import SimConfig
+from emulator.sim.accounting import AccountingError
 from emulator.sim.costs import Costs
 from emulator.sim.decode import DecodeStage
 from emulator.sim.link import Link
@@ -184,6 +185,17 @@ class TopologyRuntime:
             n += self.sites[site].stage.held_by(region.name) + link.propagating_flows
         return n
 
+    def check(self) -> None:
+        """AccountingError naming the first region whose books do not balance."""
+        for r in self.regions.values():
+            held = self.in_flight(r)
+            lost = r.arrived - r.completed - held - r.rejected_total
+            if lost:
+                raise AccountingError(
+                    f"accounting broken in region {r.name}: arrived {r.arrived} != completed "
+                    f"{r.completed} + in flight {held} + rejected {r.rejected_total} "
+                    f"({lost:+d} unaccounted)")
+
     @property
     def site_stages(self) -> list[PrefillStage]:
         return [s.stage for s in self.sites.values()]
@@ -210,3 +222,9 @@ def _lp_routing(lp: RoutingBound | None, region: str, sites: list[str]
     if lp is None:
         raise TopologyError("routing lp: the routing bound is not available")
     return lp.routing_for(region, sites)
+
+
+def topology_bound(scenario) -> RoutingBound | None:
+    """The routing bound of a topology scenario, for `lp` routing and `--load` (None until
+    the bound's solver is available)."""
+    return None
