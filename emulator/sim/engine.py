@@ -354,9 +354,9 @@ class Emulation:
                 self.run_until(start + (end - start) * i / slices)
                 progress(self.now, end)
         acc = self.accounting
-        acc.check()
         if self.topology is not None:
-            self.topology.check()  # and per region
+            self.topology.check()  # per region first: it names the region
+        acc.check()
         return RunResult(self, acc, halfway[0] if halfway else self.observer.start)
 
     def close(self) -> None:

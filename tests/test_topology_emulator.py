@@ -1,0 +1,170 @@
+"""The topology emulator: every site, region and link on the one loop, per-region books, the
+site policies, the site's shared egress, and `run --json` on a topology."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from emulator.scenario.presets import from_dict, load
+from emulator.scenario.reader import read_toml
+from emulator.sim.accounting import AccountingError
+from emulator.sim.engine import Emulation
+from emulator.sim.loop import VirtualTimeLoop
+from emulator.sim.site import Egress, SiteLink
+from emulator.sim.site_policy import RoundRobin
+from prfaas_tui.cli import main as cli
+
+TOY2 = Path(__file__).parent / "data" / "toy-two-regions.toml"
+MB = 1e6
+
+
+def toy2(**top) -> object:
+    data = read_toml(TOY2)
+    data.update(top)
+    return from_dict(data, TOY2, topology=True)
+
+
+def two_sites() -> dict:
+    """The toy's two regions with a second site `edge` linked to west only, west sending 3/4
+    of its long requests to the hub."""
+    data = read_toml(TOY2)
+    data["site"].append({"name": "edge", "profile": "fast", "instances": 1,
+                         "egress": "1000 MB/s"})
+    data["link"][1]["long_share"] = 0.75
+    data["link"].append({"site": "edge", "region": "west", "bandwidth": "1000 MB/s",
+                         "rtt": "5 ms", "long_share": 0.25})
+    return data
+
+
+@pytest.mark.parametrize("routing", ["threshold", "best-bandwidth"])
+def test_every_region_balances_its_books(routing):
+    with Emulation(toy2(), rate=2.5, duration=300, routing=routing) as emu:
+        res = emu.run()
+        regions = res.json["regions"]
+    assert set(regions) == {"east", "west"}
+    for r in regions.values():
+        assert r["arrived"] == r["completed"] + r["in_flight"] + r["rejected"]
+        assert r["lost"] == 0 and r["completed"] > 0
+    assert sum(r["arrived"] for r in regions.values()) == res.accounting.arrived
+    assert res.json["lost"] == 0
+
+
+def test_a_region_that_loses_a_request_fails_the_run():
+    with Emulation(toy2(), rate=2.0, duration=60) as emu:
+        emu.run_until(30)
+        emu.regions["west"].completed += 1  # a completion nobody made: the books break
+        with pytest.raises(AccountingError, match="region west"):
+            emu.run()
+
+
+def test_shares_of_the_total_rate_and_determinism():
+    runs = []
+    for _ in range(2):
+        with Emulation(toy2(), rate=2.0, duration=600, seed=7) as emu:
+            out = emu.run().to_json()
+            out.pop("timing")
+            runs.append(json.dumps(out, sort_keys=True))
+    assert runs[0] == runs[1]
+    regions = json.loads(runs[0])["regions"]
+    for r in regions.values():  # each region offers its half of 2.0 req/s
+        assert r["target_rate"] == pytest.approx(1.0)
+        assert r["offered_rate"] == pytest.approx(1.0, rel=0.12)
+
+
+def test_threshold_routing_sends_long_requests_in_the_links_shares():
+    sc = from_dict(two_sites(), TOY2, topology=True)
+    with Emulation(sc, rate=1.0, duration=1200, routing="threshold") as emu:
+        west = emu.regions["west"]
+        seen: dict[str, int] = {}
+        pick = west.policy.pick
+
+        def counting(req):
+            stage = pick(req)
+            seen[stage.name] = seen.get(stage.name, 0) + 1
+            return stage
+        west.policy.pick = counting
+        emu.run()
+    longs = seen["hub"] + seen["edge"]
+    assert longs > 100 and seen["pd-p"] > 100
+    assert abs(seen["hub"] - 0.75 * longs) <= 1  # a round robin: exact within one pick
+    assert emu.sites["edge"].stage.entered == seen["edge"]
+
+
+def test_egress_is_processor_shared_by_the_busy_links():
+    loop = VirtualTimeLoop()
+    egress = Egress(1500 * MB)
+    a = SiteLink(loop, "hub->a", 1000 * MB, egress)
+    b = SiteLink(loop, "hub->b", 1000 * MB, egress)
+    egress.links += [a, b]
+    egress.rebalance()
+    done = []
+    a.open(4000 * MB, 0.0, lambda f: done.append(("a", loop.now)), lambda p: None, None)
+    assert a.capacity == pytest.approx(1000 * MB)  # alone: its own bandwidth binds
+    b.open(1500 * MB, 0.0, lambda f: done.append(("b", loop.now)), lambda p: None, None)
+    assert a.capacity == b.capacity == pytest.approx(750 * MB)  # both busy: half each
+    loop.run_until(100)
+    # b: 1500 MB at 750 MB/s = 2 s; a: 1500 MB by then, the other 2500 MB at 1000 MB/s
+    assert done == [("b", pytest.approx(2.0)), ("a", pytest.approx(4.5))]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(0.01, 10.0), min_size=1, max_size=5), st.integers(1, 400))
+def test_round_robin_keeps_the_shares_within_one_pick(weights, n):
+    rr = RoundRobin(list(range(len(weights))), weights)
+    counts = [0] * len(weights)
+    for _ in range(n):
+        counts[rr.next()] += 1
+    total = sum(weights)
+    for c, w in zip(counts, weights, strict=True):
+        assert abs(c - n * w / total) <= len(weights)
+
+
+def test_best_bandwidth_keeps_up_where_the_threshold_rule_cannot():
+    """3 req/s: the threshold rule sends every long request to the hub's 2 instances (1 req/s
+    of 2 s prefills: 2 req/s of traffic at most); best-bandwidth keeps the overflow local."""
+    served = {}
+    for routing in ("threshold", "best-bandwidth"):
+        with Emulation(toy2(), rate=3.0, duration=1200, routing=routing) as emu:
+            late = emu.run().json["regions"]
+        served[routing] = late
+    for name in ("east", "west"):
+        thr, bb = served["threshold"][name], served["best-bandwidth"][name]
+        assert thr["second_half"]["in_flight_growth"] > 0.1  # its queue grows
+        assert bb["second_half"]["served_rate"] == pytest.approx(
+            bb["second_half"]["offered_rate"], rel=0.05)
+
+
+def test_run_json_on_a_topology(capsys):
+    assert cli(["run", "--preset", str(TOY2), "--duration", "120", "--rate", "2",
+                "--routing", "best-bandwidth", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["routing"] == "best-bandwidth" and out["lost"] == 0
+    r = out["regions"]["east"]
+    for key in ("arrived", "completed", "in_flight", "rejected", "offered_rate",
+                "served_rate"):
+        assert key in r
+    assert set(r["ttft"]) >= {"mean", "p90"}
+    assert set(out["links"]) == {"hub->east", "hub->west"}
+    assert set(out["links"]["hub->west"]) >= {"gbps", "utilization"}
+    assert out["target_rate"] == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--np", "2"], "--np: a topology preset"),
+    (["--trace", "x.jsonl"], "--trace: runs on single-pair presets only"),
+])
+def test_pair_flags_on_a_topology_are_one_line(capsys, argv, says):
+    assert cli(["run", "--preset", str(TOY2), "--duration", "60", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert says in err and len(err.splitlines()) == 1
+
+
+def test_site_policies_need_a_topology(capsys):
+    assert cli(["run", "--preset", "toy", "--routing", "best-bandwidth"]) == 2
+    assert "single-pair preset routes by its threshold" in capsys.readouterr().err
+    assert load("toy").declared_topology is None
