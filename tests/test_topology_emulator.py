@@ -4,6 +4,7 @@ site policies, the site's shared egress, and `run --json` on a topology."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -168,3 +169,70 @@ def test_site_policies_need_a_topology(capsys):
     assert cli(["run", "--preset", "toy", "--routing", "best-bandwidth"]) == 2
     assert "single-pair preset routes by its threshold" in capsys.readouterr().err
     assert load("toy").declared_topology is None
+
+
+def with_incidents(*incidents: dict):
+    data = read_toml(TOY2)
+    data["incidents"] = list(incidents)
+    return from_dict(data, TOY2, topology=True)
+
+
+def test_incidents_name_their_target():
+    sc = with_incidents(
+        {"kind": "link-brownout", "link": "hub->west", "factor": 0.1, "at": 100, "duration": 200},
+        {"kind": "site-loss", "site": "hub", "count": 1, "at": 400, "duration": 100},
+        {"kind": "surge", "region": "east", "factor": 1.5, "at": 600, "duration": 100})
+    with Emulation(sc, rate=2.0, duration=800, routing="best-bandwidth") as emu:
+        emu.run_until(150)
+        west, east = emu.links["hub->west"], emu.links["hub->east"]
+        assert west.capacity == pytest.approx(100 * MB)  # 10% of its 1000 MB/s
+        assert east.capacity == pytest.approx(1000 * MB)  # its own bandwidth, not touched
+        emu.run_until(350)
+        assert west.capacity == pytest.approx(1000 * MB)
+        emu.run_until(450)
+        assert emu.sites["hub"].stage.n_accepting == 1
+        emu.run_until(650)
+        assert emu.regions["east"].workload.rate == pytest.approx(1.5)
+        assert emu.regions["west"].workload.rate == pytest.approx(1.0)
+        res = emu.run()
+    assert emu.sites["hub"].stage.n_accepting == 2
+    assert emu.regions["east"].workload.rate == pytest.approx(1.0)
+    assert res.json["lost"] == 0
+
+
+def test_diurnal_rate_follows_each_regions_local_day():
+    sc = with_incidents({"kind": "diurnal-rate", "at": 0, "duration": 2400, "period": 2400,
+                         "step": 100, "low": 0.2, "peak_hour": 12, "offsets": {"west": -12}})
+    with Emulation(sc, rate=2.0, duration=1300) as emu:
+        emu.run_until(1200)  # noon UTC: east (offset 0) peaks, west (midnight) at its trough
+        assert emu.regions["east"].workload.rate == pytest.approx(1.0 * 1.8)
+        assert emu.regions["west"].workload.rate == pytest.approx(1.0 * 0.2)
+        assert emu.run().json["lost"] == 0
+
+
+@pytest.mark.parametrize("incident, key, says", [
+    ({"kind": "link-brownout", "link": "hub->north", "factor": 0.5}, "incidents[0].link",
+     "no link named 'hub->north'"),
+    ({"kind": "site-loss", "site": "edge"}, "incidents[0].site", "no site named 'edge'"),
+    ({"kind": "surge", "region": "south", "factor": 2}, "incidents[0].region", "no region"),
+    ({"kind": "instance-loss", "stage": "prfaas"}, "incidents[0].kind", "use site-loss"),
+])
+def test_a_target_that_is_not_there_is_one_line(incident, key, says):
+    from emulator.scenario.reader import PresetError
+    with pytest.raises(PresetError, match=re.escape(key) + ": .*" + re.escape(says)):
+        with_incidents({"at": 10, "duration": 20, **incident})
+
+
+def test_pair_presets_keep_their_incidents_and_refuse_foreign_targets():
+    from emulator.scenario.reader import PresetError
+    data = read_toml(Path(__file__).parents[1] / "presets" / "toy.toml")
+    data["incidents"] = [{"kind": "link-brownout", "link": "prfaas->pd", "factor": 0.5,
+                          "at": 10, "duration": 20}]
+    sc = from_dict(data, "toy.toml")
+    with Emulation(sc, duration=40) as emu:
+        emu.run_until(15)
+        assert emu.link.capacity == pytest.approx(500 * MB)
+        emu.run()
+    data["incidents"][0]["link"] = "hub->west"
+    with pytest.raises(PresetError, match="incidents\\[0\\].link: no link named 'hub->west'"):
+        from_dict(data, "toy.toml")

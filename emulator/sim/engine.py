@@ -94,7 +94,7 @@ class Emulation:
         self._split = (scenario.n_p, scenario.n_d)
 
         # the 1x1 topology: one region (its PD-P, PD-D, router, books), one site, one link
-        self.region = region = Region("local", loop)
+        self.region = region = Region("pd", loop)  # the 1x1 topology's names: pd, prfaas
         self.regions: dict[str, Region] = {region.name: region}
         self.link = Link(loop, "link", self.bandwidth, burst=sim.link_burst, peak=sim.link_peak,
                          latency=sim.link_latency)
@@ -547,9 +547,14 @@ class Emulation:
     def lengths_fixed(self) -> bool:
         return isinstance(self.workload.source, TraceSource)
 
-    def set_link_factor(self, key: Hashable, factor: float | None) -> None:
+    def set_link_factor(self, key: Hashable, factor: float | None,
+                        link: str | None = None) -> None:
         """`key`'s share of B_out (None: it no longer limits the link). The link delivers B_out
-        times the product of every key's factor, also across B_out changes."""
+        times the product of every key's factor, also across B_out changes. A topology: the
+        share of `link`'s bandwidth (None: of every link's)."""
+        if self.topology is not None:
+            self.topology.set_link_factor(key, factor, link)
+            return
         if factor is None:
             self._link_factors.pop(key, None)
         elif not (factor >= 0 and math.isfinite(factor)):
@@ -559,8 +564,13 @@ class Emulation:
         self.link_factor = math.prod(self._link_factors.values())
         self.link.set_capacity(self.bandwidth * self.link_factor)
 
-    def set_rate_multiplier(self, key: Hashable, factor: float | None) -> None:
-        """`key`'s surge (> 1) or lull on the offered rate (None: gone); they multiply."""
+    def set_rate_multiplier(self, key: Hashable, factor: float | None,
+                            region: str | None = None) -> None:
+        """`key`'s surge (> 1) or lull on the offered rate (None: gone); they multiply. A
+        topology: on `region`'s arrivals (None: every region's)."""
+        if self.topology is not None:
+            self.topology.set_rate_multiplier(key, factor, region)
+            return
         _keyed(self._rate_factors, key, factor)
         self.workload.set_multiplier(math.prod(self._rate_factors.values()))
 
@@ -597,6 +607,28 @@ class Emulation:
         """Ids of the live instances assigned to `stage`, ascending. An id is the instance's
         number in its cluster, stable across role changes."""
         return [m.idx for m in self.pool_of(stage).machines if m.alive and m.target == stage]
+
+    @property
+    def region_names(self) -> tuple[str, ...]:
+        return tuple(self.regions)
+
+    def site_instances(self, site: str) -> list[int]:
+        """Ids of `site`'s live instances, ascending (the pair: its PrfaaS cluster)."""
+        if self.topology is None:
+            return self.live_instances("prfaas")
+        return self.topology.site(site).live()
+
+    def fail_site_instance(self, site: str, idx: int) -> None:
+        if self.topology is None:
+            self.fail_instance("prfaas", idx)
+        else:
+            self.topology.site(site).pool.fail(idx)
+
+    def restore_site_instance(self, site: str, idx: int) -> None:
+        if self.topology is None:
+            self.restore_instance("prfaas", idx)
+        else:
+            self.topology.site(site).pool.restore(idx)
 
     def fail_instance(self, stage: str, idx: int) -> None:
         """Instance `idx` of `stage`'s cluster dies: a prefill restarts from the queue head, a
