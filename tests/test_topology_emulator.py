@@ -236,3 +236,24 @@ def test_pair_presets_keep_their_incidents_and_refuse_foreign_targets():
     data["incidents"][0]["link"] = "hub->west"
     with pytest.raises(PresetError, match="incidents\\[0\\].link: no link named 'hub->west'"):
         from_dict(data, "toy.toml")
+
+
+def test_drill_compares_site_policies_per_region(capsys):
+    """hub->west at 10% for 10 minutes: the threshold rule keeps sending west's long requests
+    over it, best-bandwidth sends them where they finish first."""
+    drill = str(Path(__file__).parent / "data" / "toy-link-brownout.toml")
+    assert cli(["drill", drill, "--routing", "best-bandwidth", "--compare", "threshold",
+                "--json"]) == 0
+    runs = json.loads(capsys.readouterr().out)
+    assert set(runs) == {"best-bandwidth", "threshold"}
+    west = {k: r["scorecard"]["regions"]["west"] for k, r in runs.items()}
+    assert west["best-bandwidth"]["ttft_p90_during"] < 0.5 * west["threshold"]["ttft_p90_during"]
+    for r in runs.values():
+        assert r["scorecard"]["lost"] == 0
+        assert all(x["lost"] == 0 for x in r["scorecard"]["regions"].values())
+
+
+def test_compare_threshold_needs_a_topology_drill(capsys):
+    assert cli(["drill", "link-brownout", "--compare", "threshold"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--compare threshold" in err and len(err.splitlines()) == 1

@@ -7,19 +7,25 @@ from emulator.scenario.drill import Drill
 from emulator.sim.engine import Emulation
 from emulator.sim.record import Recorder, attach
 from emulator.sim.score import scorecard
+from emulator.sim.topology import topology_bound
 
 
-def drill_emulation(drill: Drill, seed: int | None = None,
-                    scheduler: bool | None = None) -> tuple[Emulation, Recorder]:
+def drill_emulation(drill: Drill, seed: int | None = None, scheduler: bool | None = None,
+                    routing: str | None = None) -> tuple[Emulation, Recorder]:
     """A fresh emulation of the drill (incidents scheduled; scheduler on, off or, None, as the
-    file says) and its recorder."""
-    emu = Emulation(drill.with_scheduler(scheduler), seed=seed)
+    file says; a topology's site policy `routing`, None: the preset's) and its recorder."""
+    sc = drill.with_scheduler(scheduler)
+    if sc.declared_topology is None:
+        emu = Emulation(sc, seed=seed, routing=routing)
+    else:
+        emu = Emulation(sc, seed=seed, routing=routing, bound=topology_bound(sc))
     return emu, attach(emu)
 
 
-def run_drill(drill: Drill, seed: int | None = None, scheduler: bool | None = None) -> dict:
+def run_drill(drill: Drill, seed: int | None = None, scheduler: bool | None = None,
+              routing: str | None = None) -> dict:
     """Run to the end: the `run --json` object plus `drill` and `scorecard` (no timing)."""
-    emu, rec = drill_emulation(drill, seed, scheduler)
+    emu, rec = drill_emulation(drill, seed, scheduler, routing)
     with emu:
         out = emu.run().to_json()
         out["drill"] = drill.name

@@ -308,6 +308,16 @@ class Emulation:
     def rerouted(self) -> int:
         return sum(r.rerouted for r in self.regions.values())
 
+    def stage_queues(self) -> dict[str, int]:
+        """Requests queued now per stage kind (PrfaaS: every site's; PD-P/PD-D: every
+        region's)."""
+        if self.topology is None:
+            return {name: len(st.queue) for name, st in self.stages.items()}
+        regions = self.regions.values()
+        return {"prfaas": sum(len(s.queue) for s in self.site_stages),
+                "pd-p": sum(len(r.pdp.queue) for r in regions),
+                "pd-d": sum(len(r.pdd.queue) for r in regions)}
+
     @property
     def site_stages(self) -> list[PrefillStage]:
         """Every site's prefill stage (the pair: its PrfaaS stage)."""

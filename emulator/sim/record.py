@@ -34,6 +34,16 @@ class Recorder:
         self.during: list[float] = []  # TTFT of requests that arrived during an incident
         self.episodes: list[list] = []  # [first rid, last rid or None, end time or None]
         self._depth = 0
+        # a topology's regions: rows (time, arrived, completed, rejected), the TTFT of their
+        # requests that arrived during an episode (by arrival time: request ids interleave
+        # across regions), their peak windowed TTFT P90, and the arrivals per episode
+        self.regional = emu.topology is not None
+        self.region_rows: dict[str, deque] = {n: deque(maxlen=self.MAX_ROWS)
+                                              for n in emu.regions} if self.regional else {}
+        self.region_during: dict[str, list[float]] = {n: [] for n in self.region_rows}
+        self.region_peak: dict[str, float] = dict.fromkeys(self.region_rows, math.nan)
+        # [start, end or None, {region: arrived at start}, {region: arrived at end}]
+        self.spans: list[list] = []
         self._row()
         emu.on_done(self._done)
         emu.timeline.listen(self._incident)
@@ -44,6 +54,9 @@ class Recorder:
     def _row(self) -> None:
         emu = self.emu
         self.rows.append((emu.now, emu.arrived, emu.completed, sum(emu.rejected.values())))
+        for name, rows in self.region_rows.items():
+            r = emu.regions[name]
+            rows.append((emu.now, r.arrived, r.completed, r.rejected_total))
 
     def _tick(self) -> None:
         emu = self.emu
@@ -51,21 +64,35 @@ class Recorder:
         ttft = emu.latencies.recent(emu.now)[0][1]
         if not math.isnan(ttft) and not ttft <= self.peak_ttft_p90:
             self.peak_ttft_p90 = ttft
-        for name, st in emu.stages.items():
-            self.peak_queue[name] = max(self.peak_queue[name], len(st.queue))
+        for name, q in emu.stage_queues().items():
+            self.peak_queue[name] = max(self.peak_queue[name], q)
+        for name in self.region_peak:
+            p90 = emu.regions[name].latencies.recent(emu.now)[0][1]
+            if not math.isnan(p90) and not p90 <= self.region_peak[name]:
+                self.region_peak[name] = p90
         emu.loop.call_at_quiet(emu.now + self.interval, self._tick)
 
     def _incident(self, act: Active, started: bool) -> None:
+        emu = self.emu
         if started:
             self._depth += 1
             if self._depth == 1:
-                self.episodes.append([self.emu.arrived + 1, None, None])
+                self.episodes.append([emu.arrived + 1, None, None])
+                if self.regional:
+                    self.spans.append([emu.now, None, {n: r.arrived
+                                                        for n, r in emu.regions.items()}, {}])
         else:
             self._depth -= 1
             if self._depth == 0:
-                self.episodes[-1][1:] = [self.emu.arrived, self.emu.now]
+                self.episodes[-1][1:] = [emu.arrived, emu.now]
+                if self.regional:
+                    self.spans[-1][1] = emu.now
+                    self.spans[-1][3] = {n: r.arrived for n, r in emu.regions.items()}
 
     def _done(self, req: Request, now: float) -> None:
+        if self.regional:
+            self._done_regional(req)
+            return
         if self.episodes and len(self.during) < self.MAX_DURING:
             for first, last, _ in reversed(self.episodes):
                 if req.rid >= first and (last is None or req.rid <= last):
@@ -74,6 +101,26 @@ class Recorder:
                 if last is not None and req.rid > last:
                     break
 
+    def _done_regional(self, req: Request) -> None:
+        t = req.arrival
+        for start, end, _, _ in reversed(self.spans):
+            if t >= start and (end is None or t <= end):
+                if len(self.during) < self.MAX_DURING:
+                    ttft = req.t_first - req.arrival
+                    self.during.append(ttft)
+                    self.region_during[req.dest.name].append(ttft)
+                return
+            if end is not None and t > end:
+                return
+
+    def region_arrived_during(self, name: str) -> int:
+        """Requests of region `name` that arrived during an episode."""
+        now = self.emu.regions[name].arrived
+        return sum((now if end is None else after[name]) - before[name]
+                   for _, end, before, after in self.spans)
+
     def arrived_during(self) -> int:
+        if self.regional:
+            return sum(self.region_arrived_during(n) for n in self.region_rows)
         return sum((self.emu.arrived if last is None else last) - first + 1
                    for first, last, _ in self.episodes)
