@@ -257,3 +257,29 @@ def test_compare_threshold_needs_a_topology_drill(capsys):
     assert cli(["drill", "link-brownout", "--compare", "threshold"]) == 2
     err = capsys.readouterr().err.strip()
     assert "--compare threshold" in err and len(err.splitlines()) == 1
+
+
+def test_snapshot_json_carries_the_run_objects_at_its_instant(tmp_path):
+    out = tmp_path / "snap.json"
+    assert cli(["snapshot", "--preset", str(TOY2), "--at", "300", "--format", "json",
+                "--out", str(out)]) == 0
+    snap = json.loads(out.read_text())
+    assert snap["sim_time"] == 300 and snap["lost"] == 0
+    assert set(snap["regions"]) == {"east", "west"} and set(snap["sites"]) == {"hub"}
+    for r in snap["regions"].values():
+        assert r["arrived"] == r["completed"] + r["in_flight"] + r["rejected"]
+        assert set(r["ttft"]) >= {"mean", "p90"}
+    assert set(snap["links"]["hub->west"]) >= {"gbps", "utilization"}
+    # the same instant through the API: the same books
+    with Emulation(toy2(), duration=600) as emu:
+        emu.run_until(300)
+        api = emu.snapshot().topology
+    assert {n: r["arrived"] for n, r in api["regions"].items()} == \
+        {n: r["arrived"] for n, r in snap["regions"].items()}
+
+
+def test_snapshot_svg_of_a_topology_is_refused_in_one_line(capsys, tmp_path):
+    assert cli(["snapshot", "--preset", str(TOY2), "--at", "10",
+                "--out", str(tmp_path / "x.svg")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--format json" in err and len(err.splitlines()) == 1

@@ -653,6 +653,15 @@ class Emulation:
     @property
     def knobs(self) -> LiveKnobs:
         """The configured knobs: instance targets, whether alive or not (see StageSnap)."""
+        if self.topology is not None:  # summed over the sites and regions (t: the first's)
+            rt = self.topology
+            regions = rt.regions.values()
+            return LiveKnobs(t=self.region.policy.t if hasattr(self.region.policy, "t")
+                             else math.nan,
+                             n_p=sum(r.local.count("pd-p") for r in regions),
+                             n_d=sum(r.local.count("pd-d") for r in regions),
+                             n_prfaas=sum(s.pool.count("prfaas") for s in rt.sites.values()),
+                             bandwidth=self.bandwidth, paradigm=self.paradigm)
         return LiveKnobs(t=self.t, n_p=self.local.count("pd-p"), n_d=self.local.count("pd-d"),
                          n_prfaas=self.remote.count("prfaas"), bandwidth=self.bandwidth,
                          paradigm=self.paradigm)

@@ -20,6 +20,7 @@ from emulator.sim.pool import Pool
 from emulator.sim.prefill import PrefillStage
 from emulator.sim.snapshot import LinkSnap, LiveKnobs, Snapshot, StageSnap
 from emulator.sim.timeline import Timeline
+from emulator.sim.topology_report import marks, objects
 from emulator.sim.workload import Workload
 
 NOTE_LOG = 10_000  # notes the engine keeps: the whole run's events, bounded (about 1 MB)
@@ -90,6 +91,11 @@ class Observer:
             [self.start], maxlen=int(math.ceil(window_seconds / sample_interval)) + 1)
         self.series = TimeSeries(timeseries_rows, self.start)
         self._interval = sample_interval
+        # a topology's per-region/site/link counters at each sample (its snapshots' windows)
+        self._topo_marks: deque | None = None
+        if getattr(emu, "topology", None) is not None:
+            self._topo_marks = deque([marks(emu.topology, self.start.t)],
+                                     maxlen=self._samples.maxlen)
         self._marks_every = max(1, round(window_seconds / 2 / sample_interval))
         self._n_samples = 0
         emu.latencies.mark(0.0)
@@ -142,6 +148,8 @@ class Observer:
         """Periodic bookkeeping on the virtual clock: windows, time series, histogram marks."""
         row = self.totals()
         self._samples.append(row)
+        if self._topo_marks is not None:
+            self._topo_marks.append(marks(self.emu.topology, row.t))
         self.series.offer(row)
         self._n_samples += 1
         if self._n_samples % self._marks_every == 0:
@@ -153,6 +161,8 @@ class Observer:
         now_tot = self.totals()
         base = self._samples[0]
         w = window(base, now_tot)
+        if self._topo_marks is not None:
+            return self._topology_snapshot(now_tot, base, w)
         ttft, tpot, slo = emu.latencies.recent(now_tot.t)
         stages = {}
         for i, (name, st) in enumerate(emu.stages.items()):
@@ -183,3 +193,42 @@ class Observer:
             scheduler_last=(" ".join(str(scheduler.last).split())
                             if scheduler is not None and scheduler.last else None),
             pinned=tuple(sorted(scheduler.pinned)) if scheduler is not None else ())
+
+    def _topology_snapshot(self, now_tot: Totals, base: Totals, w) -> Snapshot:
+        """A topology's snapshot: the totals over every site and region (stages by kind, the
+        links summed) and its `regions`/`sites`/`links` objects over the window."""
+        emu = self.emu
+        rt = emu.topology
+        ttft, tpot, slo = emu.latencies.recent(now_tot.t)
+        regions = rt.regions.values()
+        groups = {"prfaas": ([s.stage for s in rt.sites.values()],
+                             [s.pool for s in rt.sites.values()]),
+                  "pd-p": ([r.pdp for r in regions], [r.local for r in regions]),
+                  "pd-d": ([r.pdd for r in regions], [r.local for r in regions])}
+        stages = {}
+        for i, (name, (sts, pools)) in enumerate(groups.items()):
+            counts = [st.counts() for st in sts]
+            stages[name] = StageSnap(
+                instances=sum(c[0] for c in counts), busy=sum(st.in_service for st in sts),
+                utilization=w.compute if name == "prfaas" else w.utilization[name],
+                queue=now_tot.queue[i], served_rate=w.stage_rate[name],
+                draining=sum(c[1] for c in counts),
+                failed=sum(p.failed(name) for p in pools))
+        links = list(rt.links.values())
+        link_snap = LinkSnap(capacity=sum(lk.capacity for lk in links), utilization=w.link,
+                             bytes_in_flight=now_tot.link_in_flight,
+                             queued_bytes=sum(lk.queued_bytes(now_tot.t) for lk in links),
+                             flows=sum(len(lk.flows) for lk in links))
+        now_marks = marks(rt, now_tot.t)
+        return Snapshot(
+            sim_time=now_tot.t, knobs=emu.knobs, offered_rate=w.offered, served_rate=w.served,
+            arrived=emu.arrived, completed=emu.completed, in_flight=now_tot.in_flight,
+            rejected=now_tot.rejected,
+            lost=now_tot.arrived - now_tot.completed - now_tot.in_flight - now_tot.rejected,
+            stages=stages, link=link_snap, ttft_p50=ttft[0], ttft_p90=ttft[1],
+            ttft_p99=ttft[2], tpot_p50=tpot[0], slo_attainment=slo,
+            ttft_cdf=emu.latencies.ttft_cdf(now_tot.t), bottleneck=bottleneck(base, now_tot, w),
+            decisions=recent(emu.decisions), events=emu.events,
+            incidents=tuple(sorted(emu.timeline.since)), target_rate=rt.rate,
+            incident_windows=tuple(emu.timeline.windows()),
+            topology=objects(rt, self._topo_marks[0], now_marks, whole=False))

@@ -197,17 +197,31 @@ def _check_theme(name: str) -> str | None:
         f"{', '.join(sorted(BUILTIN_THEMES))})"
 
 
+def _topology_of(args: argparse.Namespace):
+    """The scenario when it declares a topology (None: a single pair, the dashboard's)."""
+    from emulator.scenario.drills import load_drill
+
+    sc = load_drill(args.drill).scenario if args.drill else \
+        presets.load(args.preset, topology=True)
+    return sc if sc.declared_topology is not None else None
+
+
 def _check_work(args: argparse.Namespace, at: float, seed: int | None) -> None:
     """Refuse an --at (or a preset) whose run up to `at` is over a cap, before the app starts:
     the dashboard runs the emulator synchronously to `at`."""
     from emulator.scenario.drills import load_drill
-    from emulator.sim.engine import Emulation
 
     caps = caps_from_args(args)
-    sc = load_drill(args.drill).scenario if args.drill else presets.load(args.preset)
-    check_scenario_instances(sc, caps)
+    sc = load_drill(args.drill).scenario if args.drill else \
+        presets.load(args.preset, topology=True)
+    if sc.declared_topology is not None:
+        if _format_of(args) != "json":
+            raise UsageError(f"--format {_format_of(args)}: the dashboard does not draw "
+                             "topologies yet; --format json has their regions, sites and links")
+    else:
+        check_scenario_instances(sc, caps)
     try:
-        emu = Emulation(sc, seed=seed)
+        emu = _emulation(sc, seed)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     with emu:
@@ -215,6 +229,35 @@ def _check_work(args: argparse.Namespace, at: float, seed: int | None) -> None:
             check_emulation(emu, caps, until=at, duration_flag="--at")
         except BudgetError as exc:
             raise UsageError(str(exc)) from None
+
+
+def _emulation(sc, seed: int | None):
+    from emulator.sim.engine import Emulation
+    from emulator.sim.topology import topology_bound
+
+    if sc.declared_topology is None:
+        return Emulation(sc, seed=seed)
+    return Emulation(sc, seed=seed, bound=topology_bound(sc))
+
+
+def topology_snapshot(sc, at: float, seed: int | None) -> dict[str, Any]:
+    """A topology's snapshot at `at` simulated seconds as JSON: the totals and its `regions`,
+    `sites` and `links` objects over the window (the run's objects, at one instant)."""
+    with _emulation(sc, seed) as emu:
+        emu.run_until(at)
+        snap = emu.snapshot()
+    return {"preset": sc.name, "routing": emu.routing, "sim_time": snap.sim_time,
+            "offered_rate": snap.offered_rate, "served_rate": snap.served_rate,
+            "target_rate": snap.target_rate, "arrived": snap.arrived,
+            "completed": snap.completed, "in_flight": snap.in_flight,
+            "rejected": snap.rejected, "lost": snap.lost,
+            "ttft": {"p50": _num(snap.ttft_p50), "p90": _num(snap.ttft_p90),
+                     "p99": _num(snap.ttft_p99)},
+            "incidents": list(snap.incidents), **snap.topology}
+
+
+def _num(x: float) -> float | None:
+    return x if x == x and abs(x) != float("inf") else None
 
 
 def main(args: argparse.Namespace) -> int:
@@ -241,14 +284,18 @@ def main(args: argparse.Namespace) -> int:
         except UnicodeDecodeError:
             raise UsageError(f"--check: {args.check}: expected UTF-8 text") from None
     _check_work(args, at, seed)
-    os.environ.pop("NO_COLOR", None)  # it changes the colors, so the SVG
-    press = tuple(k.strip() for k in args.press.split(",") if k.strip())
     fmt = _format_of(args)
-    cap = asyncio.run(capture(args.preset, at, size, drill=args.drill, theme=args.theme,
-                              seed=seed, press=press))
-    if fmt == "json" and cap.data is None:
-        raise UsageError("--format json: the emulator produced no snapshot")
-    text = cap.as_format(fmt)
+    sc = _topology_of(args)
+    if sc is not None:  # the dashboard does not draw topologies: the engine's snapshot
+        text = json.dumps(topology_snapshot(sc, at, seed), indent=2, sort_keys=True) + "\n"
+    else:
+        os.environ.pop("NO_COLOR", None)  # it changes the colors, so the SVG
+        press = tuple(k.strip() for k in args.press.split(",") if k.strip())
+        cap = asyncio.run(capture(args.preset, at, size, drill=args.drill, theme=args.theme,
+                                  seed=seed, press=press))
+        if fmt == "json" and cap.data is None:
+            raise UsageError("--format json: the emulator produced no snapshot")
+        text = cap.as_format(fmt)
     if args.out:
         try:
             Path(args.out).write_text(text, encoding="utf-8")
