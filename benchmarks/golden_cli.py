@@ -65,6 +65,7 @@ def capture(argv: list[str]) -> tuple[int, str]:
         return rc, text + err.getvalue()
     if isinstance(data, dict):
         data.pop("timing", None)
+        data.pop("topology", None)  # solve's topology object: new beside the locked answers
     return rc, json.dumps(data, indent=1, sort_keys=True)
 
 

@@ -148,7 +148,18 @@ class PrfaasApp(App):
             yield SystemCommand(f"Set {k.label}…", k.hint, partial(dash.edit_knob, k))
         for name, desc, path in presets.list_presets():
             yield SystemCommand(f"Load preset {name}", desc,
-                                lambda p=path: dash.load_scenario(presets.load(p)))
+                                lambda p=path: self._load_preset(dash, p))
+
+    def _load_preset(self, dash, path: Path) -> None:
+        """A palette pick: a preset that cannot load (a topology, for now) is a notice."""
+        from emulator.scenario.reader import PresetError
+
+        try:
+            scenario = presets.load(path)
+        except PresetError as exc:
+            self.notify(f"cannot load: {exc}", severity="error")
+            return
+        dash.load_scenario(scenario)
 
 
 def run_app(preset: str | None = None, *, plan: str | None = None,

@@ -2,16 +2,16 @@
 the 1x1 topology, and hostile files refused in one line naming the key and the table index."""
 
 import re
-from pathlib import Path
 
 import pytest
 
 from emulator.scenario import presets
+from emulator.scenario.presets import presets_dir
 from emulator.scenario.reader import PresetError
 from emulator.topology.spec import Link, Topology
 from prfaas_tui.cli import main
 
-TWO_PATH = Path(__file__).parent / "data" / "toy-two-regions.toml"
+TWO_PATH = presets_dir() / "toy-two-regions.toml"
 TWO = TWO_PATH.read_text()
 
 

@@ -14,6 +14,7 @@ from emulator.model import MODES, STAGES, Knobs, evaluate
 from emulator.optimizer import paradigms, search
 from emulator.scenario.reader import positive
 from emulator.units import format_tokens, parse_duration
+from prfaas_tui.commands import solve_topology as topology
 from prfaas_tui.commands.common import (
     add_budget_flags,
     add_scenario_flags,
@@ -97,7 +98,7 @@ def slo_section(sc, target: float, q: float) -> tuple[dict, Knobs]:
 def solve(args: argparse.Namespace) -> dict:
     sc = scenario_from_args(args, topology=True)
     if sc.declared_topology is not None:
-        raise UsageError(f"{args.preset}: solving a topology preset is not built yet")
+        return solve_topology(sc, args)
     if getattr(args, "columns", None) and not getattr(args, "trace", None):
         raise UsageError("--columns: needs --trace FILE")
     wl = workload_from_args(args)
@@ -129,7 +130,22 @@ def solve(args: argparse.Namespace) -> dict:
     if slo is not None:
         out["objective"] = objective
         out["slo"] = slo
+    out["topology"] = topology.answer(sc, target, q)  # the 1x1 topology beside the rest
     return out
+
+
+def solve_topology(sc, args: argparse.Namespace) -> dict:
+    """A preset of sites, regions and links: the `topology` object alone (the single-pair
+    objects describe one pair)."""
+    for flag in ("trace", "columns"):
+        if getattr(args, flag, None):
+            raise UsageError(f"--{flag}: a topology preset takes its workload per region")
+    target, q, objective = slo_flags(args)
+    if objective == "slo":
+        raise UsageError("--objective: slo is for single-pair presets (a topology reports each "
+                         "region's SLO-bound rate with --slo-ttft)")
+    topology.check_topology_instances(sc, caps_from_args(args))
+    return {"scenario": sc.name, "mode": "exact", "topology": topology.answer(sc, target, q)}
 
 
 def main(args: argparse.Namespace) -> int:
@@ -137,7 +153,13 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out, indent=2, allow_nan=False))
         return 0
-    render(out, Console())
+    console = Console()
+    if "operating_point" in out:
+        render(out, console)
+    else:
+        console.print(f"[bold]{out['scenario']}[/] (a topology; the bound and the policy in "
+                      "exact mode)")
+    topology.render(out["topology"], console)
     return 0
 
 
