@@ -283,3 +283,59 @@ def test_snapshot_svg_of_a_topology_is_refused_in_one_line(capsys, tmp_path):
                 "--out", str(tmp_path / "x.svg")]) == 2
     err = capsys.readouterr().err.strip()
     assert "--format json" in err and len(err.splitlines()) == 1
+
+
+def test_lp_serves_what_the_threshold_rule_cannot_on_the_toy_pair_of_regions():
+    """Two toy regions on the toy's site, routing bound 4.8 req/s at N_p/N_d 2/1: at 0.9 x the
+    bound the bound's routing serves both regions over a simulated hour; the threshold rule
+    (every long request to the hub: 2 instances x 1/2 s... 2 req/s at most) falls behind."""
+    from emulator.sim.topology import topology_bound
+    sc = toy2()
+    bound = topology_bound(sc)
+    assert bound.lambda_max == pytest.approx(4.8)
+    assert bound.splits == {"east": (2, 1), "west": (2, 1)}
+    with Emulation(sc, load=0.9, duration=3600, routing="lp", bound=bound) as emu:
+        lp = emu.run().json
+        assert emu.regions["east"].local.count("pd-p") == 2  # run at the bound's split
+    with Emulation(sc, load=0.9, duration=1200, routing="threshold", bound=bound) as emu:
+        thr = emu.run().json
+    for name in ("east", "west"):
+        r = lp["regions"][name]
+        assert r["target_rate"] == pytest.approx(0.45 * 4.8)
+        assert r["served_rate"] == pytest.approx(r["offered_rate"], rel=0.01)
+        assert abs(r["second_half"]["in_flight_growth"]) < 0.01
+        t = thr["regions"][name]
+        assert t["second_half"]["served_rate"] < 0.8 * t["second_half"]["offered_rate"]
+        assert t["second_half"]["in_flight_growth"] > 0.3
+    assert lp["lost"] == thr["lost"] == 0
+
+
+def test_lp_routes_each_bin_in_the_bounds_shares():
+    from emulator.sim.topology import topology_bound
+    sc = toy2()
+    bound = topology_bound(sc)
+    (edges, weights) = bound.routing_for("west", ["hub"])
+    with Emulation(sc, load=0.5, duration=1200, routing="lp", bound=bound) as emu:
+        west = emu.regions["west"]
+        seen: dict[tuple[bool, str], int] = {}
+        pick = west.policy.pick
+
+        def counting(req):
+            stage = pick(req)
+            key = (req.length > 8192, stage.name)
+            seen[key] = seen.get(key, 0) + 1
+            return stage
+        west.policy.pick = counting
+        emu.run()
+    for i, is_long in enumerate((False, True)):  # bins (.., 1K], (8K, 32K]
+        n = seen.get((is_long, "hub"), 0) + seen.get((is_long, "pd-p"), 0)
+        assert n > 200
+        assert abs(seen.get((is_long, "hub"), 0) - weights[i][1] * n) <= 1  # round robin
+    assert sum(w[1] for w in weights) > 0  # the bound sends some of west's traffic out
+
+
+def test_load_on_a_topology_is_relative_to_the_routing_bound(capsys):
+    assert cli(["run", "--preset", str(TOY2), "--duration", "60", "--load", "0.5",
+                "--routing", "lp", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["target_rate"] == pytest.approx(0.5 * 4.8)

@@ -33,6 +33,7 @@ from emulator.sim.site_policy import (
     ThresholdPolicy,
 )
 from emulator.sim.workload import SyntheticSource, Workload
+from emulator.topology.bound import Bound, routing_bound
 from emulator.topology.spec import Topology
 
 
@@ -224,7 +225,27 @@ def _lp_routing(lp: RoutingBound | None, region: str, sites: list[str]
     return lp.routing_for(region, sites)
 
 
-def topology_bound(scenario) -> RoutingBound | None:
-    """The routing bound of a topology scenario, for `lp` routing and `--load` (None until
-    the bound's solver is available)."""
-    return None
+class BoundRouting:
+    """The routing bound as the emulator reads it (see RoutingBound)."""
+
+    def __init__(self, bound: Bound):
+        self.bound = bound
+        self.lambda_max = bound.lambda_max
+        self.splits = {r: (bound.n_p[r], bound.n_d[r]) for r in bound.n_p}
+
+    def routing_for(self, region: str, sites: list[str]
+                    ) -> tuple[list[float], list[list[float]]]:
+        rr = self.bound.routing[region]
+        edges = [float(h) for h in rr.bins.hi]
+        weights = [[float(rr.local[i]), *(float(rr.sites[s][i]) for s in sites)]
+                   for i in range(len(edges))]
+        return edges, weights
+
+
+def topology_bound(scenario) -> BoundRouting | None:
+    """The routing bound of a topology scenario (HiGHS, well under a second on the shipped
+    presets): what `lp` routing runs and what `--load` multiplies. None for a single pair."""
+    topo = scenario.declared_topology
+    if topo is None:
+        return None
+    return BoundRouting(routing_bound(topo))
