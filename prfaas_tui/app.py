@@ -65,7 +65,7 @@ class PrfaasApp(App):
             except PlanError:
                 self.scenario = presets.load(DEFAULT_PRESET)
         else:
-            self.scenario = presets.load(preset or DEFAULT_PRESET)
+            self.scenario = presets.load(preset or DEFAULT_PRESET, topology=True)
         self.live, self.at, self.speed, self.seed = live, at, speed, seed
         self.theme = theme
         self.export_dir = export_dir  # None: metrics_export.default_export_dir()
@@ -75,6 +75,12 @@ class PrfaasApp(App):
 
         if self.live:  # hand the GIL to the UI sooner when the emulator thread is busy
             sys.setswitchinterval(SWITCH_INTERVAL_S)
+        if self.scenario.declared_topology is not None:  # sites, regions, links: the map
+            from prfaas_tui.screens.topology import TopologyScreen
+
+            self.push_screen(TopologyScreen(self.scenario, live=self.live, at=self.at,
+                                            speed=self.speed, seed=self.seed, drill=self.drill))
+            return
         # pushed rather than returned by get_default_screen, which skips the screen's CSS_PATH
         self.push_screen(Dashboard(self.scenario, live=self.live, at=self.at, speed=self.speed,
                                    seed=self.seed, drill=self.drill,

@@ -143,6 +143,7 @@ async def capture(preset: str, at: float, size: tuple[int, int], *, drill: str |
     the numbers its panels show (from the same session, so they agree)."""
     from prfaas_tui.app import PrfaasApp
     from prfaas_tui.screens.dashboard import Dashboard
+    from prfaas_tui.screens.topology import TopologyScreen
     from prfaas_tui.snapshot_json import snapshot_json
 
     app = PrfaasApp(preset, live=False, at=at, drill=drill, theme=theme, seed=seed)
@@ -154,6 +155,12 @@ async def capture(preset: str, at: float, size: tuple[int, int], *, drill: str |
         await pilot.wait_for_scheduled_animations()
         await pilot.pause()
         svg = normalize(app.export_screenshot())
+        topo = next((s for s in app.screen_stack if isinstance(s, TopologyScreen)), None)
+        if topo is not None:
+            ts = topo.session
+            data = None if ts.tick is None or ts.model is None else topology_json(
+                ts.scenario, ts.scenario.declared_topology.routing, ts.tick.snapshot, ts.model)
+            return Capture(svg, data)
         session = next(s for s in app.screen_stack if isinstance(s, Dashboard)).session
         data = None
         if session.tick is not None and session.effective is not None:
@@ -214,11 +221,7 @@ def _check_work(args: argparse.Namespace, at: float, seed: int | None) -> None:
     caps = caps_from_args(args)
     sc = load_drill(args.drill).scenario if args.drill else \
         presets.load(args.preset, topology=True)
-    if sc.declared_topology is not None:
-        if _format_of(args) != "json":
-            raise UsageError(f"--format {_format_of(args)}: the dashboard does not draw "
-                             "topologies yet; --format json has their regions, sites and links")
-    else:
+    if sc.declared_topology is None:
         check_scenario_instances(sc, caps)
     try:
         emu = _emulation(sc, seed)
@@ -243,17 +246,29 @@ def _emulation(sc, seed: int | None):
 def topology_snapshot(sc, at: float, seed: int | None) -> dict[str, Any]:
     """A topology's snapshot at `at` simulated seconds as JSON: the totals and its `regions`,
     `sites` and `links` objects over the window (the run's objects, at one instant)."""
+    from emulator.sim.topology_live import live_state
+    from emulator.topology.live import live_model
+
     with _emulation(sc, seed) as emu:
         emu.run_until(at)
         snap = emu.snapshot()
-    return {"preset": sc.name, "routing": emu.routing, "sim_time": snap.sim_time,
+        state = live_state(emu)
+    return topology_json(sc, emu.routing, snap, live_model(sc.declared_topology, state))
+
+
+def topology_json(sc, routing: str, snap, model) -> dict[str, Any]:
+    """The JSON of a topology's snapshot: its totals, its `regions`, `sites` and `links`
+    objects (the engine's) and `model` (emulator.topology.live.LiveModel at the live state):
+    the numbers the topology view draws."""
+    objects = {k: v for k, v in snap.topology.items() if k in ("regions", "sites", "links")}
+    return {"preset": sc.name, "routing": routing, "sim_time": snap.sim_time,
             "offered_rate": snap.offered_rate, "served_rate": snap.served_rate,
             "target_rate": snap.target_rate, "arrived": snap.arrived,
             "completed": snap.completed, "in_flight": snap.in_flight,
             "rejected": snap.rejected, "lost": snap.lost,
             "ttft": {"p50": _num(snap.ttft_p50), "p90": _num(snap.ttft_p90),
                      "p99": _num(snap.ttft_p99)},
-            "incidents": list(snap.incidents), **snap.topology}
+            "incidents": list(snap.incidents), **objects, "model": model.to_dict()}
 
 
 def _num(x: float) -> float | None:
@@ -286,7 +301,7 @@ def main(args: argparse.Namespace) -> int:
     _check_work(args, at, seed)
     fmt = _format_of(args)
     sc = _topology_of(args)
-    if sc is not None:  # the dashboard does not draw topologies: the engine's snapshot
+    if sc is not None and fmt == "json":  # the engine's snapshot (the view draws the same)
         text = json.dumps(topology_snapshot(sc, at, seed), indent=2, sort_keys=True) + "\n"
     else:
         os.environ.pop("NO_COLOR", None)  # it changes the colors, so the SVG

@@ -1,0 +1,214 @@
+"""The topology view: the numbers it draws equal `snapshot --format json` at the same
+simulated instant, a link's shadow price predicts what raising its bandwidth does to the bound,
+element knobs are checked like the pair's, `o`/`O` apply the live optima; snapshot tests at
+80x24 and 160x48. Synchronous (live=False): simulated time only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from prfaas_tui.app import PrfaasApp
+from prfaas_tui.commands.snapshot import topology_snapshot
+from prfaas_tui.screens.topology import TopologyScreen
+from prfaas_tui.topology_text import Figures, draw_map, draw_matrix, elements
+
+pytestmark = pytest.mark.asyncio
+
+DATA = Path(__file__).parent / "data"
+GLOBAL_BROWNOUT = str(DATA / "global-brownout.toml")
+TWO_BROWNOUT = str(DATA / "two-regions-brownout.toml")
+
+
+@pytest.fixture(autouse=True)
+def _no_user_presets(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+
+
+def _screen(app: PrfaasApp) -> TopologyScreen:
+    return next(s for s in app.screen_stack if isinstance(s, TopologyScreen))
+
+
+async def _select(pilot, screen: TopologyScreen, element: tuple[str, str]) -> None:
+    for _ in range(len(screen.order)):
+        if screen.selected == element:
+            return
+        await pilot.press("down")
+        await pilot.pause()
+    assert screen.selected == element
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+async def test_selected_link_and_binding_equal_the_json_at_the_same_instant(size):
+    from emulator.scenario.drills import load_drill
+
+    at, link = 40.0, "us-hub->sa-east"
+    want = topology_snapshot(load_drill(GLOBAL_BROWNOUT).scenario, at, None)
+    app = PrfaasApp(None, live=False, at=at, drill=GLOBAL_BROWNOUT)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        screen = _screen(app)
+        await _select(pilot, screen, ("link", link))
+        fig = screen.figures()
+        assert screen.tick.snapshot.sim_time == want["sim_time"] == at
+        got = fig.link(link)
+        for key in ("capacity_gbps", "utilization", "flows", "gbps"):
+            assert got[key] == want["links"][link][key], key
+        assert want["incidents"] == ["us-hub->sa-east brownout to 30%"]
+        assert fig.binding == want["model"]["policy"]["binding_element"] == link
+        assert fig.model.to_dict() == want["model"]
+        for name in want["regions"]:
+            assert fig.region(name)["ttft"] == want["regions"][name]["ttft"]
+        # what is drawn is those numbers
+        text = screen.query_one("#topology-map").render().plain
+        assert fig.link_capacity(link) in text
+        detail = screen.query_one("#topology-detail").render().plain
+        assert f"capacity now {want['links'][link]['capacity_gbps']:.0f}G" in detail
+        assert f"binds the running policy (link:{link})" in detail
+
+
+async def test_raising_hub_west_by_10_gbps_moves_the_bound_by_its_shadow_price():
+    app = PrfaasApp(None, live=False, at=120.0, drill=TWO_BROWNOUT)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        screen = _screen(app)
+        await _select(pilot, screen, ("link", "hub->west"))
+        before = screen.session.model
+        per_gbps = before.prices["link:hub->west"]
+        assert per_gbps > 0.02  # the browned-out link binds the bound
+        detail = screen.query_one("#topology-detail").render().plain
+        assert f"+1 Gbps here: {per_gbps:+.3g} req/s" in detail
+        await pilot.press("enter")
+        await pilot.pause()
+        for _ in range(4):
+            await pilot.press("backspace")
+        for ch in "50":
+            await pilot.press(ch)
+        await pilot.press("enter")
+        await pilot.pause()
+        after = screen.session.model
+        assert screen.session.running_spec().link("hub", "west").bandwidth * 8e-9 == \
+            pytest.approx(50.0)
+        moved = after.bound_lambda - before.bound_lambda
+        assert moved == pytest.approx(10 * per_gbps, rel=0.05)
+        # the re-solved step shown beside the price is what the change did, exactly
+        assert f"re-solved, +10 Gbps: {moved:+.3g} req/s" in detail
+
+
+async def test_a_refused_knob_stays_in_the_dialog_and_changes_nothing():
+    app = PrfaasApp("two-regions", live=False, at=10.0)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        screen = _screen(app)
+        await _select(pilot, screen, ("region", "east"))
+        await pilot.press("enter")
+        await pilot.pause()
+        prompt = app.screen
+        for _ in range(30):
+            await pilot.press("backspace")
+        for ch in "9/5":
+            await pilot.press(ch)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.screen is prompt  # refused: the reason shows, the dialog stays
+        assert "exceeds the local pool of 8" in str(prompt.query_one("#error").render())
+        await pilot.press("escape")
+        await pilot.pause()
+        spec = screen.session.running_spec()
+        assert (spec.region("east").n_p, spec.region("east").n_d) == (3, 5)
+
+
+async def test_region_knobs_turn_threshold_split_and_routing():
+    app = PrfaasApp("two-regions", live=False, at=10.0)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        screen = _screen(app)
+        assert screen.change("region", "west", t=32768.0, n_p=4, n_d=4,
+                             routing="best-bandwidth")
+        spec = screen.session.running_spec()
+        w = spec.region("west")
+        assert (w.threshold, w.n_p, w.n_d) == (32768.0, 4, 4)
+        assert screen.session.region_policy("west") == "best-bandwidth"
+        assert screen.session.region_policy("east") == "threshold"
+        assert screen.change("site", "hub", instances=10)
+        assert screen.session.running_spec().site("hub").instances == 10
+        assert not screen.change("site", "hub", instances=-1)
+
+
+async def test_o_and_O_apply_the_live_optima():
+    app = PrfaasApp(None, live=False, at=120.0, drill=TWO_BROWNOUT)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        screen = _screen(app)
+        await pilot.press("O")
+        await pilot.pause()
+        split = screen.session.model.bound_split
+        spec = screen.session.running_spec()
+        for name, (n_p, n_d) in split.items():
+            assert (spec.region(name).n_p, spec.region(name).n_d) == (n_p, n_d)
+            assert screen.session.region_policy(name) == "lp"
+        await pilot.press("o")
+        await pilot.pause()
+        from emulator.topology.live import live_spec
+        from emulator.topology.policy import search_policy
+
+        best, _ = search_policy(live_spec(screen.session.base, screen.session.state))
+        spec = screen.session.running_spec()
+        for name, s in best.settings.items():
+            assert spec.region(name).threshold == s.t
+
+
+def test_both_layouts_draw_every_element_and_reverse_the_binding_one():
+    from emulator.scenario import presets
+    from emulator.topology.live import LiveState, live_model
+
+    topo = presets.load("global", topology=True).declared_topology
+    state = LiveState.of_spec(topo)
+    model = live_model(topo, state)
+    zero = {"capacity_gbps": 40.0, "utilization": 0.5, "flows": 3, "gbps": 20.0,
+            "bandwidth_gbps": 40.0, "saturated_fraction": 0.0, "rtt": 0.0}
+    site = {"instances": 4, "failed": 0, "utilization": 0.5, "queue": 1,
+            "egress_utilization": 0.1}
+    region = {"offered_rate": 1.0, "served_rate": 1.0, "queue": 2, "n_p": 1, "n_d": 2,
+              "ttft": {"p50": 1.0, "p90": 2.0}, "routing": "threshold"}
+    bind = model.binding_element
+    objects = {"links": {k.name: {**zero, "capacity_gbps": 4.0} if k.name == bind else zero
+                         for k in topo.links},
+               "sites": {s.name: site for s in topo.sites},
+               "regions": {r.name: region for r in topo.regions}}
+    fig = Figures(topo, objects, model)
+    for draw, width in ((draw_map, 156), (draw_matrix, 78)):
+        text = draw(fig, width, ("site", "us-hub"), bind="red")
+        plain = text.plain
+        assert max(len(x) for x in plain.splitlines()) <= width
+        for kind, name in elements(topo):
+            if kind != "link":
+                assert name[:8] in plain
+        reversed_spans = [plain[s.start:s.end] for s in text.spans if "reverse" in str(s.style)]
+        assert any("4.0G 50%" in x for x in reversed_spans)  # the binding link, reversed
+        assert not any("40G" in x for x in reversed_spans)  # and no other
+
+
+def test_snapshot_txt_of_a_topology_is_deterministic(tmp_path, capsys):
+    from prfaas_tui.cli import main
+
+    outs = []
+    for i in range(2):
+        out = tmp_path / f"t{i}.txt"
+        assert main(["snapshot", "--preset", "two-regions", "--at", "20", "--size", "80x24",
+                     "--format", "txt", "--out", str(out)]) == 0
+        outs.append(out.read_text())
+    assert outs[0] == outs[1]
+    assert "links" in outs[0] and "hub" in outs[0] and "west" in outs[0]
+
+
+def test_topology_view_80x24(snap_compare):
+    assert snap_compare(PrfaasApp(None, live=False, at=40.0, drill=GLOBAL_BROWNOUT,
+                                  theme="textual-dark"), terminal_size=(80, 24))
+
+
+def test_topology_view_160x48(snap_compare):
+    assert snap_compare(PrfaasApp(None, live=False, at=40.0, drill=GLOBAL_BROWNOUT,
+                                  theme="textual-dark"), terminal_size=(160, 48))
