@@ -177,7 +177,9 @@ def draw_map(fig: Figures, width: int, selected: Element | None, bind: str = "re
         out.append(" ")
         out.append(region_rows[i] if i < len(region_rows) else Text(""))
         rows.append(out)
-    return Text("\n").join(rows)
+    text = Text("\n").join(rows)
+    text.no_wrap, text.overflow = True, "crop"
+    return text
 
 
 def _box(title: str, kind: str, lines: list[str], w: int, style: str, selected: bool

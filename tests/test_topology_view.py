@@ -212,3 +212,17 @@ def test_topology_view_80x24(snap_compare):
 def test_topology_view_160x48(snap_compare):
     assert snap_compare(PrfaasApp(None, live=False, at=40.0, drill=GLOBAL_BROWNOUT,
                                   theme="textual-dark"), terminal_size=(160, 48))
+
+
+async def test_resizing_to_80x24_switches_to_the_matrix_and_keeps_the_detail_on_screen():
+    app = PrfaasApp("two-regions", live=False, at=20.0)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        screen = _screen(app)
+        assert "┌ east" in screen.query_one("#topology-map").render().plain
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        await pilot.pause()
+        assert screen.query_one("#topology-map").render().plain.startswith("links")
+        detail = screen.query_one("#topology-detail")
+        assert detail.region.y + detail.region.height <= 22  # above the status and the keys

@@ -114,6 +114,10 @@ class TopologyScreen(Screen):
     def on_unmount(self) -> None:
         self.session.stop()
 
+    def on_resize(self) -> None:
+        """The layout depends on the width (map or matrix): draw again once it is known."""
+        self.call_after_refresh(self.redraw)
+
     # -- drawing -------------------------------------------------------------------------------
     def figures(self) -> Figures | None:
         s = self.session
