@@ -51,9 +51,21 @@ class PrfaasApp(App):
                  theme: str = DEFAULT_THEME, export_dir: Path | None = None) -> None:
         super().__init__()
         from prfaas_tui.screens.plan import PlanError, open_plan
+        from prfaas_tui.screens.topology_plan import (
+            is_topology_plan,
+            plan_base,
+            read_topology_plan,
+        )
 
         # a broken preset, drill or plan fails here, before the terminal switches to the app
         self.drill = load_drill(drill) if drill else None  # PresetError: one line
+        self.topology_plan = None  # a topology plan's results (its own screen, in the view)
+        if plan and is_topology_plan(plan):
+            summary = read_topology_plan(plan)  # TopologyPlanError: one line
+            self.topology_plan = plan
+            if preset is None and drill is None:
+                preset = plan_base(summary)
+            plan = None
         self.plan = open_plan(plan) if plan else None  # PlanError: one line
         if self.drill is not None:
             self.scenario = self.drill.scenario
@@ -79,7 +91,8 @@ class PrfaasApp(App):
             from prfaas_tui.screens.topology import TopologyScreen
 
             self.push_screen(TopologyScreen(self.scenario, live=self.live, at=self.at,
-                                            speed=self.speed, seed=self.seed, drill=self.drill))
+                                            speed=self.speed, seed=self.seed, drill=self.drill,
+                                            plan=self.topology_plan))
             return
         # pushed rather than returned by get_default_screen, which skips the screen's CSS_PATH
         self.push_screen(Dashboard(self.scenario, live=self.live, at=self.at, speed=self.speed,

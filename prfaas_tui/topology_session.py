@@ -86,6 +86,10 @@ class TopologySession:
         self.sent = 0
 
     @property
+    def base_name(self) -> str:
+        return self.scenario.name.split(":", 1)[0]
+
+    @property
     def base(self) -> Topology:
         return self.scenario.declared_topology
 

@@ -226,3 +226,59 @@ async def test_resizing_to_80x24_switches_to_the_matrix_and_keeps_the_detail_on_
         assert screen.query_one("#topology-map").render().plain.startswith("links")
         detail = screen.query_one("#topology-detail")
         assert detail.region.y + detail.region.height <= 22  # above the status and the keys
+
+
+@pytest.fixture(scope="module")
+def plan_file(tmp_path_factory):
+    import json
+
+    from emulator.planner.goodput import SLO
+    from emulator.planner.topology_plan import (
+        Prices,
+        TopologySettings,
+        TopologySpace,
+        plan_topology,
+    )
+    from emulator.scenario import presets
+
+    sc = presets.load("two-regions", topology=True)
+    prices = Prices.of(sc.declared_topology, {"hub": 2.0, "east": 1.0, "west": 1.0})
+    out = plan_topology(sc, TopologySpace({"hub": (8, 9)}, {}, ("threshold",)), prices,
+                        TopologySettings(SLO(10.0), seeds=(1,), duration=600, steps=3))
+    path = tmp_path_factory.mktemp("plan") / "plan-two-regions.json"
+    path.write_text(json.dumps(out))
+    return path, out
+
+
+async def test_the_plan_screen_shows_the_front_and_opens_a_candidate_in_the_view(plan_file):
+    from prfaas_tui.screens.topology_plan import TopologyPlanScreen
+
+    path, summary = plan_file
+    app = PrfaasApp(None, live=False, at=10.0, plan=str(path))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        assert isinstance(app.screen, TopologyPlanScreen)
+        table = app.screen.query_one("DataTable")
+        assert table.row_count == 1 + len(summary["ranked"])
+        marks = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+        assert marks[0] == "shipped" and marks.count("★ front") == len(summary["pareto"])
+        await pilot.press("down")
+        want = summary["ranked"][0]
+        await pilot.press("enter")
+        await pilot.pause()
+        screen = _screen(app)
+        assert app.screen is screen
+        spec = screen.session.running_spec()
+        assert spec.site("hub").instances == want["candidate"]["sites"]["hub"]
+        assert screen.tick.snapshot.sim_time == 10.0
+
+
+def test_a_broken_topology_plan_is_one_line(tmp_path, capsys):
+    from prfaas_tui.cli import main
+
+    bad = tmp_path / "p.json"
+    bad.write_text('{"kind": "topology-plan", "shipped": {}}')
+    assert main(["--plan", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "ranked: missing" in err and len(err.strip().splitlines()) == 1

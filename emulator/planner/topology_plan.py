@@ -327,7 +327,7 @@ def plan_topology(sc: Scenario, space: TopologySpace, prices: Prices,
     front = pareto(records)
     within = [r for r in records if r["cost_per_hour"] <= shipped["cost_per_hour"] + 1e-9]
     best_within = max(within, key=lambda r: (r["goodput"], -r["cost_per_hour"]), default=None)
-    return {"kind": "topology-plan", "scenario": sc.name,
+    return {"kind": "topology-plan", "scenario": sc.name, "preset": sc.path or sc.name,
             "space": {"sites": {k: list(v) for k, v in space.sites.items()},
                       "links_gbps": {k: [to_gbps(x) for x in v] for k, v in space.links.items()},
                       "routings": list(space.routings)},
@@ -347,3 +347,20 @@ def plan_topology(sc: Scenario, space: TopologySpace, prices: Prices,
 def gbps_list(text: str) -> tuple[float, ...]:
     """'20,40,80' (Gbps) -> bytes/s."""
     return tuple(float(x) * GBPS for x in text.split(","))
+
+
+def candidate_of(rec: dict) -> Candidate:
+    """A record's candidate (`Candidate.to_dict` read back)."""
+    c = rec["candidate"]
+    return Candidate(tuple((n, int(i)) for n, i in c["sites"].items()),
+                     tuple((n, float(g) * GBPS) for n, g in c["links_gbps"].items()),
+                     str(c["routing"]))
+
+
+def scenario_of_record(sc: Scenario, rec: dict) -> Scenario:
+    """The scenario a plan record ran (the shipped one: the preset itself), for the view."""
+    if rec.get("key") == SHIPPED:
+        return sc
+    topo = candidate_of(rec).topology(sc.declared_topology)
+    out = run_topology(sc, topo)
+    return replace(out, name=f"{sc.name}:{rec['label']}")

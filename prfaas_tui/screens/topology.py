@@ -68,11 +68,16 @@ class TopologyScreen(Screen):
                 tooltip="Apply the routing bound's split of the live state, with lp routing"),
         Binding("d", "drills", "Drills", id="topology-drills",
                 tooltip="Run a drill in the topology view; a scorecard per region at its end"),
+        Binding("P", "plan", "Plan", show=False, id="topology-plan",
+                tooltip="Open a topology plan's results (prfaas-tui plan --out FILE) and "
+                        "view any candidate"),
     ]
 
     def __init__(self, scenario: Scenario, *, live: bool = True, at: float | None = None,
-                 speed: float = 20.0, seed: int | None = None, drill: Drill | None = None) -> None:
+                 speed: float = 20.0, seed: int | None = None, drill: Drill | None = None,
+                 plan: str | None = None) -> None:
         super().__init__()
+        self.plan = plan  # a topology plan's results file, shown at mount
         self.live, self.at = live, at
         self.session = TopologySession(
             scenario, live=live, seed=seed, speed=speed, drill=drill,
@@ -110,6 +115,8 @@ class TopologyScreen(Screen):
         except Exception as exc:  # the construction's error, one line
             self.note = f"emulator failed: {exc}"
         self.redraw()
+        if self.plan is not None:
+            self.open_plan(self.plan)
 
     def on_unmount(self) -> None:
         self.session.stop()
@@ -304,6 +311,42 @@ class TopologyScreen(Screen):
         self.load(drill.scenario, drill)
         self.notify(f"drill {drill.name}: {len(drill.timeline)} incidents over "
                     f"{format_duration(drill.duration)}")
+
+    def action_plan(self) -> None:
+        def done(text: str | None) -> None:
+            if text:
+                self.open_plan(text)
+        self.app.push_screen(ValuePrompt("topology plan results file", self.plan or
+                                         f"plan-{self.session.base_name}.json",
+                                         "prfaas-tui plan --preset NAME --out FILE on a "
+                                         "topology preset", None), done)
+
+    def open_plan(self, path: str) -> None:
+        """Show a topology plan's front; the chosen candidate replaces the running topology."""
+        from prfaas_tui.screens.topology_plan import (
+            TopologyPlanError,
+            TopologyPlanScreen,
+            plan_base,
+            read_topology_plan,
+        )
+
+        try:
+            summary = read_topology_plan(path)
+            base = plan_base(summary)
+        except (TopologyPlanError, PresetError) as exc:
+            self.notify(str(exc), title="plan", severity="error")
+            return
+        self.plan = path
+
+        def chosen(rec: dict | None) -> None:
+            if rec is None:
+                return
+            from emulator.planner.topology_plan import scenario_of_record
+
+            self.load(scenario_of_record(base, rec))
+            self.notify(f"opened {rec['label']}: SLO goodput {rec['goodput']:.3f} req/s at "
+                        f"{rec['cost_per_hour']:.2f}/h (bound {rec['bound']:.3f})")
+        self.app.push_screen(TopologyPlanScreen(summary, path), chosen)
 
     def load(self, scenario: Scenario, drill: Drill | None = None) -> None:
         self.session.load(scenario, drill)
