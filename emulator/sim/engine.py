@@ -35,7 +35,7 @@ from emulator.sim.costs import Costs
 from emulator.sim.decode import DecodeStage
 from emulator.sim.link import Link
 from emulator.sim.loop import VirtualTimeLoop
-from emulator.sim.metrics import Latencies, Totals
+from emulator.sim.metrics import Latencies, LatencyGroup, Totals
 from emulator.sim.observe import NOTE_LOG, Observer
 from emulator.sim.pool import Pool
 from emulator.sim.prefill import PrefillStage
@@ -238,9 +238,10 @@ class Emulation:
         self._tasks = []
         self.cache = self.reverse_link = self.torch = None
         self.scheduler = None
-        self.latencies = Latencies(sim.window, sim.slo_ttft, sim.slo_tpot)
         self.topology = rt = TopologyRuntime(self.loop, topo, sim, self.seed, rate, routing,
-                                             self._topology_done, bound)
+                                             bound)
+        # each request is recorded once, in its region; the totals merge them when read
+        self.latencies = LatencyGroup([r.latencies for r in rt.regions.values()])
         self.regions = rt.regions
         self.region = next(iter(rt.regions.values()))
         self.sites = rt.sites
@@ -251,11 +252,6 @@ class Emulation:
         self.observer = Observer(self, self.loop, sim.sample_interval, sim.window,
                                  sim.timeseries_rows)
         self.timeline = Timeline(self, sim.incidents)
-
-    def _topology_done(self, req: Request, now: float) -> None:
-        self.latencies.record(req, now)
-        for fn in self._done_hooks:
-            fn(req, now)
 
     def _attach_cache(self, sim, replayed: Trace | None,
                       hook: PrefixLookup | None) -> PrefixLookup:
@@ -287,10 +283,14 @@ class Emulation:
     # -- the books (each region's, summed) ----------------------------------------------------
     @property
     def arrived(self) -> int:
+        if self.topology is None:
+            return self.region.arrived
         return sum(r.arrived for r in self.regions.values())
 
     @property
     def completed(self) -> int:
+        if self.topology is None:
+            return self.region.completed
         return sum(r.completed for r in self.regions.values())
 
     @property
@@ -407,8 +407,8 @@ class Emulation:
     def on_done(self, fn: Callable[[Request, float], None]) -> None:
         """Call fn(request, now) at every completion (scorecards' per-request views)."""
         self._done_hooks.append(fn)
-        if self.topology is None:
-            self.region.on_done = self._done_hooks_run
+        for region in self.regions.values():
+            region.on_done = self._done_hooks_run
 
     def note(self, text: str) -> None:
         """Record a decision (shown in snapshots)."""

@@ -1,0 +1,103 @@
+"""Topology emulator speed and memory: requests per wall second on `global` (5 regions, 2 sites,
+lp routing at 0.9 x the routing bound) against the single pair (`paper-case-study` at 0.9 x
+Lambda_max) in the same process, interleaved, best of `--repeat`; and, with `--day`, a simulated
+day of `global` with its memory sampled every simulated hour (tracemalloc's current Python
+allocations: flat when nothing grows with the run's length).
+
+    python benchmarks/bench_topology.py [--requests 200000] [--repeat 3]
+    python benchmarks/bench_topology.py --day [--load 0.9] [--hours 24]
+
+Target: global >= 0.8 x the single pair's requests per wall second; the day's memory flat.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from emulator.scenario.presets import load  # noqa: E402
+from emulator.sim.engine import Emulation  # noqa: E402
+from emulator.sim.topology import topology_bound  # noqa: E402
+
+
+def pair(requests: int) -> tuple[int, float]:
+    sc = load("paper-case-study")
+    with Emulation(sc, load=0.9) as emu:
+        rate = emu.workload.mean_rate
+    t0 = time.perf_counter()
+    with Emulation(sc, load=0.9, duration=requests / rate) as emu:
+        emu.run()
+        n = emu.arrived
+    return n, time.perf_counter() - t0
+
+
+def topology(requests: int, preset: str = "global", routing: str = "lp") -> tuple[int, float]:
+    sc = load(preset, topology=True)
+    bound = topology_bound(sc)
+    t0 = time.perf_counter()  # the bound's solve counts: it is part of starting a run
+    duration = requests / (0.9 * bound.lambda_max)
+    with Emulation(sc, load=0.9, duration=duration, routing=routing, bound=bound) as emu:
+        res = emu.run()
+        n = emu.arrived
+        assert res.json["lost"] == 0
+    return n, time.perf_counter() - t0
+
+
+def speed(requests: int, repeat: int) -> None:
+    best = {"pair": 0.0, "global": 0.0}
+    for i in range(repeat):
+        for name, fn in (("pair", pair), ("global", topology)):
+            n, wall = fn(requests)
+            rate = n / wall
+            best[name] = max(best[name], rate)
+            print(f"run {i + 1} {name:6}: {n:,} requests in {wall:.2f} s = {rate:,.0f} req/s",
+                  flush=True)
+    ratio = best["global"] / best["pair"]
+    print(f"best: pair {best['pair']:,.0f} req/s, global {best['global']:,.0f} req/s, "
+          f"ratio {ratio:.2f} (target >= 0.80) {'ok' if ratio >= 0.8 else 'MISSED'}")
+
+
+def day(load_: float, hours: float) -> None:
+    sc = load("global", topology=True)
+    bound = topology_bound(sc)
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    with Emulation(sc, load=load_, duration=hours * 3600, routing="lp", bound=bound) as emu:
+        rows = []
+        for h in range(1, int(hours) + 1):
+            emu.run_until(h * 3600.0)
+            cur, peak = tracemalloc.get_traced_memory()
+            rows.append(cur)
+            print(f"hour {h:2}: {emu.arrived:,} arrived, in flight {emu.in_flight:,}, "
+                  f"python memory {cur / 1e6:.1f} MB (peak {peak / 1e6:.1f} MB), "
+                  f"{time.perf_counter() - t0:.0f} s wall", flush=True)
+        res = emu.run()
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
+    later = rows[len(rows) // 4:]
+    growth = (max(later) - min(later)) / 1e6
+    print(f"day: {res.accounting.arrived:,} requests, lost {res.json['lost']}, "
+          f"memory after the first quarter within {growth:.1f} MB, max RSS {rss:.0f} MB")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--requests", type=int, default=200_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--day", action="store_true")
+    ap.add_argument("--load", type=float, default=0.9)
+    ap.add_argument("--hours", type=float, default=24.0)
+    args = ap.parse_args()
+    if args.day:
+        day(args.load, args.hours)
+    else:
+        speed(args.requests, args.repeat)
+
+
+if __name__ == "__main__":
+    main()
