@@ -339,3 +339,38 @@ def test_load_on_a_topology_is_relative_to_the_routing_bound(capsys):
                 "--routing", "lp", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["target_rate"] == pytest.approx(0.5 * 4.8)
+
+
+def test_region_link_brownout_best_bandwidth_beats_threshold_for_west():
+    """The shipped drill's claim, in its scorecard: while hub->west runs at 15%, west's P90
+    TTFT (of the requests that arrived during it) is lower under best-bandwidth than under the
+    threshold rule, and nothing is lost either way."""
+    from emulator.scenario.drills import load_drill
+    from emulator.sim.drills import run_drill
+    drill = load_drill("region-link-brownout")
+    assert drill.scenario.declared_topology.routing == "best-bandwidth"
+    runs = {r: run_drill(drill, routing=r) for r in ("best-bandwidth", "threshold")}
+    west = {r: out["scorecard"]["regions"]["west"] for r, out in runs.items()}
+    assert west["best-bandwidth"]["ttft_p90_during"] < 0.5 * west["threshold"]["ttft_p90_during"]
+    assert runs["best-bandwidth"]["scorecard"]["passed"]
+    assert all(out["lost"] == 0 for out in runs.values())
+
+
+@pytest.mark.parametrize("name", ["site-loss", "follow-the-sun"])
+def test_shipped_topology_drills_load_and_balance(name):
+    from dataclasses import replace
+
+    from emulator.scenario.drills import load_drill
+    from emulator.sim.drills import drill_emulation
+    from emulator.sim.score import scorecard
+    drill = load_drill(name)
+    assert drill.scenario.declared_topology is not None
+    sc = drill.scenario
+    short = replace(drill, scenario=replace(sc, sim=replace(sc.sim, duration=900.0)))
+    emu, rec = drill_emulation(short)
+    with emu:
+        res = emu.run()
+        card = scorecard(emu, rec, drill.scoring)
+    assert res.json["lost"] == 0 and card.lost == 0
+    assert set(card.regions) == {"east", "west"}
+    assert all(r["lost"] == 0 for r in card.regions.values())
