@@ -6,6 +6,11 @@ allocations: flat when nothing grows with the run's length).
 
     python benchmarks/bench_topology.py [--requests 200000] [--repeat 3]
     python benchmarks/bench_topology.py --day [--load 0.9] [--hours 24]
+    python benchmarks/bench_topology.py --accuracy [--hours 1]
+
+--accuracy: per region of two-regions and global, served vs offered over `--hours` at 0.9 x
+the routing bound (lp: within 3%) and the queue's growth at 1.1 x (second half); and the
+emulated TTFT against the latency layer at 0.5 and 0.7 x the preset threshold policy's Lambda.
 
 Target: global >= 0.8 x the single pair's requests per wall second; the day's memory flat.
 """
@@ -85,16 +90,59 @@ def day(load_: float, hours: float) -> None:
           f"memory after the first quarter within {growth:.1f} MB, max RSS {rss:.0f} MB")
 
 
+def accuracy(hours: float) -> None:
+    from emulator.topology.policy import evaluate_policy, preset_settings
+    from emulator.topology.ttft import region_latency
+
+    for name in ("two-regions", "global"):
+        sc = load(name, topology=True)
+        topo = sc.declared_topology
+        bound = topology_bound(sc)
+        print(f"{name}: routing bound {bound.lambda_max:.3f} req/s")
+        for load_ in (0.9, 1.1):
+            t0 = time.perf_counter()
+            with Emulation(sc, load=load_, duration=hours * 3600, routing="lp",
+                           bound=bound) as emu:
+                out = emu.run().json
+            print(f"  lp at {load_} x the bound ({time.perf_counter() - t0:.0f} s wall, "
+                  f"lost {out['lost']}):")
+            for r, v in out["regions"].items():
+                late = v["second_half"]
+                print(f"    {r:9} offered {v['offered_rate']:8.3f} served {v['served_rate']:8.3f}"
+                      f" ({v['served_rate'] / v['offered_rate'] - 1:+6.1%}); second half: "
+                      f"served/offered {late['served_rate'] / late['offered_rate']:.3f}, "
+                      f"in flight {late['in_flight_growth']:+.3f} req/s")
+        point = evaluate_policy(topo, preset_settings(topo))
+        for load_ in (0.5, 0.7):
+            rate = load_ * point.lambda_max
+            pred = region_latency(topo, point, rate, rdma_latency=sc.sim.rdma_latency)
+            with Emulation(sc, rate=rate, duration=40000 / rate, routing="threshold",
+                           seed=1) as emu:
+                out = emu.run().json
+            print(f"  TTFT at {load_} x the threshold policy's {point.lambda_max:.3f} req/s "
+                  "(latency layer | emulator):")
+            for r, p in pred.items():
+                e = out["regions"][r]["ttft"]
+                links = len(topo.links_of_region(r))
+                print(f"    {r:9} mean {p.mean:6.3f} | {e['mean']:6.3f} ({e['mean'] / p.mean - 1:+6.1%})"
+                      f"  p90 {p.p90:6.3f} | {e['p90']:6.3f} ({e['p90'] / p.p90 - 1:+6.1%})"
+                      f"{'  (two links: the layer gives an upper bound)' if links > 1 else ''}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--requests", type=int, default=200_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--day", action="store_true")
     ap.add_argument("--load", type=float, default=0.9)
-    ap.add_argument("--hours", type=float, default=24.0)
+    ap.add_argument("--hours", type=float, default=None,
+                    help="simulated hours (--day: 24, --accuracy: 1)")
+    ap.add_argument("--accuracy", action="store_true")
     args = ap.parse_args()
-    if args.day:
-        day(args.load, args.hours)
+    if args.accuracy:
+        accuracy(args.hours or 1.0)
+    elif args.day:
+        day(args.load, args.hours or 24.0)
     else:
         speed(args.requests, args.repeat)
 

@@ -374,3 +374,24 @@ def test_shipped_topology_drills_load_and_balance(name):
     assert res.json["lost"] == 0 and card.lost == 0
     assert set(card.regions) == {"east", "west"}
     assert all(r["lost"] == 0 for r in card.regions.values())
+
+
+@pytest.mark.parametrize("load_", [0.5, 0.7])
+def test_per_region_ttft_against_the_latency_layer(load_):
+    """two-regions under its own threshold policy at 0.5 and 0.7 x that policy's Lambda: each
+    region's emulated TTFT against the latency layer's (emulator.topology.ttft), within the
+    single pair's targets (mean 10%, P90 20%; benchmarks/bench_topology.py --accuracy has
+    global, where a region with two links gets the layer's P90 upper bound)."""
+    from emulator.topology.policy import evaluate_policy, preset_settings
+    from emulator.topology.ttft import region_latency
+    sc = load("two-regions", topology=True)
+    topo = sc.declared_topology
+    point = evaluate_policy(topo, preset_settings(topo))
+    rate = load_ * point.lambda_max
+    pred = region_latency(topo, point, rate, rdma_latency=sc.sim.rdma_latency)
+    with Emulation(sc, rate=rate, duration=12000 / rate, routing="threshold", seed=1) as emu:
+        out = emu.run().json
+    for name, p in pred.items():
+        got = out["regions"][name]["ttft"]
+        assert got["mean"] == pytest.approx(p.mean, rel=0.10)
+        assert got["p90"] == pytest.approx(p.p90, rel=0.20)
