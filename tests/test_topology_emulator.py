@@ -157,6 +157,7 @@ def test_run_json_on_a_topology(capsys):
 
 @pytest.mark.parametrize("argv, says", [
     (["--np", "2"], "--np: a topology preset"),
+    (["--routing", "best-cache"], "--routing: best-cache routes by the prefix caches"),
     (["--trace", "x.jsonl"], "--trace: runs on single-pair presets only"),
 ])
 def test_pair_flags_on_a_topology_are_one_line(capsys, argv, says):

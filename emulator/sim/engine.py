@@ -209,6 +209,11 @@ class Emulation:
             if given:
                 raise KnobError("topology", f"{what}: runs on single-pair presets only")
         routing = topo.routing if routing is None else routing
+        if routing == "best-cache":
+            raise KnobError("routing", "best-cache routes by the prefix caches' contents, and "
+                            "the topology emulator runs no prefix caches yet ([cache] and "
+                            "prefix-carrying workloads are single-pair only): use "
+                            "best-bandwidth, lp or threshold")
         if routing == "lp" and bound is None:
             raise KnobError("routing", "lp needs the routing bound (emulator.topology.bound)")
         self.routing = routing
