@@ -396,3 +396,26 @@ def test_per_region_ttft_against_the_latency_layer(load_):
         got = out["regions"][name]["ttft"]
         assert got["mean"] == pytest.approx(p.mean, rel=0.10)
         assert got["p90"] == pytest.approx(p.p90, rel=0.20)
+
+
+@pytest.mark.parametrize("routing", ["lp", "threshold"])
+def test_short_timescale_re_solves_on_the_live_state(routing):
+    """[scheduler] on a topology: when hub->west browns out the routing is re-solved on the
+    link's capacity now (the bound's Lambda falls), and again when it recovers."""
+    from emulator.scenario.presets import resolve
+    from emulator.sim.topology import topology_bound
+    data = read_toml(resolve("two-regions"))
+    data["workload"]["load"] = 0.5
+    data["scheduler"] = {"period": "10 s"}
+    data["incidents"] = [{"kind": "link-brownout", "link": "hub->west", "factor": 0.15,
+                          "at": 300, "duration": 300}]
+    sc = from_dict(data, resolve("two-regions"), topology=True)
+    with Emulation(sc, duration=900, routing=routing, bound=topology_bound(sc)) as emu:
+        west_before = emu.regions["west"].policy
+        emu.run_until(320)
+        assert emu.regions["west"].policy is not west_before or routing == "threshold"
+        out = emu.run().json
+    log = out["scheduler"]["log"]
+    assert [d["time"] for d in log] == [300.0, 600.0]  # the brownout's start and end
+    assert "hub->west" in log[0]["reason"]
+    assert out["lost"] == 0

@@ -50,6 +50,7 @@ from emulator.sim.snapshot import LiveKnobs, Snapshot
 from emulator.sim.timeline import Active, Timeline
 from emulator.sim.topology import RoutingBound, TopologyRuntime
 from emulator.sim.topology_report import marks
+from emulator.sim.topology_scheduler import TopologyScheduler
 from emulator.sim.workload import SyntheticSource, TraceSource, Workload
 from emulator.traces import MOONCAKE_BLOCK_TOKENS, Trace, read_trace
 from emulator.units import to_gbps
@@ -257,6 +258,8 @@ class Emulation:
         self.observer = Observer(self, self.loop, sim.sample_interval, sim.window,
                                  sim.timeseries_rows)
         self.timeline = Timeline(self, sim.incidents)
+        if sim.scheduler.enabled:  # the short timescale, per region on the live state
+            self.scheduler = TopologyScheduler(self, sim.scheduler)
 
     def _attach_cache(self, sim, replayed: Trace | None,
                       hook: PrefixLookup | None) -> PrefixLookup:
