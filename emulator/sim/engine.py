@@ -619,6 +619,9 @@ class Emulation:
         """The pool whose machines serve `stage` (PrfaaS or the local PD cluster)."""
         if stage not in STAGES:
             raise ValueError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}")
+        if self.topology is not None:
+            raise ValueError("a topology has a pool per site and region: name the site "
+                             "(site_instances, fail_site_instance; incident site-loss)")
         return self.remote if stage == "prfaas" else self.local
 
     def live_instances(self, stage: str) -> list[int]:
