@@ -583,11 +583,11 @@ def parse_incidents(items: list[Reader], base_dir: Path) -> tuple[Incident, ...]
 
 
 def target_problem(inc: Incident, sites: tuple[str, ...], regions: tuple[str, ...],
-                   links: tuple[str, ...]) -> tuple[str, str] | None:
+                   links: tuple[str, ...], pair: bool) -> tuple[str, str] | None:
     """(key, why) when an incident names a site, region or link the deployment lacks, or is a
-    single-pair kind with no meaning on a topology (None: it fits). The pair's names are
-    those of its 1x1 topology: site "prfaas", region "pd", link "prfaas->pd"."""
-    pair = len(sites) == len(regions) == len(links) == 1
+    single-pair kind with no meaning on a declared topology (None: it fits). `pair`: a
+    [deployment] preset, whose names are those of its 1x1 topology: site "prfaas", region
+    "pd", link "prfaas->pd"."""
     for key, names, what in (("link", links, "link"), ("site", sites, "site"),
                              ("region", regions, "region")):
         name = getattr(inc, key, None)

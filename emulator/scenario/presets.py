@@ -134,7 +134,7 @@ def from_dict(data: dict, path: str | Path | None = None, *, topology: bool = Fa
     work = root.section("workload", required=True)
     lengths = parse_lengths(work.section("lengths", required=True), base_dir)
     sim = parse_sim_config(root, work, dec, base_dir, lengths)
-    _check_targets(root, sim.incidents, ("prfaas",), ("pd",), ("prfaas->pd",))
+    _check_targets(root, sim.incidents, ("prfaas",), ("pd",), ("prfaas->pd",), pair=True)
     for i, inc in enumerate(sim.incidents):  # a drill must not claim more than there are
         if msg := count_problem(inc, n_prfaas, pool):
             raise root.error(f"incidents[{i}].count", msg)
@@ -188,7 +188,8 @@ def _topology_scenario(data: dict, path: str | Path | None) -> Scenario:
     topo = parse_topology(root, profiles, dec, lengths, base_dir)
     sim = parse_sim_config(root, work, dec, base_dir, lengths)
     _check_targets(root, sim.incidents, tuple(s.name for s in topo.sites),
-                   tuple(r.name for r in topo.regions), tuple(k.name for k in topo.links))
+                   tuple(r.name for r in topo.regions), tuple(k.name for k in topo.links),
+                   pair=False)
     work.finish()
     dec.finish()
     root.finish()
@@ -200,10 +201,10 @@ def _topology_scenario(data: dict, path: str | Path | None) -> Scenario:
 
 
 def _check_targets(root: Reader, incidents, sites: tuple[str, ...], regions: tuple[str, ...],
-                   links: tuple[str, ...]) -> None:
+                   links: tuple[str, ...], *, pair: bool) -> None:
     """Every incident's site, region or link exists (the pair's: prfaas, pd, prfaas->pd)."""
     for i, inc in enumerate(incidents):
-        if (problem := target_problem(inc, sites, regions, links)) is not None:
+        if (problem := target_problem(inc, sites, regions, links, pair)) is not None:
             raise root.error(f"incidents[{i}].{problem[0]}", problem[1])
 
 

@@ -35,7 +35,7 @@ from emulator.sim.costs import Costs
 from emulator.sim.decode import DecodeStage
 from emulator.sim.link import Link
 from emulator.sim.loop import VirtualTimeLoop
-from emulator.sim.metrics import Latencies, Totals
+from emulator.sim.metrics import Latencies, LatencyGroup, Totals
 from emulator.sim.observe import NOTE_LOG, Observer
 from emulator.sim.pool import Pool
 from emulator.sim.prefill import PrefillStage
@@ -50,6 +50,7 @@ from emulator.sim.snapshot import LiveKnobs, Snapshot
 from emulator.sim.timeline import Active, Timeline
 from emulator.sim.topology import RoutingBound, TopologyRuntime
 from emulator.sim.topology_report import marks
+from emulator.sim.topology_scheduler import TopologyScheduler
 from emulator.sim.workload import SyntheticSource, TraceSource, Workload
 from emulator.traces import MOONCAKE_BLOCK_TOKENS, Trace, read_trace
 from emulator.units import to_gbps
@@ -209,6 +210,11 @@ class Emulation:
             if given:
                 raise KnobError("topology", f"{what}: runs on single-pair presets only")
         routing = topo.routing if routing is None else routing
+        if routing == "best-cache":
+            raise KnobError("routing", "best-cache routes by the prefix caches' contents, and "
+                            "the topology emulator runs no prefix caches yet ([cache] and "
+                            "prefix-carrying workloads are single-pair only): use "
+                            "best-bandwidth, lp or threshold")
         if routing == "lp" and bound is None:
             raise KnobError("routing", "lp needs the routing bound (emulator.topology.bound)")
         self.routing = routing
@@ -238,9 +244,10 @@ class Emulation:
         self._tasks = []
         self.cache = self.reverse_link = self.torch = None
         self.scheduler = None
-        self.latencies = Latencies(sim.window, sim.slo_ttft, sim.slo_tpot)
         self.topology = rt = TopologyRuntime(self.loop, topo, sim, self.seed, rate, routing,
-                                             self._topology_done, bound)
+                                             bound)
+        # each request is recorded once, in its region; the totals merge them when read
+        self.latencies = LatencyGroup([r.latencies for r in rt.regions.values()])
         self.regions = rt.regions
         self.region = next(iter(rt.regions.values()))
         self.sites = rt.sites
@@ -251,11 +258,8 @@ class Emulation:
         self.observer = Observer(self, self.loop, sim.sample_interval, sim.window,
                                  sim.timeseries_rows)
         self.timeline = Timeline(self, sim.incidents)
-
-    def _topology_done(self, req: Request, now: float) -> None:
-        self.latencies.record(req, now)
-        for fn in self._done_hooks:
-            fn(req, now)
+        if sim.scheduler.enabled:  # the short timescale, per region on the live state
+            self.scheduler = TopologyScheduler(self, sim.scheduler)
 
     def _attach_cache(self, sim, replayed: Trace | None,
                       hook: PrefixLookup | None) -> PrefixLookup:
@@ -287,10 +291,14 @@ class Emulation:
     # -- the books (each region's, summed) ----------------------------------------------------
     @property
     def arrived(self) -> int:
+        if self.topology is None:
+            return self.region.arrived
         return sum(r.arrived for r in self.regions.values())
 
     @property
     def completed(self) -> int:
+        if self.topology is None:
+            return self.region.completed
         return sum(r.completed for r in self.regions.values())
 
     @property
@@ -407,8 +415,8 @@ class Emulation:
     def on_done(self, fn: Callable[[Request, float], None]) -> None:
         """Call fn(request, now) at every completion (scorecards' per-request views)."""
         self._done_hooks.append(fn)
-        if self.topology is None:
-            self.region.on_done = self._done_hooks_run
+        for region in self.regions.values():
+            region.on_done = self._done_hooks_run
 
     def note(self, text: str) -> None:
         """Record a decision (shown in snapshots)."""
@@ -611,6 +619,9 @@ class Emulation:
         """The pool whose machines serve `stage` (PrfaaS or the local PD cluster)."""
         if stage not in STAGES:
             raise ValueError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}")
+        if self.topology is not None:
+            raise ValueError("a topology has a pool per site and region: name the site "
+                             "(site_instances, fail_site_instance; incident site-loss)")
         return self.remote if stage == "prfaas" else self.local
 
     def live_instances(self, stage: str) -> list[int]:

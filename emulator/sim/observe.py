@@ -86,6 +86,7 @@ class Observer:
                  window_seconds: float, timeseries_rows: int):
         self.emu = emu
         self.loop = loop
+        self._pair = getattr(emu, "topology", None) is None
         self.start = self.totals()
         self._samples: deque[Totals] = deque(
             [self.start], maxlen=int(math.ceil(window_seconds / sample_interval)) + 1)
@@ -106,10 +107,14 @@ class Observer:
         """Requests held anywhere: queues, instances, wires, batches (counted, not derived):
         every site's stage, every region's PD-P, PD-D and RDMA wire, every link's wire."""
         emu = self.emu
-        n = sum(s.holding for s in emu.site_stages)
-        for r in emu.regions.values():
-            n += r.pdp.holding + r.pdd.holding + r.rdma.propagating_flows
-        n += sum(lk.propagating_flows for lk in emu.wan_links)
+        if self._pair:
+            n = (emu.prfaas.holding + emu.pdp.holding + emu.pdd.holding
+                 + emu.link.propagating_flows + emu.rdma.propagating_flows)
+        else:
+            n = sum(s.holding for s in emu.site_stages)
+            for r in emu.regions.values():
+                n += r.pdp.holding + r.pdd.holding + r.rdma.propagating_flows
+            n += sum(lk.propagating_flows for lk in emu.wan_links)
         if emu.cache is not None:  # cache moves and KV tails the transfer cache holds
             n += emu.cache.holding + emu.reverse_link.propagating_flows
         return n
@@ -124,6 +129,18 @@ class Observer:
         """Every cumulative counter and integral now (read-only)."""
         emu = self.emu
         now = emu.now
+        if self._pair:  # the 1x1 case, read directly (it runs once per sample)
+            stages = (emu.prfaas, emu.pdp, emu.pdd)
+            tot = [s.totals(now) for s in stages]
+            sent, cap, sat = emu.link.totals(now)
+            return Totals(
+                t=now, arrived=emu.arrived, completed=emu.completed,
+                rejected=sum(emu.rejected.values()),
+                entered=tuple(s.entered for s in stages), done=tuple(s.done for s in stages),
+                busy=tuple(x[0] for x in tot), online=tuple(x[1] for x in tot),
+                queue=tuple(len(s.queue) for s in stages), compute=emu.prfaas.work_started,
+                link_sent=sent, link_cap=cap, link_sat=sat,
+                link_in_flight=emu.link.bytes_in_flight(now), in_flight=self.in_flight)
         regions = emu.regions.values()
         # per stage kind (PrfaaS, PD-P, PD-D): every site's or region's stage of that kind
         groups = (emu.site_stages, [r.pdp for r in regions], [r.pdd for r in regions])

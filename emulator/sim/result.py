@@ -166,6 +166,7 @@ class RunResult:
             "lost": accounting.lost,
             "rerouted": emu.rerouted,
             **objs,
+            "scheduler": emu.scheduler.to_dict() if emu.scheduler is not None else None,
             "incidents": [{"start": s, "end": e, "label": lbl} for s, e, lbl
                           in emu.timeline.windows()],
         }

@@ -95,9 +95,20 @@ class SiteStage(PrefillStage):
         super().__init__(loop, name, costs, None, _to_region)  # type: ignore[arg-type]
         self.egress = egress
         self.links: dict[str, SiteLink] = {}  # region name -> link
+        self.held: dict[str, int] = {}  # region name -> its requests queued or in service here
 
     def link_for(self, req: Request) -> Link:
         return self.links[req.dest.name]
+
+    def submit(self, req: Request) -> None:
+        name = req.dest.name
+        self.held[name] = self.held.get(name, 0) + 1
+        super().submit(req)
+
+    def _sent(self, flow: Flow) -> None:
+        """The last KV byte left: the request leaves the site (onto its link's wire)."""
+        self.held[flow.payload.dest.name] -= 1
+        super()._sent(flow)
 
     def expected_wait(self) -> float:
         """Queued compute over the instances, or queued KV over the egress when slower."""
@@ -110,9 +121,9 @@ class SiteStage(PrefillStage):
         return max(wait, self.queued_kv / cap) if cap > 0 else float("inf")
 
     def held_by(self, region: str) -> int:
-        """Requests of `region` queued or in service here (counted, for its books)."""
-        n = sum(1 for r in self.queue if r.dest.name == region)
-        return n + sum(1 for w in self.workers if w.job is not None and w.job.dest.name == region)
+        """Requests of `region` queued or in service here (counted as they enter and leave,
+        like the stage's own `holding`)."""
+        return self.held.get(region, 0)
 
 
 def _to_region(req: Request) -> None:

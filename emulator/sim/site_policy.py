@@ -9,9 +9,8 @@ policy per region (`routing`, `--routing`):
   best-bandwidth  long requests (above t) go wherever they finish first now: queue wait plus
                   max(prefill, KV transfer at the link's current rate), plus the link's delay;
                   PD-P is one of the candidates (its RDMA transfer is not the bottleneck).
-  best-cache      the longest cached prefix across every cluster's prefix cache (a global
-                  index, emulator.sim.site_cache); a move of that prefix to another cluster only
-                  when the link has headroom, else the request goes where its prefix is.
+  best-cache      (not in the emulator yet: it needs prefix caches at every site and region,
+                  which the topology emulator does not run; refused in one line)
 
 A policy only picks; the region's admission control and the stages do the rest.
 """

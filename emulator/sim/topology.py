@@ -11,7 +11,7 @@ incidents' targets resolve here: a link by its name "site->region", a site or a 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from typing import Protocol
 
 import numpy as np
@@ -25,7 +25,6 @@ from emulator.sim.metrics import Latencies
 from emulator.sim.pool import Pool
 from emulator.sim.prefill import PrefillStage
 from emulator.sim.region import Region
-from emulator.sim.request import Request
 from emulator.sim.site import Site, SiteLink
 from emulator.sim.site_policy import (
     BestBandwidthPolicy,
@@ -56,8 +55,7 @@ class TopologyRuntime:
     """See the module docstring."""
 
     def __init__(self, loop, topo: Topology, sim: SimConfig, seed: int, rate: float,
-                 routing: str, done: Callable[[Request, float], None],
-                 lp: RoutingBound | None = None):
+                 routing: str, lp: RoutingBound | None = None):
         self.loop = loop
         self.topo = topo
         self.routing = routing
@@ -89,7 +87,6 @@ class TopologyRuntime:
             n_p, n_d = splits.get(spec.name, (spec.n_p, spec.n_d))
             region.local.set_counts({"pd-p": n_p, "pd-d": n_d}, immediate=True)
             region.latencies = Latencies(sim.window, sim.slo_ttft, sim.slo_tpot)
-            region.on_done = done
             region.max_queue, region.max_wait = sim.max_queue, sim.max_queue_seconds
             region.kv_bounded = sim.kv_budget is not None
             region.admission = sim.admission_bounded or region.kv_bounded
