@@ -12,9 +12,7 @@ import pytest
 from prfaas_tui.app import PrfaasApp
 from prfaas_tui.commands.snapshot import topology_snapshot
 from prfaas_tui.screens.topology import TopologyScreen
-from prfaas_tui.topology_text import Figures, draw_map, draw_matrix, elements
-
-pytestmark = pytest.mark.asyncio
+from prfaas_tui.topology_text import Figures, draw_map, draw_matrix, elements, gbps
 
 DATA = Path(__file__).parent / "data"
 GLOBAL_BROWNOUT = str(DATA / "global-brownout.toml")
@@ -40,13 +38,18 @@ async def _select(pilot, screen: TopologyScreen, element: tuple[str, str]) -> No
     assert screen.selected == element
 
 
+@pytest.mark.parametrize("drill, link, at, incident", [
+    (GLOBAL_BROWNOUT, "us-hub->sa-east", 40.0, "us-hub->sa-east brownout to 30%"),
+    ("region-link-brownout", "hub->west", 720.0, "hub->west brownout to 15%"),
+])
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)])
-async def test_selected_link_and_binding_equal_the_json_at_the_same_instant(size):
+@pytest.mark.asyncio
+async def test_selected_link_and_binding_equal_the_json_at_the_same_instant(size, drill, link,
+                                                                            at, incident):
     from emulator.scenario.drills import load_drill
 
-    at, link = 40.0, "us-hub->sa-east"
-    want = topology_snapshot(load_drill(GLOBAL_BROWNOUT).scenario, at, None)
-    app = PrfaasApp(None, live=False, at=at, drill=GLOBAL_BROWNOUT)
+    want = topology_snapshot(load_drill(drill).scenario, at, None)
+    app = PrfaasApp(None, live=False, at=at, drill=drill)
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         screen = _screen(app)
@@ -56,7 +59,7 @@ async def test_selected_link_and_binding_equal_the_json_at_the_same_instant(size
         got = fig.link(link)
         for key in ("capacity_gbps", "utilization", "flows", "gbps"):
             assert got[key] == want["links"][link][key], key
-        assert want["incidents"] == ["us-hub->sa-east brownout to 30%"]
+        assert want["incidents"] == [incident]
         assert fig.binding == want["model"]["policy"]["binding_element"] == link
         assert fig.model.to_dict() == want["model"]
         for name in want["regions"]:
@@ -65,10 +68,11 @@ async def test_selected_link_and_binding_equal_the_json_at_the_same_instant(size
         text = screen.query_one("#topology-map").render().plain
         assert fig.link_capacity(link) in text
         detail = screen.query_one("#topology-detail").render().plain
-        assert f"capacity now {want['links'][link]['capacity_gbps']:.0f}G" in detail
+        assert f"capacity now {gbps(want['links'][link]['capacity_gbps'])}" in detail
         assert f"binds the running policy (link:{link})" in detail
 
 
+@pytest.mark.asyncio
 async def test_raising_hub_west_by_10_gbps_moves_the_bound_by_its_shadow_price():
     app = PrfaasApp(None, live=False, at=120.0, drill=TWO_BROWNOUT)
     async with app.run_test(size=(160, 48)) as pilot:
@@ -97,6 +101,7 @@ async def test_raising_hub_west_by_10_gbps_moves_the_bound_by_its_shadow_price()
         assert f"re-solved, +10 Gbps: {moved:+.3g} req/s" in detail
 
 
+@pytest.mark.asyncio
 async def test_a_refused_knob_stays_in_the_dialog_and_changes_nothing():
     app = PrfaasApp("two-regions", live=False, at=10.0)
     async with app.run_test(size=(160, 48)) as pilot:
@@ -120,6 +125,7 @@ async def test_a_refused_knob_stays_in_the_dialog_and_changes_nothing():
         assert (spec.region("east").n_p, spec.region("east").n_d) == (3, 5)
 
 
+@pytest.mark.asyncio
 async def test_region_knobs_turn_threshold_split_and_routing():
     app = PrfaasApp("two-regions", live=False, at=10.0)
     async with app.run_test(size=(160, 48)) as pilot:
@@ -137,6 +143,7 @@ async def test_region_knobs_turn_threshold_split_and_routing():
         assert not screen.change("site", "hub", instances=-1)
 
 
+@pytest.mark.asyncio
 async def test_o_and_O_apply_the_live_optima():
     app = PrfaasApp(None, live=False, at=120.0, drill=TWO_BROWNOUT)
     async with app.run_test(size=(160, 48)) as pilot:
@@ -214,6 +221,7 @@ def test_topology_view_160x48(snap_compare):
                                   theme="textual-dark"), terminal_size=(160, 48))
 
 
+@pytest.mark.asyncio
 async def test_resizing_to_80x24_switches_to_the_matrix_and_keeps_the_detail_on_screen():
     app = PrfaasApp("two-regions", live=False, at=20.0)
     async with app.run_test(size=(160, 48)) as pilot:
@@ -250,6 +258,7 @@ def plan_file(tmp_path_factory):
     return path, out
 
 
+@pytest.mark.asyncio
 async def test_the_plan_screen_shows_the_front_and_opens_a_candidate_in_the_view(plan_file):
     from prfaas_tui.screens.topology_plan import TopologyPlanScreen
 
@@ -282,3 +291,24 @@ def test_a_broken_topology_plan_is_one_line(tmp_path, capsys):
     assert main(["--plan", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "ranked: missing" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.asyncio
+async def test_a_topology_drill_ends_with_a_scorecard_per_region():
+    from prfaas_tui.screens.topology import TopologyScorecard
+
+    app = PrfaasApp(None, live=False, at=2400.0, drill="region-link-brownout")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        assert isinstance(app.screen, TopologyScorecard)
+        card = app.screen.card
+        assert set(card["regions"]) == {"east", "west"}
+        assert card["lost"] == 0 and all(r["lost"] == 0 for r in card["regions"].values())
+        from prfaas_tui.commands.snapshot import normalize, screen_text
+
+        text = screen_text(normalize(app.export_screenshot()))
+        assert "P90 during" in text and "recovered in" in text
+        rows = [line for line in text.splitlines() if line.strip().split(" ")[0:1] in
+                (["east"], ["west"]) or " east " in line or " west " in line]
+        assert len(rows) >= 2
