@@ -208,8 +208,10 @@ def main(args) -> int:
         lam = _lambda(emu)
         offered = emu.topology.rate if emu.topology is not None else emu.workload.mean_rate
         if not emu.scenario.sim.admission_bounded and offered > lam:
+            what = ("the model's Lambda_max" if emu.topology is None
+                    else "the topology's routing bound")
             print(f"prfaas-tui run: warning: the offered rate {offered:.3f} req/s "
-                  f"exceeds the model's Lambda_max {lam:.3f} req/s (exact mode) and the preset "
+                  f"exceeds {what} {lam:.3f} req/s (exact mode) and the preset "
                   "sets no admission bound ([emulator] max_queue or max_queue_seconds): queues "
                   "grow without limit", file=sys.stderr)
         started = time.perf_counter()
