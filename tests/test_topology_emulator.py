@@ -279,11 +279,11 @@ def test_snapshot_json_carries_the_run_objects_at_its_instant(tmp_path):
         {n: r["arrived"] for n, r in snap["regions"].items()}
 
 
-def test_snapshot_svg_of_a_topology_is_refused_in_one_line(capsys, tmp_path):
-    assert cli(["snapshot", "--preset", str(TOY2), "--at", "10",
-                "--out", str(tmp_path / "x.svg")]) == 2
-    err = capsys.readouterr().err.strip()
-    assert "--format json" in err and len(err.splitlines()) == 1
+def test_snapshot_svg_of_a_topology_draws_the_topology_view(capsys, tmp_path):
+    # the view itself: tests/test_topology_view.py
+    out = tmp_path / "x.svg"
+    assert cli(["snapshot", "--preset", str(TOY2), "--at", "10", "--out", str(out)]) == 0
+    assert "<svg" in out.read_text() and "topology" in out.read_text()
 
 
 def test_lp_serves_what_the_threshold_rule_cannot_on_the_toy_pair_of_regions():
