@@ -312,3 +312,18 @@ async def test_a_topology_drill_ends_with_a_scorecard_per_region():
         rows = [line for line in text.splitlines() if line.strip().split(" ")[0:1] in
                 (["east"], ["west"]) or " east " in line or " west " in line]
         assert len(rows) >= 2
+
+
+def test_the_selection_chart_reads_the_selected_elements_history():
+    from types import SimpleNamespace
+
+    from prfaas_tui.widgets.topology_map import selection_series
+
+    snaps = tuple(SimpleNamespace(sim_time=t, topology={
+        "links": {"hub->west": {"gbps": g, "capacity_gbps": 40.0}},
+        "regions": {"west": {"ttft": {"p50": 1.0, "p90": p}}},
+        "sites": {}}) for t, g, p in ((1.0, 2.0, 3.0), (2.0, 4.0, None)))
+    xs, series = selection_series(snaps, ("link", "hub->west"))
+    assert xs == [-1.0, 0.0] and series == {"carried": [2.0, 4.0], "capacity now": [40.0, 40.0]}
+    xs, series = selection_series(snaps, ("region", "west"))
+    assert series["TTFT P90"][0] == 3.0 and series["TTFT P90"][1] != series["TTFT P90"][1]

@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Header, Label, Static
 
@@ -35,7 +35,13 @@ from prfaas_tui.screens.prompt import ValuePrompt
 from prfaas_tui.topology_session import TopologySession
 from prfaas_tui.topology_text import Element, Figures, elements
 from prfaas_tui.widgets.status import KeyFooter, clock
-from prfaas_tui.widgets.topology_map import TopologyDetail, TopologyMap
+from prfaas_tui.widgets.topology_map import (
+    SelectionChart,
+    TopologyDetail,
+    TopologyMap,
+    detail_lines,
+    selection_series,
+)
 
 if TYPE_CHECKING:
     from emulator.sim.drills import Drill
@@ -102,9 +108,10 @@ class TopologyScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False, icon="◆")
-        with VerticalScroll(id="topo-body"):
+        with Vertical(id="topo-body"):
             yield TopologyMap(id="topology-map")
             yield TopologyDetail(id="topology-detail")
+            yield SelectionChart(id="topology-chart")
         yield Static(id="topo-status")
         yield KeyFooter(compact=True)
 
@@ -138,6 +145,14 @@ class TopologyScreen(Screen):
         self.query_one(TopologyMap).show(fig, self.selected)
         self.query_one(TopologyDetail).show(fig, self.selected)
         self.query_one("#topo-status", Static).update(self.status_text())
+        chart = self.query_one(SelectionChart)
+        detail_rows = 2 + len(detail_lines(fig, self.selected)) if fig and self.selected else 0
+        room = self.size.height - 3 - self.query_one(TopologyMap).rows - detail_rows
+        chart.display = room >= SelectionChart.MIN_ROWS  # the map and the detail come first
+        if chart.display and self.tick is not None and self.selected is not None:
+            xs, series = selection_series(self.tick.history, self.selected)
+            chart.set_data((self.selected, xs, series),
+                           (self.selected, self.tick.snapshot.sim_time, self.tick.generation))
         if self.tick is not None:
             self._follow_drill(self.tick)
 

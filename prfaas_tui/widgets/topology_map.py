@@ -4,6 +4,8 @@ shadow prices). Both draw from one `Figures` (prfaas_tui.topology_text)."""
 
 from __future__ import annotations
 
+import math
+
 from rich.text import Text
 
 from emulator.topology.live import element_of
@@ -20,12 +22,13 @@ from prfaas_tui.topology_text import (
     rate,
     secs,
 )
+from prfaas_tui.widgets.plots import Chart
 from prfaas_tui.widgets.theme import SizedStatic, color
 
 
 class TopologyMap(SizedStatic):
     DEFAULT_CSS = "TopologyMap { height: auto; padding: 0 1; }"
-
+    rows = 1  # lines of the last drawing
     def show(self, fig: Figures | None, selected: Element | None) -> None:
         self.remember(fig, selected)
         if fig is None:
@@ -34,7 +37,9 @@ class TopologyMap(SizedStatic):
         width = max(self.size.width - 2, 40)
         bind = color(self, "text-error")
         draw = draw_map if width >= MAP_MIN_WIDTH else draw_matrix
-        self.update(draw(fig, width, selected, bind))
+        text = draw(fig, width, selected, bind)
+        self.rows = text.plain.count("\n") + 1
+        self.update(text)
 
 
 def model_line(fig: Figures) -> str:
@@ -127,3 +132,59 @@ class TopologyDetail(SizedStatic):
         out.append(lines[0] + "\n", style="bold underline")
         out.append("\n".join(x for x in lines[1:] if x))
         self.update(out)
+
+
+# the selected element's history: (series name, key path into its object, scale, unit)
+SERIES = {
+    "link": (("carried", ("gbps",), 1.0, "Gbps"), ("capacity now", ("capacity_gbps",), 1.0,
+                                                    "Gbps")),
+    "site": (("utilization", ("utilization",), 100.0, "%"), ("egress", ("egress_utilization",),
+                                                            100.0, "%")),
+    "region": (("TTFT P90", ("ttft", "p90"), 1.0, "s"), ("TTFT P50", ("ttft", "p50"), 1.0, "s")),
+}
+GROUP = {"link": "links", "site": "sites", "region": "regions"}
+
+
+def selection_series(history: tuple, el: Element) -> tuple[list[float], dict[str, list[float]]]:
+    """Seconds before now and each series of the selected element over the tick's history."""
+    kind, name = el
+    if not history:
+        return [], {}
+    now = history[-1].sim_time
+    xs, out = [], {label: [] for label, *_ in SERIES[kind]}
+    for snap in history:
+        obj = (snap.topology or {}).get(GROUP[kind], {}).get(name)
+        if obj is None:
+            continue
+        xs.append(snap.sim_time - now)
+        for label, path, scale, _ in SERIES[kind]:
+            v: object = obj
+            for k in path:
+                v = v.get(k) if isinstance(v, dict) else None
+            out[label].append(float(v) * scale if isinstance(v, int | float) else math.nan)
+    return xs, out
+
+
+class SelectionChart(Chart):
+    """The selected element over the recent history: a link's carried Gbps and capacity now, a
+    site's utilization and egress use, a region's TTFT P90 and P50 (the window's, per sample)."""
+
+    DEFAULT_CSS = "SelectionChart { height: 1fr; min-height: 6; }"
+    MIN_ROWS = 6  # below this there is no chart (the map and the detail come first)
+
+    def draw(self, plt, data) -> None:
+        el, xs, series = data
+        kind, name = el
+        units = {label: unit for label, _, _, unit in SERIES[kind]}
+        self.title(plt, f"{name}: " + " · ".join(f"{k} ({units[k]})" for k in series),
+                   name)
+        if len(xs) < 2:
+            return
+        colors = ("primary", "warning")
+        top = 0.0
+        for (label, ys), col in zip(series.items(), colors, strict=False):
+            self.line(plt, xs, ys, col, label)
+            finite = [y for y in ys if math.isfinite(y)]
+            top = max([top, *finite])
+        plt.ylim(0, max(top, 1e-9) * 1.15)
+        plt.xlabel("simulated seconds before now")
