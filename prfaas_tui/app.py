@@ -124,10 +124,12 @@ class PrfaasApp(App):
         """Quit; during a drill (not yet at its scorecard) ask first: its run is lost."""
         from prfaas_tui.screens.dashboard import Dashboard
         from prfaas_tui.screens.prompt import ConfirmScreen
+        from prfaas_tui.screens.topology import TopologyScreen
 
         if isinstance(self.screen, ConfirmScreen):
             return
-        dash = next((s for s in self.screen_stack if isinstance(s, Dashboard)), None)
+        dash = next((s for s in self.screen_stack if isinstance(s, Dashboard | TopologyScreen)),
+                    None)
         drill = dash.drill if dash is not None and not dash.scored else None
         if drill is None:
             self.exit()

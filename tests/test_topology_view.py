@@ -327,3 +327,48 @@ def test_the_selection_chart_reads_the_selected_elements_history():
     assert xs == [-1.0, 0.0] and series == {"carried": [2.0, 4.0], "capacity now": [40.0, 40.0]}
     xs, series = selection_series(snaps, ("region", "west"))
     assert series["TTFT P90"][0] == 3.0 and series["TTFT P90"][1] != series["TTFT P90"][1]
+
+
+@pytest.mark.asyncio
+async def test_help_lists_the_topology_keys_and_quit_during_a_drill_asks_first():
+    from prfaas_tui.screens.help import HelpScreen
+    from prfaas_tui.screens.prompt import ConfirmScreen
+
+    app = PrfaasApp(None, live=False, at=60.0, drill="region-link-brownout")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        from prfaas_tui.commands.snapshot import normalize, screen_text
+
+        text = screen_text(normalize(app.export_screenshot()))
+        assert "Select the next site, region or link" in text and "re-solved" in text
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("q")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)  # the drill's run would be lost
+        await pilot.press("n")
+        await pilot.pause()
+        assert isinstance(app.screen, TopologyScreen)
+
+
+@pytest.mark.asyncio
+async def test_a_topology_drill_from_the_pair_dashboard_opens_the_view_and_back():
+    from prfaas_tui.screens.dashboard import Dashboard
+
+    app = PrfaasApp("toy", live=False, at=5.0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        app.screen.start_drill("region-link-brownout")
+        await pilot.pause()
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, TopologyScreen) and screen.drill.name == "region-link-brownout"
+        assert screen.tick.snapshot.sim_time == 5.0
+        screen.start_drill("link-brownout")  # a single pair's drill: the pair's dashboard
+        await pilot.pause()
+        await pilot.pause()
+        assert isinstance(app.screen, Dashboard) and app.screen.drill.name == "link-brownout"
+        assert not any(isinstance(s, TopologyScreen) for s in app.screen_stack)

@@ -47,6 +47,30 @@ if TYPE_CHECKING:
     from emulator.sim.drills import Drill
 
 
+TOPOLOGY_KNOBS = (
+    ("region", "t N_p/N_d routing, any part: 32K 4/4 best-bandwidth (threshold, lp, "
+               "best-bandwidth); N_p + N_d within its pool, N_d >= 1"),
+    ("site", "its PrfaaS prefill instances"),
+    ("link", "its bandwidth knob in Gbps or with a unit; an incident keeps taking its share"),
+)
+TOPOLOGY_TERMS = (
+    ("capacity now", "what a link may carry now: its bandwidth x the share incidents leave, "
+                     "within its site's egress (water-filled over its busy links)"),
+    ("utilization", "a link's bytes over the window / its bandwidth knob; a site's prefill "
+                    "work / its instance-seconds"),
+    ("q", "a link's KV transfers in flight; a site's or region's queued requests"),
+    ("Λ policy", "the largest total rate the threshold policy sustains at the live state"),
+    ("bound", "the routing bound: the best any routing could do at the live capacities "
+              "(HiGHS MILP over length bins, sites and links)"),
+    ("binds", "reversed on the map: the first binding row of the running policy's model"),
+    ("+1 Gbps here", "the bound's shadow price per Gbps of the bandwidth knob (per instance "
+                     "for sites and regions): exact for small changes at the bound's split"),
+    ("re-solved", "the bound solved again with the knob raised by a step: what the change "
+                  "does, also past the point where the price stops holding"),
+    ("lost", "requests that vanished: must read 0 (accounting check, per region)"),
+)
+
+
 class TopologyScreen(Screen):
     DEFAULT_CSS = """
     TopologyScreen #topo-body { height: 1fr; }
@@ -319,9 +343,12 @@ class TopologyScreen(Screen):
         except PresetError as exc:
             self.notify(f"cannot start drill {name}: {exc}", severity="error")
             return
-        if drill.scenario.declared_topology is None:
-            self.notify(f"drill {name} runs on a single pair: open it with --drill {name}",
-                        severity="warning")
+        if drill.scenario.declared_topology is None:  # a single pair: the pair's dashboard
+            from prfaas_tui.screens.dashboard import Dashboard
+
+            self.app.switch_screen(Dashboard(drill.scenario, live=self.live, at=self.at,
+                                             speed=self.session.speed, seed=self.session.seed,
+                                             drill=drill))
             return
         self.load(drill.scenario, drill)
         self.notify(f"drill {drill.name}: {len(drill.timeline)} incidents over "
