@@ -82,23 +82,27 @@ class PrfaasApp(App):
         self.theme = theme
         self.export_dir = export_dir  # None: metrics_export.default_export_dir()
 
-    def on_mount(self) -> None:
-        from prfaas_tui.screens.dashboard import Dashboard
-
-        if self.live:  # hand the GIL to the UI sooner when the emulator thread is busy
-            sys.setswitchinterval(SWITCH_INTERVAL_S)
-        if self.scenario.declared_topology is not None:  # sites, regions, links: the map
+    def screen_for(self, scenario: Scenario, *, drill=None, plan: str | None = None,
+                   **kw) -> Screen:
+        """The screen that shows a scenario: the topology view for a declared topology (sites,
+        regions, links), else the pair's dashboard (`kw`: live, at, speed, seed)."""
+        if scenario.declared_topology is not None:
             from prfaas_tui.screens.topology import TopologyScreen
 
-            self.push_screen(TopologyScreen(self.scenario, live=self.live, at=self.at,
-                                            speed=self.speed, seed=self.seed, drill=self.drill,
-                                            plan=self.topology_plan))
-            return
+            shown, self.topology_plan = self.topology_plan, None  # opened once, at start
+            return TopologyScreen(scenario, drill=drill, plan=shown, **kw)
+        from prfaas_tui.screens.dashboard import Dashboard
+
+        return Dashboard(scenario, drill=drill, plan=plan, export_dir=self.export_dir, **kw)
+
+    def on_mount(self) -> None:
+        if self.live:  # hand the GIL to the UI sooner when the emulator thread is busy
+            sys.setswitchinterval(SWITCH_INTERVAL_S)
         # pushed rather than returned by get_default_screen, which skips the screen's CSS_PATH
-        self.push_screen(Dashboard(self.scenario, live=self.live, at=self.at, speed=self.speed,
-                                   seed=self.seed, drill=self.drill,
-                                   plan=self.plan.shown if self.plan else None,
-                                   export_dir=self.export_dir))
+        self.push_screen(self.screen_for(self.scenario, drill=self.drill,
+                                         plan=self.plan.shown if self.plan else None,
+                                         live=self.live, at=self.at, speed=self.speed,
+                                         seed=self.seed))
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key | events.MouseDown) and not event.is_forwarded:

@@ -268,11 +268,9 @@ class Dashboard(Screen):
         homogeneous paradigm would otherwise start at its own best) and its plan's base.
         A topology (sites, regions, links) opens in the topology view instead."""
         if scenario.declared_topology is not None:
-            from prfaas_tui.screens.topology import TopologyScreen
-
-            self.app.switch_screen(TopologyScreen(scenario, live=self.live, at=self.at,
-                                                  speed=self.settings.speed,
-                                                  seed=self.session.seed, drill=drill))
+            self.app.switch_screen(self.app.screen_for(  # type: ignore[attr-defined]
+                scenario, drill=drill, live=self.live, at=self.at, speed=self.settings.speed,
+                seed=self.session.seed))
             return
         self.session.load(scenario, drill, paradigm=paradigm, split=split, base=base)
         self.scored = False

@@ -344,11 +344,9 @@ class TopologyScreen(Screen):
             self.notify(f"cannot start drill {name}: {exc}", severity="error")
             return
         if drill.scenario.declared_topology is None:  # a single pair: the pair's dashboard
-            from prfaas_tui.screens.dashboard import Dashboard
-
-            self.app.switch_screen(Dashboard(drill.scenario, live=self.live, at=self.at,
-                                             speed=self.session.speed, seed=self.session.seed,
-                                             drill=drill))
+            self.app.switch_screen(self.app.screen_for(  # type: ignore[attr-defined]
+                drill.scenario, drill=drill, live=self.live, at=self.at,
+                speed=self.session.speed, seed=self.session.seed))
             return
         self.load(drill.scenario, drill)
         self.notify(f"drill {drill.name}: {len(drill.timeline)} incidents over "
