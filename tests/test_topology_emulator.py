@@ -392,7 +392,7 @@ def test_shipped_topology_drills_load_and_balance(name):
 def test_per_region_ttft_against_the_latency_layer(load_):
     """two-regions under its own threshold policy at 0.5 and 0.7 x that policy's Lambda: each
     region's emulated TTFT against the latency layer's (emulator.topology.ttft), within the
-    single pair's targets (mean 10%, P90 20%; benchmarks/bench_topology.py --accuracy has
+    single pair's targets (mean 10%, P90 20%; benchmarks/bench_topology_emulator.py --accuracy has
     global, where a region with two links gets the layer's P90 upper bound)."""
     from emulator.topology.policy import evaluate_policy, preset_settings
     from emulator.topology.ttft import region_latency
