@@ -171,7 +171,7 @@ class PrfaasApp(App):
                             dash.action_step_by)
         for k in KNOBS:
             yield SystemCommand(f"Set {k.label}…", k.hint, partial(dash.edit_knob, k))
-        for name, desc, path in presets.list_presets():
+        for name, desc, path in presets.list_presets(topology=False):
             yield SystemCommand(f"Load preset {name}", desc,
                                 lambda p=path: self._load_preset(dash, p))
 

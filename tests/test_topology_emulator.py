@@ -357,6 +357,17 @@ def test_region_link_brownout_best_bandwidth_beats_threshold_for_west():
     assert all(out["lost"] == 0 for out in runs.values())
 
 
+def test_the_topology_drills_are_shipped():
+    from emulator.scenario.drills import list_drills, load_drill
+    names = {n for n, _ in list_drills()}
+    assert names >= {"region-link-brownout", "site-loss", "follow-the-sun"}
+    for name in ("region-link-brownout", "site-loss", "follow-the-sun"):
+        d = load_drill(name)
+        assert d.scenario.declared_topology is not None and d.timeline
+        assert d.scoring.expect["lost"] == 0
+        assert all(end is not None and end <= d.duration for _, end, _ in d.timeline)
+
+
 @pytest.mark.parametrize("name", ["site-loss", "follow-the-sun"])
 def test_shipped_topology_drills_load_and_balance(name):
     from dataclasses import replace
@@ -381,7 +392,7 @@ def test_shipped_topology_drills_load_and_balance(name):
 def test_per_region_ttft_against_the_latency_layer(load_):
     """two-regions under its own threshold policy at 0.5 and 0.7 x that policy's Lambda: each
     region's emulated TTFT against the latency layer's (emulator.topology.ttft), within the
-    single pair's targets (mean 10%, P90 20%; benchmarks/bench_topology.py --accuracy has
+    single pair's targets (mean 10%, P90 20%; benchmarks/bench_topology_emulator.py --accuracy has
     global, where a region with two links gets the layer's P90 upper bound)."""
     from emulator.topology.policy import evaluate_policy, preset_settings
     from emulator.topology.ttft import region_latency

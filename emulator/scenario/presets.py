@@ -72,16 +72,18 @@ def resolve(name_or_path: str) -> Path:
     raise PresetError(name_or_path, "", f"no preset of that name (shipped: {known}){hint}")
 
 
-def list_presets() -> list[tuple[str, str, Path]]:
-    """(name, description, path) of the shipped presets (drills excluded)."""
+def list_presets(*, topology: bool = True) -> list[tuple[str, str, Path]]:
+    """(name, description, path) of the shipped presets (drills excluded); without
+    `topology`, only single-pair ones (what the dashboard and `run` can load)."""
     out = []
     for p in sorted(presets_dir().glob("*.toml")):
         try:
             data = tomllib.loads(p.read_text(encoding="utf-8"))
             desc = str(data.get("description", ""))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            desc = f"(unreadable: {exc})"
-        out.append((p.stem, desc, p))
+            data, desc = {}, f"(unreadable: {exc})"
+        if topology or not declares_topology(data):
+            out.append((p.stem, desc, p))
     return out
 
 

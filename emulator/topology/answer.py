@@ -22,6 +22,9 @@ def gap_reasons(topo: Topology, bound: Bound, policy: PolicyPoint) -> list[str]:
     if bound.lambda_max <= 0:
         return ["nothing is served: Lambda is 0 for every routing"]
     gap = (bound.lambda_max - policy.lambda_max) / bound.lambda_max
+    if gap < SMALL_GAP:  # the routings' differences then lie in regions with slack: noise
+        return [f"the gap is {gap:.3%}: the threshold rule is as good as any routing here, up "
+                "to where its threshold grid can cut (the bound may cut inside a length bin)"]
     out = []
     for r in topo.regions:
         rr, s = bound.routing[r.name], policy.settings[r.name]
@@ -43,9 +46,6 @@ def gap_reasons(topo: Topology, bound: Bound, policy: PolicyPoint) -> list[str]:
         if (bound.n_p[r.name], bound.n_d[r.name]) != (s.n_p, s.n_d):
             out.append(f"{r.name}: the bound's split N_p/N_d = {bound.n_p[r.name]}/"
                        f"{bound.n_d[r.name]}, the policy's {s.n_p}/{s.n_d}")
-    if gap < SMALL_GAP:
-        out.insert(0, f"the gap is {gap:.3%}: the threshold rule is as good as any routing here, "
-                      "up to where its threshold grid can cut")
     return out
 
 
@@ -54,11 +54,12 @@ def topology_answer(topo: Topology, *, rate: float | None = None, load: float = 
                     max_bins: int = MAX_BINS) -> dict:
     """The `topology` object of `solve --json`. `rate`: the total offered rate the TTFT is
     predicted at (default `load` x the best policy's Lambda)."""
-    first = routing_bound(topo, max_bins=max_bins)
+    # one region: its step is the exhaustive search, no rounded start needed
+    first = routing_bound(topo, max_bins=max_bins) if len(topo.regions) > 1 else None
     policy, rounds = search_policy(topo, first)
     edges = {name: [s.t] for name, s in policy.settings.items()}
     bound = routing_bound(topo, edges=edges, max_bins=max_bins)  # contains the policy
-    declared = evaluate_policy(topo, preset_settings(topo))
+    declared = evaluate_policy(topo, preset_settings(topo), policy.stats)
     offered = rate if rate is not None else load * policy.lambda_max
     latency = region_latency(topo, policy, offered, rdma_latency=rdma_latency, target=target, q=q)
     pol = policy.to_dict(bound)

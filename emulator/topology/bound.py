@@ -38,6 +38,8 @@ from emulator.units import GBPS
 
 GB = 1e9  # bytes are scaled to GB in the program (rates of order 1, bandwidths of order 1-1e3)
 BINDING_SLACK = 1e-7  # relative slack under which a constraint binds
+PLUS_RESOLVES = 12  # +1% re-solves per answer (each an LP of the whole topology)
+MIP_GAP = 1e-9  # HiGHS stops at 1e-4 by default: a bound must not stop short of the best split
 
 
 class BoundError(RuntimeError):
@@ -197,6 +199,35 @@ class Bound:
     variables: int
     constraints: int
     integers: int
+    program: Program | None = None  # what was solved (for re-solves)
+
+    def finite_difference(self, name: str, rel: float = 0.01) -> float:
+        """Row `name`'s price by re-solving the LP at the bound's split with `rel` more of its
+        capacity: (Lambda' - Lambda) / the added capacity, in the price's units."""
+        prog = self.program
+        i = [r.name for r in prog.rows].index(name)
+        row = prog.rows[i]
+        if row.kind == "pool":
+            raise ValueError("a pool's price is the better of its pd-p and pd-d prices")
+        added = rel * self.capacity[name]  # instances, or Gbps
+        n_p = [self.n_p[r.name] for r in prog.topology.regions]
+        n_d = [self.n_d[r.name] for r in prog.topology.regions]
+        lam = fixed_lambda(prog, n_p, n_d, {name: added / prog.scale[i]})
+        return (lam - self.lambda_max) / added
+
+    def plus_1pct(self) -> dict[str, float]:
+        """Each binding row's gain per unit over a +1% step, re-solved at the split: the shadow
+        price unless another row starts to bind within that 1% (then less). A row priced 0 gains
+        0 (the value is concave: no step is worth more than a price); re-solved are the
+        PLUS_RESOLVES highest-priced rows, the rest are left out."""
+        if not hasattr(self, "_plus"):
+            rows = [n for n in self.binding if self.capacity[n] > 0]
+            priced = sorted((n for n in rows if self.shadow_prices[n] > 1e-12),
+                            key=lambda n: -self.shadow_prices[n])[:PLUS_RESOLVES]
+            plus = {n: 0.0 for n in rows if self.shadow_prices[n] <= 1e-12}
+            plus |= {n: self.finite_difference(n) for n in priced}
+            object.__setattr__(self, "_plus", {n: plus[n] for n in rows if n in plus})
+        return self._plus
 
     def to_dict(self) -> dict:
         return {
@@ -204,6 +235,7 @@ class Bound:
             "n_p": self.n_p, "n_d": self.n_d,
             "binding": list(self.binding),
             "shadow_prices": {k: round(v, 9) for k, v in self.shadow_prices.items()},
+            "plus_1pct": {k: round(v, 9) for k, v in self.plus_1pct().items()},
             "shadow_price_units": {r.name: "req/s per Gbps" if r.per_gbps else
                                    "req/s per instance" for r in self.rows},
             "utilization": {r.name: (round(self.used[r.name] / self.capacity[r.name], 6)
@@ -249,7 +281,8 @@ def solve_milp(prog: Program, ub: np.ndarray | None = None) -> tuple[np.ndarray,
     integrality[prog.n_route:] = 1
     res = milp(c, constraints=[LinearConstraint(prog.a_ub, -np.inf, prog.b_ub),
                                LinearConstraint(prog.a_eq, 0.0, 0.0)],
-               integrality=integrality, bounds=Bounds(0, np.inf if ub is None else ub))
+               integrality=integrality, bounds=Bounds(0, np.inf if ub is None else ub),
+               options={"mip_rel_gap": MIP_GAP})
     if res.status != 0 or res.x is None:
         raise BoundError(f"HiGHS: {res.message}")
     n = np.round(res.x[prog.n_route:]).astype(int)
@@ -274,7 +307,7 @@ def routing_bound(topo: Topology, *, edges: dict[str, list[float]] | None = None
                   max_bins: int = MAX_BINS, prog: Program | None = None) -> Bound:
     """The routing bound of a topology, with its routing, binding rows and shadow prices."""
     prog = prog or program(topo, edges=edges, max_bins=max_bins)
-    n_p, n_d = solve_split(prog)
+    _, n_p, n_d = solve_milp(prog)
     res, keep, b = _fixed(prog, n_p, n_d)
     lam = float(-res.fun)
     x = res.x
@@ -316,4 +349,4 @@ def routing_bound(topo: Topology, *, edges: dict[str, list[float]] | None = None
                                                       enumerate(prog.links[r.name])})
     return Bound(lam, {k: v[0] for k, v in split.items()}, {k: v[1] for k, v in split.items()},
                  routing, prog.rows, used, capacity, prices, binding, prog.n_vars,
-                 prog.a_ub.shape[0] + prog.a_eq.shape[0], 2 * len(topo.regions))
+                 prog.a_ub.shape[0] + prog.a_eq.shape[0], 2 * len(topo.regions), prog)

@@ -16,7 +16,7 @@ small linear program; repeat until Lambda stops rising.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -45,6 +45,7 @@ class PolicyPoint:
     loads: dict[str, float]  # row name -> load per req/s of Lambda (instances or bytes/s)
     capacity: dict[str, float]  # row name -> capacity (instances or bytes/s)
     p: dict[str, float]  # region -> share of its requests above t
+    stats: _Stats | None = field(default=None, repr=False, compare=False)
 
     @property
     def binding(self) -> tuple[str, ...]:
@@ -87,6 +88,7 @@ class _Stats:
         self.full: dict[tuple[str, str | None], SplitStats] = {}
         self.index: dict[str, dict[float, int]] = {}
         self.extra: dict[tuple[str, str | None, float], SplitStats] = {}
+        self.memo: dict[tuple, dict[str, float]] = {}
         for r in topo.regions:
             grid = np.asarray(r.lengths.threshold_grid(), dtype=float)
             self.grids[r.name] = grid
@@ -119,6 +121,16 @@ class _Stats:
                     self.extra[key] = self._compute(r, s, np.array([float(t)]))
                 out[s] = self.extra[key]
         return self._split(out)
+
+    def point_loads(self, r: Region, setting: RegionSetting) -> dict[str, float]:
+        """Region r's load per unit Lambda on each row at one setting (memoized: the search
+        asks for the others' loads at every step)."""
+        key = (r.name, float(setting.t), tuple(sorted(setting.shares.items())))
+        if key not in self.memo:
+            st, per_site = self.at(r, setting.t)
+            self.memo[key] = {n: float(np.asarray(v)[0]) for n, v in _region_loads(
+                self.topo, r, st, per_site, setting.shares).items()}
+        return self.memo[key]
 
     @staticmethod
     def _split(per: dict[str | None, SplitStats]) -> tuple[SplitStats, dict[str, SplitStats]]:
@@ -176,10 +188,9 @@ def evaluate_policy(topo: Topology, settings: dict[str, RegionSetting],
     ps = {}
     for r in topo.regions:
         s = settings[r.name]
-        st, per_site = stats.at(r, s.t)
-        ps[r.name] = float(st.p[0])
-        for n, v in _region_loads(topo, r, st, per_site, s.shares).items():
-            loads[n] = loads.get(n, 0.0) + float(np.asarray(v)[0])
+        ps[r.name] = float(stats.at(r, s.t)[0].p[0])
+        for n, v in stats.point_loads(r, s).items():
+            loads[n] = loads.get(n, 0.0) + v
     cap = _capacities(topo, settings)
     loads = {n: v for n, v in loads.items() if not (n.startswith("none:") and v == 0)}
     if any(np.isinf(v) for v in loads.values()):
@@ -187,7 +198,7 @@ def evaluate_policy(topo: Topology, settings: dict[str, RegionSetting],
     else:
         lam = _lam(loads, cap)
     shown = {n: v for n, v in loads.items() if not n.startswith("egress:") or np.isfinite(cap[n])}
-    return PolicyPoint(settings, lam, shown, {n: cap[n] for n in shown}, ps)
+    return PolicyPoint(settings, lam, shown, {n: cap[n] for n in shown}, ps, stats)
 
 
 def _region_step(topo: Topology, settings: dict[str, RegionSetting], r: Region,
@@ -199,13 +210,15 @@ def _region_step(topo: Topology, settings: dict[str, RegionSetting], r: Region,
     it the most room instead of a tie. Ties: the lowest t, then the lowest N_p (as the
     single-pair search)."""
     s = settings[r.name]
+    # the others' loads on the sites r uses (its links, pd-p and pd-d are its own)
+    shared = {k.site for k in topo.links_of_region(r.name)}
     others: dict[str, float] = {}
     for q in topo.regions:
-        if q.name == r.name:
+        if q.name == r.name or not shared & {k.site for k in topo.links_of_region(q.name)}:
             continue
-        st, per_site = stats.at(q, settings[q.name].t)
-        for n, v in _region_loads(topo, q, st, per_site, settings[q.name].shares).items():
-            others[n] = others.get(n, 0.0) + float(np.asarray(v)[0])
+        for n, v in stats.point_loads(q, settings[q.name]).items():
+            if n.startswith(("site:", "egress:")):
+                others[n] = others.get(n, 0.0) + v
     cap = _capacities(topo, settings)
     grid = stats.grids[r.name]
     st, per_site = stats.grid(r)
@@ -219,15 +232,46 @@ def _region_step(topo: Topology, settings: dict[str, RegionSetting], r: Region,
         with np.errstate(divide="ignore", invalid="ignore"):
             lam_n = np.where(load > 0, cap[n] / np.where(load > 0, load, 1.0), np.inf)
         lam_t = np.minimum(lam_t, lam_n)
-    n_p = np.arange(r.pool + 1, dtype=float)
-    pdp = np.asarray(mine[f"pd-p:{r.name}"], dtype=float)[:, None]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lam_p = np.where(pdp > 0, n_p[None, :] / np.where(pdp > 0, pdp, 1.0), np.inf)
-    lam_d = (r.pool - n_p)[None, :] * r.decode.per_instance_rate / max(r.share, 1e-300)
-    lam = np.minimum(np.minimum(lam_t[:, None], lam_p), lam_d)
-    lam = np.where(np.isfinite(lam), lam, 0.0) if r.share > 0 else np.zeros_like(lam)
-    it, ip = np.unravel_index(int(np.argmax(lam)), lam.shape)
-    return RegionSetting(float(grid[it]), int(ip), int(r.pool - ip), s.shares)
+    pdp = np.asarray(mine[f"pd-p:{r.name}"], dtype=float)
+    per_d = r.decode.per_instance_rate / max(r.share, 1e-300)  # Lambda per decode instance
+    if r.share <= 0:
+        return s
+    if len(topo.regions) == 1:  # the single-pair search: every split, its tie rule
+        n_p = np.arange(r.pool + 1, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lam_p = np.where(pdp[:, None] > 0, n_p[None, :] / np.where(pdp > 0, pdp, 1.0)[:, None],
+                             np.inf)
+        lam = np.minimum(np.minimum(lam_t[:, None], lam_p), (r.pool - n_p)[None, :] * per_d)
+        lam = np.where(np.isfinite(lam), lam, 0.0)
+        it, ip = np.unravel_index(int(np.argmax(lam)), lam.shape)
+        return RegionSetting(float(grid[it]), int(ip), int(r.pool - ip), s.shares)
+    n_p, lam = _best_splits(lam_t, pdp, per_d, r.pool)
+    it = int(np.argmax(lam))
+    return RegionSetting(float(grid[it]), int(n_p[it]), int(r.pool - n_p[it]), s.shares)
+
+
+def _best_splits(cap: np.ndarray, pdp: np.ndarray, per_d: float,
+                 pool: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per threshold, the split N_p maximizing min(cap, N_p / pdp, (pool - N_p) per_d) and that
+    maximum, in O(thresholds): the two middle terms cross at N* = pool per_d pdp /
+    (1 + per_d pdp), so the best whole split is next to N*; when `cap` binds, the lowest split
+    that reaches it (more decode headroom)."""
+    def value(n: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            prefill = np.where(pdp > 0, n / np.where(pdp > 0, pdp, 1.0), np.inf)
+        return np.minimum(np.minimum(cap, prefill), (pool - n) * per_d)
+
+    star = pool * per_d * pdp / (1.0 + per_d * pdp)
+    lo = np.clip(np.floor(star), 0, pool)
+    hi = np.clip(np.ceil(star), 0, pool)
+    v_lo, v_hi = value(lo), value(hi)
+    n = np.where(v_hi > v_lo, hi, lo)
+    best = np.maximum(v_lo, v_hi)
+    least = np.clip(np.ceil(cap * pdp - 1e-9), 0, pool)  # the lowest split reaching `cap`
+    reach = np.isfinite(cap) & (value(least) >= best * (1 - 1e-12))
+    n = np.where(reach & (least < n), least, n)
+    best = np.where(np.isfinite(best), best, 0.0)
+    return n.astype(int), best
 
 
 def _share_step(topo: Topology, settings: dict[str, RegionSetting],
@@ -306,9 +350,10 @@ def search_policy(topo: Topology, bound: Bound | None = None, *,
                 if (got := evaluate_policy(topo, cand, stats)).lambda_max >= \
                         point.lambda_max * (1 - 1e-12):
                     settings, point = cand, got  # ties move: to the step's lowest t and N_p
-            cand = _share_step(topo, settings, stats)
-            if (got := evaluate_policy(topo, cand, stats)).lambda_max > point.lambda_max:
-                settings, point = cand, got
+            if len(topo.regions) > 1 or len(topo.links) > 1:  # else the step was exhaustive
+                cand = _share_step(topo, settings, stats)
+                if (got := evaluate_policy(topo, cand, stats)).lambda_max > point.lambda_max:
+                    settings, point = cand, got
             if point.lambda_max <= before * (1 + CONVERGED):
                 break
         if best is None or point.lambda_max > best.lambda_max * (1 + 1e-12):

@@ -9,7 +9,8 @@ API (what the model, the simulator and the UI read; nothing here parses TOML):
   of the total offered rate (the shares sum to 1); ``lengths``/``decode`` are its own (the
   preset's top-level tables unless ``[region.workload]``/``[region.decode]`` override them).
 - ``Link(site, region, bandwidth, rtt=0, long_share=1, price_per_tb=None, fluctuation=0)``:
-  ``bandwidth`` bytes/s, ``rtt`` seconds, ``long_share`` the part of the region's long requests
+  ``bandwidth`` bytes/s, ``rtt`` seconds (the delay a remote request adds to its TTFT: its trip
+  to the site and its KV's trip back), ``long_share`` the part of the region's long requests
   (above its threshold) the threshold policy sends over this link (a region's shares sum to 1),
   ``fluctuation`` the fraction of capacity another tenant may take. ``Link.name`` is
   ``"site->region"``.
@@ -18,6 +19,10 @@ API (what the model, the simulator and the UI read; nothing here parses TOML):
   ``links_of_site(name)``; ``is_pair`` (one site, one region, one link); ``problems()`` lists
   every cross-table inconsistency as (key, message) with the table index (``link[3].site``), the
   one check the preset reader and programmatic builders share.
+- ``Scenario.topology`` (emulator.scenario.scenario) is the one to read: the declared topology of a
+  [[site]]/[[region]]/[[link]] preset (``Scenario.declared_topology``), else the single pair at the
+  scenario's current knobs. ``presets.load(name, topology=True)`` loads topology presets; without
+  ``topology=True`` they are refused in one line (callers that run single pairs only).
 - ``Topology.pair(system, t, n_p, n_d, rtt=0)``: the 1x1 topology of a single-pair model
   ``System`` (site ``prfaas``, region ``pd``, link ``prfaas->pd``); ``pair_system(region, site)``
   is the inverse view, one region with one of its sites as a ``System`` for the single-pair model.
@@ -40,7 +45,7 @@ from emulator.units import GBPS, format_tokens
 
 ROUTINGS = ("threshold", "lp", "best-bandwidth", "best-cache")  # the site choice (emulator)
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # no '>' or ':': names join into keys
-MAX_SITES, MAX_REGIONS, MAX_LINKS = 64, 256, 1024  # what the routing bound solves in seconds
+MAX_SITES, MAX_REGIONS, MAX_LINKS = 32, 64, 256  # 64 regions x 256 links: solve in ~30 s
 SHARE_TOLERANCE = 1e-6
 DEFAULT_RDMA = 800 * GBPS
 
@@ -114,6 +119,16 @@ class Topology:
         return ({s.name: s for s in self.sites}, {r.name: r for r in self.regions},
                 {(k.site, k.region): k for k in self.links})
 
+    @cached_property
+    def _by_end(self) -> tuple[dict[str, tuple[Link, ...]], dict[str, tuple[Link, ...]]]:
+        by_region: dict[str, list[Link]] = {}
+        by_site: dict[str, list[Link]] = {}
+        for k in self.links:
+            by_region.setdefault(k.region, []).append(k)
+            by_site.setdefault(k.site, []).append(k)
+        return ({n: tuple(v) for n, v in by_region.items()},
+                {n: tuple(v) for n, v in by_site.items()})
+
     def site(self, name: str) -> Site:
         return self._by_name[0][name]
 
@@ -124,10 +139,10 @@ class Topology:
         return self._by_name[2].get((site, region))
 
     def links_of_region(self, name: str) -> tuple[Link, ...]:
-        return tuple(k for k in self.links if k.region == name)
+        return self._by_end[0].get(name, ())
 
     def links_of_site(self, name: str) -> tuple[Link, ...]:
-        return tuple(k for k in self.links if k.site == name)
+        return self._by_end[1].get(name, ())
 
     @property
     def is_pair(self) -> bool:

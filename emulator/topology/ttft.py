@@ -109,19 +109,26 @@ def _summary(paths: dict[str, dict]) -> tuple[float | None, float | None]:
 def region_latency(topo: Topology, point: PolicyPoint, rate: float, *, rdma_latency: float = 0.0,
                    target: float | None = None, q: float = 0.9) -> dict[str, RegionLatency]:
     """TTFT per region at total offered `rate` (each region gets its share) under `point`;
-    with `target`, each region's SLO-bound rate: the latency layer's own for a region with at
-    most one link, else the highest rate at which every path's P90 meets it (q = 0.9 only)."""
+    with `target`, each region's SLO-bound rate, its part of each site held as at the policy:
+    the latency layer's own for a region with at most one link, else the highest rate at which
+    every path's P90 meets it (q = 0.9 only; None for other quantiles)."""
     out = {}
     for r in topo.regions:
         lam_r = r.share * rate
-        paths = _paths(topo, point, r, lam_r, rdma_latency)
         views = list(_views(topo, point, r))
-        if len(views) == 1:  # the layer's own mixture of the two paths
-            _, system, knobs, delay, _ = views[0]
+        if len(views) == 1:  # the layer's own answer, its mixture of the two paths included
+            site, system, knobs, delay, _ = views[0]
             d = predict(system, knobs, lam_r, link_latency=delay,
                         rdma_latency=rdma_latency).to_dict()
             mean, p90 = d["mean"], d["p90"]
+            paths = {}
+            if "pd-p" in d["paths"]:
+                paths["local"] = {k: d["paths"]["pd-p"][k] for k in ("share", "mean", "p90")}
+            if site is not None and "prfaas" in d["paths"]:
+                paths[site] = {**{k: d["paths"]["prfaas"][k] for k in ("share", "mean", "p90")},
+                               "rtt_s": delay, "instances_seen": knobs.n_prfaas}
         else:
+            paths = _paths(topo, point, r, lam_r, rdma_latency)
             mean, p90 = _summary(paths)
         bound_rate = None
         if target is not None:
@@ -137,17 +144,23 @@ def region_latency(topo: Topology, point: PolicyPoint, rate: float, *, rdma_late
 
 def _bisect_rate(topo: Topology, point: PolicyPoint, r: Region, target: float,
                  rdma_latency: float, steps: int = 30) -> float:
-    """The highest region rate (below its part of the policy's Lambda) at which every path's
-    P90 is within `target`."""
+    """The highest region rate at which every path's P90 is within `target`, its part of each
+    site held as at the policy (as the one-link case's view holds it): doubled from its share
+    of the policy's Lambda until a path fails, then bisected."""
     def ok(x: float) -> bool:
         _, p90 = _summary(_paths(topo, point, r, x, rdma_latency))
         return p90 is not None and p90 <= target
 
-    lo, hi = 0.0, r.share * point.lambda_max * (1 - 1e-9)
+    hi = r.share * point.lambda_max
     if hi <= 0 or not ok(hi * 1e-6):
         return 0.0
-    if ok(hi):
-        return hi
+    lo = hi * 1e-6
+    for _ in range(40):
+        if not ok(hi):
+            break
+        lo, hi = hi, 2 * hi
+    else:
+        return lo
     for _ in range(steps):
         mid = 0.5 * (lo + hi)
         lo, hi = (mid, hi) if ok(mid) else (lo, mid)

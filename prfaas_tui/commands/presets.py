@@ -18,8 +18,10 @@ def main(args: argparse.Namespace) -> int:
     table = Table(title="presets (load with --preset NAME or a path)", title_justify="left")
     table.add_column("name", style="bold cyan")
     table.add_column("description")
+    pairs = {name for name, _, _ in list_presets(topology=False)}
     for name, desc, _ in list_presets():
-        table.add_row(name, desc)
+        table.add_row(name, desc if name in pairs else f"{desc} [dim](a topology: solve reads "
+                      "it; run, drill, plan and the dashboard take single-pair presets)[/]")
     drills = sorted(p.stem for p in (presets_dir() / "drills").glob("*.toml"))
     console = Console()
     console.print(table)

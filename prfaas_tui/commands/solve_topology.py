@@ -90,6 +90,15 @@ def render(topo: dict, console: Console) -> None:
                   f"{_f(util_b.get(row), '{:.0%}')} / {_f(util_p.get(row), '{:.0%}')}",
                   f"{prices[row]:+.4f} req/s", _binds(row, b, pol))
     console.print(t)
+    t = Table(title="what binds the bound, and what more of it is worth", title_justify="left")
+    for col in ("constraint", "shadow price", "a +1% step, re-solved"):
+        t.add_column(col, justify="left" if col == "constraint" else "right")
+    for name in b["binding"]:
+        unit = "Gbps" if b["shadow_price_units"][name].endswith("Gbps") else "instance"
+        plus = b["plus_1pct"].get(name)
+        t.add_row(name, f"{prices[name]:+.4f} req/s per {unit}",
+                  "-" if plus is None else f"{plus:+.4f} req/s per {unit}")
+    console.print(t)
     lp = b["lp"]
     console.print(f"  routing bound (exact mode, MILP over the splits): [bold]{b['lambda_max']:.3f}"
                   f"[/] req/s; LP {lp['variables']} variables, {lp['constraints']} constraints, "
@@ -99,5 +108,6 @@ def render(topo: dict, console: Console) -> None:
                   f"{topo['preset_policy']['lambda_max']:.3f} req/s")
     for reason in topo["gap_reasons"]:
         console.print(f"    - {reason}")
-    console.print("  shadow prices: duals at the bound's split (fixed); a change that moves the "
-                  "best split can be worth more")
+    console.print("  shadow prices: the LP's duals at the bound's split (held fixed): exact for "
+                  "small changes; a +1% step is worth less where another constraint starts to "
+                  "bind within it, and a change that moves the best split can be worth more")

@@ -58,7 +58,7 @@ class PresetPicker(ModalScreen[Scenario | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="picker-cancel")] + FIELD_KEYS
 
     def compose(self) -> ComposeResult:
-        sections = (("shipped", presets.list_presets()), ("yours", user_presets()))
+        sections = (("shipped", presets.list_presets(topology=False)), ("yours", user_presets()))
         rows = named_options([(name, desc, str(path)) for _, found in sections
                               for name, desc, path in found])  # one name column for both
         options: list[Option] = []
