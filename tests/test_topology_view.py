@@ -372,3 +372,33 @@ async def test_a_topology_drill_from_the_pair_dashboard_opens_the_view_and_back(
         await pilot.pause()
         assert isinstance(app.screen, Dashboard) and app.screen.drill.name == "link-brownout"
         assert not any(isinstance(s, TopologyScreen) for s in app.screen_stack)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("element, text, says", [
+    (("region", "west"), "3/x", "must be a whole number"),
+    (("region", "west"), "fastest", "routing must be one of"),
+    (("region", "west"), "999K", "outside the length distribution's support"),
+    (("region", "west"), "0/8", ""),
+    (("site", "hub"), "-2", "instances must be >= 0"),
+    (("link", "hub->west"), "0", "bandwidth must be > 0"),
+    (("link", "hub->west"), "fast", ""),
+])
+async def test_bad_knob_text_is_one_line_and_changes_nothing(element, text, says):
+    app = PrfaasApp("two-regions", live=False, at=5.0)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        screen = _screen(app)
+        before = screen.session.running_spec()
+        screen.selected = element
+        kind, name = element
+        try:
+            reason = None
+            screen.session.check(kind, name, **screen.parse_knobs(text))
+        except ValueError as exc:  # KnobError is a ValueError
+            reason = str(exc)
+        if text == "0/8":  # N_d = 8 with N_p = 0 fits the pool of 8: accepted
+            assert reason is None
+            return
+        assert reason and "\n" not in reason and says in reason
+        assert screen.session.running_spec() == before
