@@ -273,10 +273,13 @@ def incident_params(incident: object) -> dict[str, float]:
 
 
 def surge_factors(incidents: Iterable[object]) -> list[float]:
-    """Every surge's factor and long factor (each multiplies the offered rate at most)."""
-    return [f for inc in incidents if getattr(inc, "kind", None) == "surge"
-            for f in (getattr(inc, "factor", None), getattr(inc, "long_factor", None))
-            if isinstance(f, int | float) and not isinstance(f, bool)]
+    """Every surge's factor and long factor (each multiplies the offered rate at most), and a
+    diurnal-rate swing's peak (2 - low x the mean)."""
+    out = [f for inc in incidents if getattr(inc, "kind", None) == "surge"
+           for f in (getattr(inc, "factor", None), getattr(inc, "long_factor", None))
+           if isinstance(f, int | float) and not isinstance(f, bool)]
+    return out + [2.0 - float(inc.low) for inc in incidents
+                  if getattr(inc, "kind", None) == "diurnal-rate"]
 
 
 def check_hand_incident(incident: object, *, rate: float, run_duration: float,

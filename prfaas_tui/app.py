@@ -51,9 +51,21 @@ class PrfaasApp(App):
                  theme: str = DEFAULT_THEME, export_dir: Path | None = None) -> None:
         super().__init__()
         from prfaas_tui.screens.plan import PlanError, open_plan
+        from prfaas_tui.screens.topology_plan import (
+            is_topology_plan,
+            plan_base,
+            read_topology_plan,
+        )
 
         # a broken preset, drill or plan fails here, before the terminal switches to the app
         self.drill = load_drill(drill) if drill else None  # PresetError: one line
+        self.topology_plan = None  # a topology plan's results (its own screen, in the view)
+        if plan and is_topology_plan(plan):
+            summary = read_topology_plan(plan)  # TopologyPlanError: one line
+            self.topology_plan = plan
+            if preset is None and drill is None:
+                preset = plan_base(summary)
+            plan = None
         self.plan = open_plan(plan) if plan else None  # PlanError: one line
         if self.drill is not None:
             self.scenario = self.drill.scenario
@@ -65,21 +77,32 @@ class PrfaasApp(App):
             except PlanError:
                 self.scenario = presets.load(DEFAULT_PRESET)
         else:
-            self.scenario = presets.load(preset or DEFAULT_PRESET)
+            self.scenario = presets.load(preset or DEFAULT_PRESET, topology=True)
         self.live, self.at, self.speed, self.seed = live, at, speed, seed
         self.theme = theme
         self.export_dir = export_dir  # None: metrics_export.default_export_dir()
 
-    def on_mount(self) -> None:
+    def screen_for(self, scenario: Scenario, *, drill=None, plan: str | None = None,
+                   **kw) -> Screen:
+        """The screen that shows a scenario: the topology view for a declared topology (sites,
+        regions, links), else the pair's dashboard (`kw`: live, at, speed, seed)."""
+        if scenario.declared_topology is not None:
+            from prfaas_tui.screens.topology import TopologyScreen
+
+            shown, self.topology_plan = self.topology_plan, None  # opened once, at start
+            return TopologyScreen(scenario, drill=drill, plan=shown, **kw)
         from prfaas_tui.screens.dashboard import Dashboard
 
+        return Dashboard(scenario, drill=drill, plan=plan, export_dir=self.export_dir, **kw)
+
+    def on_mount(self) -> None:
         if self.live:  # hand the GIL to the UI sooner when the emulator thread is busy
             sys.setswitchinterval(SWITCH_INTERVAL_S)
         # pushed rather than returned by get_default_screen, which skips the screen's CSS_PATH
-        self.push_screen(Dashboard(self.scenario, live=self.live, at=self.at, speed=self.speed,
-                                   seed=self.seed, drill=self.drill,
-                                   plan=self.plan.shown if self.plan else None,
-                                   export_dir=self.export_dir))
+        self.push_screen(self.screen_for(self.scenario, drill=self.drill,
+                                         plan=self.plan.shown if self.plan else None,
+                                         live=self.live, at=self.at, speed=self.speed,
+                                         seed=self.seed))
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key | events.MouseDown) and not event.is_forwarded:
@@ -105,10 +128,12 @@ class PrfaasApp(App):
         """Quit; during a drill (not yet at its scorecard) ask first: its run is lost."""
         from prfaas_tui.screens.dashboard import Dashboard
         from prfaas_tui.screens.prompt import ConfirmScreen
+        from prfaas_tui.screens.topology import TopologyScreen
 
         if isinstance(self.screen, ConfirmScreen):
             return
-        dash = next((s for s in self.screen_stack if isinstance(s, Dashboard)), None)
+        dash = next((s for s in self.screen_stack if isinstance(s, Dashboard | TopologyScreen)),
+                    None)
         drill = dash.drill if dash is not None and not dash.scored else None
         if drill is None:
             self.exit()

@@ -343,10 +343,12 @@ END_ALL = "end all"
 
 
 def list_drills() -> list[tuple[str, str]]:
-    """(name, description) of the shipped drills, presets/drills/*.toml."""
+    """(name, description) of the shipped drills the dashboard runs, presets/drills/*.toml:
+    the single-pair ones (topology drills run with `prfaas-tui drill`)."""
     from emulator.scenario.drills import list_drills as shipped
+    from emulator.scenario.drills import load_drill as load
 
-    return shipped()
+    return [(n, d) for n, d in shipped() if load(n).scenario.declared_topology is None]
 
 
 def load_drill(name_or_path: str) -> Drill:

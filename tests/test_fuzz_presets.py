@@ -147,7 +147,9 @@ def _at(doc: Any, path: tuple) -> Any:
 @st.composite
 def valid_preset(draw) -> bytes:
     """A shipped preset with knobs moved within their documented ranges."""
-    doc = PRESETS[draw(st.sampled_from(sorted(PRESETS)))]
+    # `global` (600 PrfaaS instances, 200 req/s) cannot run under the tiny caps below: the
+    # topology tests and benchmarks/bench_topology.py run it
+    doc = PRESETS[draw(st.sampled_from(sorted(set(PRESETS) - {"global"})))]
     work = dict(doc["workload"])
     work.pop("rate", None)
     work["load"] = draw(st.floats(0.05, 2.0))
@@ -197,7 +199,8 @@ def workdir(tmp_path_factory) -> Path:
 @given(data=valid_preset())
 def test_a_valid_preset_loads_and_runs(workdir, capsys, data):
     path = workdir / "v.toml"
-    assert loads_or_one_line(presets.load, path, data) is not None
+    # a topology preset loads for the commands that read topologies (run among them)
+    assert loads_or_one_line(lambda p: presets.load(p, topology=True), path, data) is not None
     assert cli_runs_or_one_line(capsys, ["run", "--preset", str(path), "--json", *TINY]) == 0
 
 

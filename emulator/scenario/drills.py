@@ -79,13 +79,13 @@ def drill_from_dict(data: dict, path: Path) -> Drill:
     try:
         base = resolve(ref)
         base_data = read_toml(base)
-        from_dict(base_data, base)  # a broken base is the base's error, reported as such
+        from_dict(base_data, base, topology=True)  # a broken base is the base's error, reported as such
     except PresetError as exc:
         raise r.error("preset", f"{ref!r}: {exc}") from None
     overrides = {k: v for k, v in data.items() if k not in DRILL_KEYS}
     merged = merge(base_data, overrides)
     try:
-        scenario = from_dict(merged, base)
+        scenario = from_dict(merged, base, topology=True)
     except PresetError as exc:  # the base alone was fine: the drill's overrides broke it
         raise PresetError(path, exc.key, exc.message) from None
     if not scenario.sim.incidents:

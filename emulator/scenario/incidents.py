@@ -49,9 +49,24 @@ class Faults(Protocol):
 
     def call_at(self, when: float, fn: Callable[..., Any], *args: Any) -> Cancellable: ...
 
-    def set_link_factor(self, key: Hashable, factor: float | None) -> None: ...
+    def set_link_factor(self, key: Hashable, factor: float | None,
+                        link: str | None = None) -> None:
+        """`link`: one link by its name "site->region" (None: the link, or every link)."""
 
-    def set_rate_multiplier(self, key: Hashable, factor: float | None) -> None: ...
+    def set_rate_multiplier(self, key: Hashable, factor: float | None,
+                            region: str | None = None) -> None:
+        """`region`: one region's arrivals (None: every region's)."""
+
+    @property
+    def region_names(self) -> tuple[str, ...]:
+        """The regions' names (the pair: "pd")."""
+
+    def site_instances(self, site: str) -> list[int]:
+        """Ids of the live instances of `site` (the pair's PrfaaS cluster: "prfaas")."""
+
+    def fail_site_instance(self, site: str, idx: int) -> None: ...
+
+    def restore_site_instance(self, site: str, idx: int) -> None: ...
 
     def set_length_distribution(self, key: Hashable,
                                 dist: LengthDistribution | None) -> None: ...
@@ -197,12 +212,14 @@ class Diurnal(Incident):
     low: float = setting(0.3, check=_below_one)
     period: float = setting(1200.0, parse=parse_duration, check=positive)
     step: float = setting(30.0, parse=parse_duration, check=positive)
+    link: str | None = setting(None, parse=str)  # a topology's link "site->region" (None: all)
     kind: ClassVar[str] = "diurnal"
     describe: ClassVar[str] = "link capacity swings between B_out and low x B_out"
 
     @property
     def label(self) -> str:
-        return f"diurnal link swing to {self.low:.0%} (period {self.period:g} s)"
+        where = f" on {self.link}" if self.link is not None else ""
+        return f"diurnal link swing to {self.low:.0%}{where} (period {self.period:g} s)"
 
     def factor_at(self, elapsed: float) -> float:
         return 1.0 - (1.0 - self.low) * (1.0 - math.cos(2 * math.pi * elapsed / self.period)) / 2
@@ -211,13 +228,126 @@ class Diurnal(Incident):
         t0 = faults.now
 
         def tick() -> None:
-            faults.set_link_factor(run, self.factor_at(faults.now - t0))
+            if self.link is None:
+                faults.set_link_factor(run, self.factor_at(faults.now - t0))
+            else:
+                faults.set_link_factor(run, self.factor_at(faults.now - t0), self.link)
             run.timer = faults.call_at(faults.now + self.step, tick)
         tick()
 
     def stop(self, faults, run):
         run.cancel_timer()
-        faults.set_link_factor(run, None)
+        if self.link is None:
+            faults.set_link_factor(run, None)
+        else:
+            faults.set_link_factor(run, None, self.link)
+
+
+@dataclass(frozen=True)
+class LinkBrownout(Incident):
+    """One named link of a topology delivers `factor` x its bandwidth (the site's egress
+    share it cannot use goes to its other links)."""
+
+    link: str = setting("", parse=str)
+    factor: float = setting(0.2, check=_below_one)
+    kind: ClassVar[str] = "link-brownout"
+    required: ClassVar[tuple[str, ...]] = ("at", "duration", "link", "factor")
+    describe: ClassVar[str] = "one link (site->region) delivers factor x its bandwidth"
+
+    @property
+    def label(self) -> str:
+        return f"{self.link} brownout to {self.factor:.0%}"
+
+    def start(self, faults, run):
+        faults.set_link_factor(run, self.factor, self.link)
+
+    def stop(self, faults, run):
+        faults.set_link_factor(run, None, self.link)
+
+
+@dataclass(frozen=True)
+class SiteLoss(Incident):
+    """`count` instances of a site die (None: all of them; the highest-numbered live ones)
+    and come back at the end. Its queued requests wait for the survivors or the recovery:
+    nothing is dropped, and the site policies see the loss in the site's expected wait."""
+
+    site: str = setting("", parse=str)
+    count: int | None = setting(None, parse=int, check=positive)
+    kind: ClassVar[str] = "site-loss"
+    required: ClassVar[tuple[str, ...]] = ("at", "duration", "site")
+    describe: ClassVar[str] = "a site loses its instances (all, or count) and later recovers"
+
+    @property
+    def label(self) -> str:
+        what = "all instances" if self.count is None else \
+            f"{self.count} instance{'s' if self.count != 1 else ''}"
+        return f"site {self.site} loses {what}"
+
+    def start(self, faults, run):
+        live = faults.site_instances(self.site)[::-1]
+        run.machines = live if self.count is None else live[: self.count]
+        for idx in run.machines:
+            faults.fail_site_instance(self.site, idx)
+
+    def stop(self, faults, run):
+        for idx in run.machines:
+            faults.restore_site_instance(self.site, idx)
+
+
+def _parse_offsets(value: object) -> tuple[tuple[str, float], ...]:
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise ValueError("give a table of region = hours from UTC, e.g. { east = -5 }")
+    out = []
+    for k, v in value.items():
+        if isinstance(v, bool) or not isinstance(v, int | float) or not -12 <= v <= 14:
+            raise ValueError(f"{k}: hours from UTC must be a number in [-12, 14]")
+        out.append((k, float(v)))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class DiurnalRate(Incident):
+    """Every region's arrival rate follows its local time of day: x (1 + (1 - low) cos(2 pi
+    (local hour - peak_hour) / 24)), between `low` at night and 2 - low at `peak_hour`, a mean
+    of 1 over the day. A day lasts `period` simulated seconds (24 h: real time); the run starts
+    at `start_hour` UTC; `offsets` give each region's hours from UTC (0 when not named). The
+    multipliers move every `step` seconds."""
+
+    low: float = setting(0.3, check=_below_one)
+    peak_hour: float = setting(14.0, check=lambda x: None if 0 <= x < 24 else
+                               "must be an hour in [0, 24)")
+    start_hour: float = setting(0.0, check=lambda x: None if 0 <= x < 24 else
+                                "must be an hour in [0, 24)")
+    period: float = setting(86400.0, parse=parse_duration, check=positive)
+    step: float = setting(300.0, parse=parse_duration, check=positive)
+    offsets: tuple[tuple[str, float], ...] | None = setting(None, parse=_parse_offsets)
+    kind: ClassVar[str] = "diurnal-rate"
+    describe: ClassVar[str] = "regions' rates follow their local time of day"
+
+    @property
+    def label(self) -> str:
+        return f"regions' rates follow their local day (trough {self.low:.0%})"
+
+    def factor_at(self, elapsed: float, offset: float) -> float:
+        hour = (self.start_hour + 24.0 * elapsed / self.period + offset) % 24.0
+        return 1.0 + (1.0 - self.low) * math.cos(2 * math.pi * (hour - self.peak_hour) / 24.0)
+
+    def start(self, faults, run):
+        t0 = faults.now
+        offsets = dict(self.offsets or ())
+        names = faults.region_names
+
+        def tick() -> None:
+            for name in names:
+                faults.set_rate_multiplier(run, self.factor_at(faults.now - t0,
+                                                               offsets.get(name, 0.0)), name)
+            run.timer = faults.call_at(faults.now + self.step, tick)
+        tick()
+
+    def stop(self, faults, run):
+        run.cancel_timer()
+        for name in faults.region_names:
+            faults.set_rate_multiplier(run, None, name)
 
 
 @dataclass(frozen=True)
@@ -280,14 +410,16 @@ class Surge(Incident):
     factor: float | None = None
     long_factor: float | None = None
     cut: float | None = None
+    region: str | None = setting(None, parse=str)  # a topology's region (None: all of them)
     kind: ClassVar[str] = "surge"
     describe: ClassVar[str] = "traffic surge: offered rate x factor (or long requests only)"
 
     @property
     def label(self) -> str:
+        where = f" in {self.region}" if self.region is not None else ""
         if self.long_factor is not None:
-            return f"{self.long_factor:g}x long-request surge"
-        return f"{self.factor:g}x traffic surge"
+            return f"{self.long_factor:g}x long-request surge{where}"
+        return f"{self.factor:g}x traffic surge{where}"
 
     @property
     def changes_lengths(self) -> bool:
@@ -299,14 +431,20 @@ class Surge(Incident):
 
     def start(self, faults, run):
         if self.long_factor is None:
-            faults.set_rate_multiplier(run, self.factor)
+            if self.region is None:
+                faults.set_rate_multiplier(run, self.factor)
+            else:
+                faults.set_rate_multiplier(run, self.factor, self.region)
             return
         shifted = _long_mix(faults, self.cut, self.long_factor)
         faults.set_length_distribution(run, shifted)
         faults.set_rate_multiplier(run, shifted.mass)  # short requests keep their rate
 
     def stop(self, faults, run):
-        faults.set_rate_multiplier(run, None)
+        if self.region is None:
+            faults.set_rate_multiplier(run, None)
+        else:
+            faults.set_rate_multiplier(run, None, self.region)
         faults.set_length_distribution(run, None)
 
 
@@ -364,7 +502,9 @@ class CacheFlush(Incident):
 
 
 KINDS: dict[str, type[Incident]] = {c.kind: c for c in (
-    Brownout, Outage, Flap, Diurnal, InstanceLoss, Surge, LengthShift, CacheFlush)}
+    Brownout, Outage, Flap, Diurnal, InstanceLoss, Surge, LengthShift, CacheFlush,
+    LinkBrownout, SiteLoss, DiurnalRate)}
+TOPOLOGY_KINDS = ("link-brownout", "site-loss", "diurnal-rate")  # name a site, link or region
 
 
 def catalog() -> list[tuple[str, str, Incident]]:
@@ -440,3 +580,27 @@ def parse_incidents(items: list[Reader], base_dir: Path) -> tuple[Incident, ...]
         r.finish()
         out.append(cls(**kw))
     return tuple(out)
+
+
+def target_problem(inc: Incident, sites: tuple[str, ...], regions: tuple[str, ...],
+                   links: tuple[str, ...], pair: bool) -> tuple[str, str] | None:
+    """(key, why) when an incident names a site, region or link the deployment lacks, or is a
+    single-pair kind with no meaning on a declared topology (None: it fits). `pair`: a
+    [deployment] preset, whose names are those of its 1x1 topology: site "prfaas", region
+    "pd", link "prfaas->pd"."""
+    for key, names, what in (("link", links, "link"), ("site", sites, "site"),
+                             ("region", regions, "region")):
+        name = getattr(inc, key, None)
+        if name is not None and name not in names:
+            return key, f"no {what} named {name!r} (defined: {', '.join(names)})"
+    if isinstance(inc, DiurnalRate):
+        for name, _ in inc.offsets or ():
+            if name not in regions:
+                return "offsets", f"no region named {name!r} (defined: {', '.join(regions)})"
+    if not pair and isinstance(inc, InstanceLoss):
+        return "kind", "instance-loss names a single pair's stage: on a topology use site-loss"
+    if not pair and inc.changes_lengths:
+        return "kind", f"{inc.kind} re-weights the pair's one length mix: not on a topology"
+    if not pair and isinstance(inc, CacheFlush):
+        return "kind", "cache-flush: a topology has no [cache]"
+    return None

@@ -17,7 +17,7 @@ from emulator.files import FileRefused, checked
 from emulator.model import System
 from emulator.profiles import BEYOND_RULES, Curve, Profile
 from emulator.scenario.decode import parse_decode
-from emulator.scenario.incidents import count_problem
+from emulator.scenario.incidents import count_problem, target_problem
 from emulator.scenario.knobs import MAX_BANDWIDTH
 from emulator.scenario.lengths import MAX_TOKENS, parse_lengths
 from emulator.scenario.reader import (
@@ -144,6 +144,7 @@ def from_dict(data: dict, path: str | Path | None = None, *, topology: bool = Fa
     work = root.section("workload", required=True)
     lengths = parse_lengths(work.section("lengths", required=True), base_dir)
     sim = parse_sim_config(root, work, dec, base_dir, lengths)
+    _check_targets(root, sim.incidents, ("prfaas",), ("pd",), ("prfaas->pd",), pair=True)
     for i, inc in enumerate(sim.incidents):  # a drill must not claim more than there are
         if msg := count_problem(inc, n_prfaas, pool):
             raise root.error(f"incidents[{i}].count", msg)
@@ -199,6 +200,9 @@ def _topology_scenario(data: dict, path: str | Path | None) -> Scenario:
     lengths = parse_lengths(ls, base_dir) if (ls := work.section("lengths")) is not None else None
     topo = parse_topology(root, profiles, dec, lengths, base_dir)
     sim = parse_sim_config(root, work, dec, base_dir, lengths)
+    _check_targets(root, sim.incidents, tuple(s.name for s in topo.sites),
+                   tuple(r.name for r in topo.regions), tuple(k.name for k in topo.links),
+                   pair=False)
     work.finish()
     dec.finish()
     root.finish()
@@ -207,6 +211,14 @@ def _topology_scenario(data: dict, path: str | Path | None) -> Scenario:
                     system=topo.pair_system(first.name), t=first.threshold, n_p=first.n_p,
                     n_d=first.n_d, profiles=profiles, sim=sim, source=data,
                     rdma_bandwidth=first.rdma_bandwidth, declared_topology=topo, **top)
+
+
+def _check_targets(root: Reader, incidents, sites: tuple[str, ...], regions: tuple[str, ...],
+                   links: tuple[str, ...], *, pair: bool) -> None:
+    """Every incident's site, region or link exists (the pair's: prfaas, pd, prfaas->pd)."""
+    for i, inc in enumerate(incidents):
+        if (problem := target_problem(inc, sites, regions, links, pair)) is not None:
+            raise root.error(f"incidents[{i}].{problem[0]}", problem[1])
 
 
 def _profiles(sec: Reader, base_dir: Path, fits: dict | None = None) -> dict[str, Profile]:

@@ -36,11 +36,12 @@ from emulator.sim.costs import Costs
 from emulator.sim.decode import DecodeStage
 from emulator.sim.link import Link
 from emulator.sim.loop import VirtualTimeLoop
-from emulator.sim.metrics import Latencies, Totals
+from emulator.sim.metrics import Latencies, LatencyGroup, Totals
 from emulator.sim.observe import NOTE_LOG, Observer
 from emulator.sim.pool import Pool
 from emulator.sim.prefill import PrefillStage
 from emulator.sim.prefill_backend import TorchService, start_hook
+from emulator.sim.region import Region
 from emulator.sim.request import Request
 from emulator.sim.result import RunResult
 from emulator.sim.router import PrefixLookup, Router
@@ -48,6 +49,9 @@ from emulator.sim.scheduler import Scheduler
 from emulator.sim.sessions import generate_sessions, to_trace
 from emulator.sim.snapshot import LiveKnobs, Snapshot
 from emulator.sim.timeline import Active, Timeline
+from emulator.sim.topology import RoutingBound, TopologyRuntime
+from emulator.sim.topology_report import marks
+from emulator.sim.topology_scheduler import TopologyScheduler
 from emulator.sim.workload import SyntheticSource, TraceSource, Workload
 from emulator.traces import MOONCAKE_BLOCK_TOKENS, Trace, read_trace
 from emulator.units import to_gbps
@@ -61,7 +65,8 @@ class Emulation:
                  duration: float | None = None, paradigm: Paradigm | str = Paradigm.PRFAAS_PD,
                  trace: str | Trace | None = None, mode: str = "exact",
                  n_p: int | None = None, n_d: int | None = None,
-                 cached_prefix: PrefixLookup | None = None):
+                 cached_prefix: PrefixLookup | None = None, routing: str | None = None,
+                 bound: RoutingBound | None = None):
         paradigm = Paradigm(paradigm)
         if rate is not None and load is not None:
             raise ValueError("give a rate or a load, not both")
@@ -72,6 +77,14 @@ class Emulation:
         self.seed = sim.seed if seed is None else int(seed)
         self.duration = sim.duration if duration is None else float(duration)
         self.loop = loop = VirtualTimeLoop()
+        self.topology: TopologyRuntime | None = None
+        if scenario.declared_topology is not None:
+            self._init_topology(scenario, rate, load, routing, bound, trace, paradigm,
+                                cached_prefix)
+            return
+        if routing is not None and routing != "threshold":
+            raise KnobError("routing", "a single-pair preset routes by its threshold: the "
+                            "site policies need a topology ([[site]], [[region]], [[link]])")
         self.bandwidth = float(system.bandwidth)
         self.link_factor = 1.0  # share of B_out the link delivers now (incidents)
         # the incidents' contributions by key: composed, so ending one removes only its own
@@ -82,11 +95,14 @@ class Emulation:
         self._n_prfaas = system.n_prfaas  # the PrfaaS size the non-homogeneous paradigms use
         self._split = (scenario.n_p, scenario.n_d)
 
+        # the 1x1 topology: one region (its PD-P, PD-D, router, books), one site, one link
+        self.region = region = Region("pd", loop)  # the 1x1 topology's names: pd, prfaas
+        self.regions: dict[str, Region] = {region.name: region}
         self.link = Link(loop, "link", self.bandwidth, burst=sim.link_burst, peak=sim.link_peak,
                          latency=sim.link_latency)
         self.rdma = Link(loop, "rdma", scenario.rdma_bandwidth, latency=sim.rdma_latency)
-        self.prfaas = PrefillStage(loop, "prfaas", Costs(system.prfaas), self.link, self._kv_in)
-        self.pdp = PrefillStage(loop, "pd-p", Costs(system.local), self.rdma, self._kv_in)
+        self.prfaas = PrefillStage(loop, "prfaas", Costs(system.prfaas), self.link, region.kv_in)
+        self.pdp = PrefillStage(loop, "pd-p", Costs(system.local), self.rdma, region.kv_in)
 
         tr = self._trace(trace, sim)
         replay = tr is not None  # a replay runs to its last arrival by default
@@ -95,12 +111,12 @@ class Emulation:
             tr = to_trace(generate_sessions(sim.sessions, rng, duration=self.duration))
         dec = system.decode
         mean_out = float(np.mean(tr.output_lengths)) if tr is not None else dec.l_out
-        self.pdd = DecodeStage(loop, dec.t_decode, dec.bs_max, sim.kv_budget, self._done,
+        self.pdd = DecodeStage(loop, dec.t_decode, dec.bs_max, sim.kv_budget, region.done,
                                mean_out, sim.step)
         self.stages = {"prfaas": self.prfaas, "pd-p": self.pdp, "pd-d": self.pdd}
-        self.remote = Pool(loop, "prfaas", {"prfaas": self.prfaas}, reroute=self._reroute)
+        self.remote = Pool(loop, "prfaas", {"prfaas": self.prfaas}, reroute=region.reroute)
         self.local = Pool(loop, "local", {"pd-p": self.pdp, "pd-d": self.pdd},
-                          conversion_delay=sim.conversion_delay, reroute=self._reroute)
+                          conversion_delay=sim.conversion_delay, reroute=region.reroute)
         self.cache: CacheRuntime | None = None
         self.reverse_link: Link | None = None
         if sim.cache is not None:
@@ -119,11 +135,13 @@ class Emulation:
                 paradigm=paradigm).validate(system)
         self._deploy(paradigm, split, immediate=True)
 
-        # counters (the in-flight term is counted from the structures, see `accounting`)
-        self.arrived = 0
-        self.completed = 0
-        self.rejected: dict[str, int] = {}
-        self.rerouted = 0
+        # the region's request path and books (the in-flight term is counted from the
+        # structures, see `accounting`)
+        region.router, region.prfaas, region.pdp, region.pdd = self.router, self.prfaas, \
+            self.pdp, self.pdd
+        region.rdma, region.local, region.cache = self.rdma, self.local, self.cache
+        region.links = {"prfaas": self.link}
+        self._arrive = region.arrive
         # the run's one event log (knob changes, incidents, scheduler decisions): bounded, the
         # dashboard's events view reads it whole; snapshots carry only the last few
         self.decisions: deque[str] = deque(maxlen=NOTE_LOG)
@@ -131,10 +149,10 @@ class Emulation:
         self._done_hooks: list[Callable[[Request, float], None]] = []
         self._arrive_hooks: list[Callable[[Request], None]] = []
         self._tasks: list[asyncio.Task] = []
-        self._max_queue = sim.max_queue
-        self._max_wait = sim.max_queue_seconds
-        self._kv_bounded = sim.kv_budget is not None
-        self._admission = sim.admission_bounded or self._kv_bounded
+        region.max_queue = sim.max_queue
+        region.max_wait = sim.max_queue_seconds
+        region.kv_bounded = sim.kv_budget is not None
+        region.admission = sim.admission_bounded or region.kv_bounded
 
         # workload
         streams = [np.random.default_rng(s) for s in np.random.SeedSequence(self.seed).spawn(4)]
@@ -163,8 +181,8 @@ class Emulation:
             self.duration = max(span * (1 + 1e-9) + 1e-9, sim.sample_interval)
         if not self.duration > 0:
             raise ValueError(f"duration must be > 0 seconds, got {self.duration!r}")
-        self.workload = Workload(loop, self._arrive, source, rate)
-        self.workload.limit = CAPS.requests  # a command sets its own cap (check_emulation)
+        self.workload = region.workload = Workload(loop, region.arrive, source, rate)
+        self.workload.limit = CAPS.requests  # a command sets its own cap (set_arrival_cap)
         self.workload.on_cap = lambda: self.note(  # live: arrivals stop; run() raises instead
             f"arrivals stopped at the cap of {self.workload.emitted:,} requests")
         self._rid = 0
@@ -173,13 +191,85 @@ class Emulation:
             self.workload.start_bursts(streams[3], sim.on_mean, sim.off_mean, sim.off_level)
 
         # metrics
-        self.latencies = Latencies(sim.window, sim.slo_ttft, sim.slo_tpot)
+        self.latencies = region.latencies = Latencies(sim.window, sim.slo_ttft, sim.slo_tpot)
         self.observer = Observer(self, loop, sim.sample_interval, sim.window,
                                  sim.timeseries_rows)
 
         # the preset's incidents and scheduler (both public: UI, drills, scorecards)
         self.timeline = Timeline(self, sim.incidents)
         self.scheduler = Scheduler(self, sim.scheduler) if sim.scheduler.enabled else None
+
+    def _init_topology(self, scenario: Scenario, rate: float | None, load: float | None,
+                       routing: str | None, bound: RoutingBound | None,
+                       trace: str | Trace | None, paradigm: Paradigm,
+                       cached_prefix: PrefixLookup | None) -> None:
+        """Every site, region and link of the declared topology on this loop (see
+        emulator.sim.topology); the pair-only features are refused in one line each."""
+        sim = scenario.sim
+        topo = scenario.declared_topology
+        for what, given in (("--trace / workload.replay", trace is not None or sim.replay),
+                            ("[cache]", sim.cache is not None or cached_prefix is not None),
+                            ("[workload] sessions", sim.sessions is not None),
+                            ("[prefill] backend", sim.prefill is not None),
+                            ("--paradigm", paradigm != Paradigm.PRFAAS_PD)):
+            if given:
+                raise KnobError("topology", f"{what}: runs on single-pair presets only")
+        routing = topo.routing if routing is None else routing
+        if routing == "best-cache":
+            raise KnobError("routing", "best-cache routes by the prefix caches' contents, and "
+                            "the topology emulator runs no prefix caches yet ([cache] and "
+                            "prefix-carrying workloads are single-pair only): use "
+                            "best-bandwidth, lp or threshold")
+        if routing == "lp" and bound is None:
+            raise KnobError("routing", "lp needs the routing bound (emulator.topology.bound)")
+        self.routing = routing
+        self.bound = bound
+        if rate is None:
+            lam = bound.lambda_max if bound is not None else None
+            if load is None and sim.rate is not None:
+                rate = sim.rate
+            elif lam is None:
+                raise ValueError("a topology's load is relative to its routing bound: give "
+                                 "a rate, or the bound")
+            else:
+                rate = (sim.load if load is None else load) * lam
+        if not (rate >= 0 and math.isfinite(rate)):
+            raise ValueError(f"offered rate must be a finite number >= 0 req/s, got {rate!r}")
+        if not self.duration > 0:
+            raise ValueError(f"duration must be > 0 seconds, got {self.duration!r}")
+        self.paradigm = Paradigm.PRFAAS_PD
+        self.bandwidth = math.fsum(k.bandwidth for k in topo.links)
+        self.link_factor = 1.0
+        self._link_factors = {}
+        self._rate_factors = {}
+        self._length_shifts = {}
+        self.decisions = deque(maxlen=NOTE_LOG)
+        self.cache_flushes = 0
+        self._done_hooks = []
+        self._arrive_hooks = []
+        self._tasks = []
+        self.cache = self.reverse_link = self.torch = None
+        self.scheduler = None
+        self.topology = rt = TopologyRuntime(self.loop, topo, sim, self.seed, rate, routing,
+                                             bound)
+        # each request is recorded once, in its region; the totals merge them when read
+        self.latencies = LatencyGroup([r.latencies for r in rt.regions.values()])
+        self.regions = rt.regions
+        self.region = next(iter(rt.regions.values()))
+        self.sites = rt.sites
+        self.links = rt.links
+        self.workload = self.region.workload  # the first region's (the UI's pair view)
+        self.set_arrival_cap(CAPS.requests)  # a command sets its own (set_arrival_cap)
+        for r in rt.regions.values():  # live: arrivals stop; run() raises instead
+            r.workload.on_cap = lambda r=r: self.note(
+                f"arrivals in {r.name} stopped at the cap of {r.workload.emitted:,} requests")
+        rt.start(sim)
+        self.start_marks = self._half_marks = marks(rt, 0.0)
+        self.observer = Observer(self, self.loop, sim.sample_interval, sim.window,
+                                 sim.timeseries_rows)
+        self.timeline = Timeline(self, sim.incidents)
+        if sim.scheduler.enabled:  # the short timescale, per region on the live state
+            self.scheduler = TopologyScheduler(self, sim.scheduler)
 
     def _attach_cache(self, sim, replayed: Trace | None,
                       hook: PrefixLookup | None) -> PrefixLookup:
@@ -208,59 +298,57 @@ class Emulation:
         path = trace if trace is not None else sim.replay
         return read_trace(path) if path is not None else None
 
-    # -- the request path (hot) ------------------------------------------------------------
-    def _arrive(self, length: float, out_len: int, hash_ids: list[int] | None) -> None:
-        self._rid += 1
-        self.arrived += 1
-        req = Request(self._rid, self.loop.now, length, out_len, hash_ids)
-        for fn in self._arrive_hooks:
-            fn(req)
-        stage = self.prfaas if self.router.remote(req) else self.pdp
-        if self._admission:
-            reason = self._refuse(stage, req)
-            if reason is not None:
-                self.rejected[reason] = self.rejected.get(reason, 0) + 1
-                return
-        if self.cache is None:
-            stage.submit(req)
-        else:
-            self.cache.enter(stage, req)
+    # -- the books (each region's, summed) ----------------------------------------------------
+    @property
+    def arrived(self) -> int:
+        if self.topology is None:
+            return self.region.arrived
+        return sum(r.arrived for r in self.regions.values())
 
-    def _refuse(self, stage: PrefillStage, req: Request) -> str | None:
-        """Admission control: why this request is turned away, or None."""
-        if self._kv_bounded and not self.pdd.fits(stage.costs.s_kv(req.length)):
-            return "kv-exceeds-decode-budget"
-        if self._max_queue is not None:
-            if len(stage.queue) >= self._max_queue:
-                return f"queue-full:{stage.name}"
-            if len(self.pdd.queue) >= self._max_queue:
-                return "queue-full:pd-d"
-        if self._max_wait is not None:
-            if stage.expected_wait() > self._max_wait:
-                return f"queue-time:{stage.name}"
-            if self.pdd.expected_wait() > self._max_wait:
-                return "queue-time:pd-d"
-        return None
+    @property
+    def completed(self) -> int:
+        if self.topology is None:
+            return self.region.completed
+        return sum(r.completed for r in self.regions.values())
 
-    def _kv_in(self, req: Request) -> None:
-        self.pdd.submit(req)
+    @property
+    def rejected(self) -> dict[str, int]:
+        """Rejections by reason (the 1x1 region's own dict; a topology's, merged)."""
+        if len(self.regions) == 1:
+            return self.region.rejected
+        out: dict[str, int] = {}
+        for r in self.regions.values():
+            for reason, n in r.rejected.items():
+                out[reason] = out.get(reason, 0) + n
+        return out
 
-    def _done(self, req: Request, now: float) -> None:
-        self.completed += 1
-        self.latencies.record(req, now)
+    @property
+    def rerouted(self) -> int:
+        return sum(r.rerouted for r in self.regions.values())
+
+    def stage_queues(self) -> dict[str, int]:
+        """Requests queued now per stage kind (PrfaaS: every site's; PD-P/PD-D: every
+        region's)."""
+        if self.topology is None:
+            return {name: len(st.queue) for name, st in self.stages.items()}
+        regions = self.regions.values()
+        return {"prfaas": sum(len(s.queue) for s in self.site_stages),
+                "pd-p": sum(len(r.pdp.queue) for r in regions),
+                "pd-d": sum(len(r.pdd.queue) for r in regions)}
+
+    @property
+    def site_stages(self) -> list[PrefillStage]:
+        """Every site's prefill stage (the pair: its PrfaaS stage)."""
+        return [self.prfaas] if self.topology is None else self.topology.site_stages
+
+    @property
+    def wan_links(self) -> list[Link]:
+        """Every site -> region link (the pair: its one link)."""
+        return [self.link] if self.topology is None else list(self.topology.links.values())
+
+    def _done_hooks_run(self, req: Request, now: float) -> None:
         for fn in self._done_hooks:
             fn(req, now)
-
-    def _reroute(self, reqs: list[Request]) -> None:
-        """Requests whose instance failed with their KV: prefill them again (no admission
-        check: they were admitted once)."""
-        for req in reqs:
-            self.rerouted += 1
-            stage = self.prfaas if self.router.remote(req) else self.pdp
-            if self.cache is None:
-                stage.submit(req)
-            else:
-                self.cache.enter(stage, req)
 
     # -- running ---------------------------------------------------------------------------
     @property
@@ -280,10 +368,14 @@ class Emulation:
         """Run to `duration`, check the accounting (AccountingError), return a RunResult.
         `progress(now, duration)` is called `slices` times along the way when given."""
         end = self.duration
-        self.workload.on_cap = self.check_arrivals  # abort at the cap, not at the end
+        for wl in self.workloads:
+            wl.on_cap = self.check_arrivals  # abort at the cap, not at the end
         mid = self.now + (end - self.now) / 2
         halfway: list[Totals] = []
         self.loop.call_at_quiet(mid, lambda: halfway.append(self.totals()))
+        if self.topology is not None:
+            self.loop.call_at_quiet(mid, lambda: setattr(self, "_half_marks",
+                                                         marks(self.topology, self.now)))
         if progress is None:
             self.run_until(end)
         else:
@@ -293,25 +385,45 @@ class Emulation:
                 progress(self.now, end)
         self.check_arrivals()
         acc = self.accounting
+        if self.topology is not None:
+            self.topology.check()  # per region first: it names the region
         acc.check()
         return RunResult(self, acc, halfway[0] if halfway else self.observer.start)
 
+    @property
+    def workloads(self) -> list[Workload]:
+        """Every arrival process: the pair's one, a topology's one per region."""
+        return [r.workload for r in self.regions.values()]
+
+    def set_arrival_cap(self, requests: float) -> None:
+        """Arrivals stop at `requests` in all (a command's cap), each region's process at its
+        share of it, so the cap holds for any CV or burst (see check_arrivals)."""
+        if len(self.regions) == 1:
+            self.workload.limit = requests
+            return
+        for r in self.regions.values():
+            r.workload.limit = max(1.0, math.ceil(requests * r.share))
+
     def check_arrivals(self) -> None:
-        """BudgetError when the arrival process reached its cap (workload.limit) before the
+        """BudgetError when an arrival process reached its cap (workload.limit) before the
         end: the requests were counted as generated, so a CV or burst that offers far more
         than its target rate stops at the cap instead of growing without end."""
-        wl = self.workload
-        if wl.capped_at is None:
-            return
-        t = wl.capped_at
-        sim = self.scenario.sim
-        why = f"{sim.arrival} arrivals" + (f" with cv = {sim.cv:g}" if sim.arrival == "gamma" else "")
-        offered = f"offered {wl.emitted / t:.4g} req/s" if t > 1e-6 else "all at once"
-        raise BudgetError(
-            f"workload.arrival: {why} reached the cap of {wl.emitted:,} requests at t = {t:.4g} "
-            f"s ({offered} against a target of {wl.mean_rate:.4g} req/s, "
-            f"{wl.expected():.4g} requests by then): a process this bursty cannot realise its "
-            "rate in this run; lower workload.cv or raise the cap with --max-requests N")
+        for region in self.regions.values():
+            wl = region.workload
+            if wl.capped_at is None:
+                continue
+            t = wl.capped_at
+            sim = self.scenario.sim
+            why = f"{sim.arrival} arrivals" + (f" with cv = {sim.cv:g}" if sim.arrival == "gamma"
+                                               else "")
+            if self.topology is not None:
+                why += f" in region {region.name}"
+            offered = f"offered {wl.emitted / t:.4g} req/s" if t > 1e-6 else "all at once"
+            raise BudgetError(
+                f"workload.arrival: {why} reached the cap of {wl.emitted:,} requests at t = "
+                f"{t:.4g} s ({offered} against a target of {wl.mean_rate:.4g} req/s, "
+                f"{wl.expected():.4g} requests by then): a process this bursty cannot realise "
+                "its rate in this run; lower workload.cv or raise the cap with --max-requests N")
 
     def close(self) -> None:
         """Cancel attached coroutines and close the loop."""
@@ -352,10 +464,18 @@ class Emulation:
         """Call fn(request) at every arrival, before admission (scorecards follow the requests
         that never finish)."""
         self._arrive_hooks.append(fn)
+        for region in self.regions.values():
+            region.on_arrive = self._arrive_hooks_run
+
+    def _arrive_hooks_run(self, req: Request) -> None:
+        for fn in self._arrive_hooks:
+            fn(req)
 
     def on_done(self, fn: Callable[[Request, float], None]) -> None:
         """Call fn(request, now) at every completion (scorecards' per-request views)."""
         self._done_hooks.append(fn)
+        for region in self.regions.values():
+            region.on_done = self._done_hooks_run
 
     def note(self, text: str) -> None:
         """Record a decision (shown in snapshots)."""
@@ -504,9 +624,14 @@ class Emulation:
     def lengths_fixed(self) -> bool:
         return isinstance(self.workload.source, TraceSource)
 
-    def set_link_factor(self, key: Hashable, factor: float | None) -> None:
+    def set_link_factor(self, key: Hashable, factor: float | None,
+                        link: str | None = None) -> None:
         """`key`'s share of B_out (None: it no longer limits the link). The link delivers B_out
-        times the product of every key's factor, also across B_out changes."""
+        times the product of every key's factor, also across B_out changes. A topology: the
+        share of `link`'s bandwidth (None: of every link's)."""
+        if self.topology is not None:
+            self.topology.set_link_factor(key, factor, link)
+            return
         if factor is None:
             self._link_factors.pop(key, None)
         elif not (factor >= 0 and math.isfinite(factor)):
@@ -516,8 +641,13 @@ class Emulation:
         self.link_factor = math.prod(self._link_factors.values())
         self.link.set_capacity(self.bandwidth * self.link_factor)
 
-    def set_rate_multiplier(self, key: Hashable, factor: float | None) -> None:
-        """`key`'s surge (> 1) or lull on the offered rate (None: gone); they multiply."""
+    def set_rate_multiplier(self, key: Hashable, factor: float | None,
+                            region: str | None = None) -> None:
+        """`key`'s surge (> 1) or lull on the offered rate (None: gone); they multiply. A
+        topology: on `region`'s arrivals (None: every region's)."""
+        if self.topology is not None:
+            self.topology.set_rate_multiplier(key, factor, region)
+            return
         _keyed(self._rate_factors, key, factor)
         self.workload.set_multiplier(math.prod(self._rate_factors.values()))
 
@@ -548,12 +678,37 @@ class Emulation:
         """The pool whose machines serve `stage` (PrfaaS or the local PD cluster)."""
         if stage not in STAGES:
             raise ValueError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}")
+        if self.topology is not None:
+            raise ValueError("a topology has a pool per site and region: name the site "
+                             "(site_instances, fail_site_instance; incident site-loss)")
         return self.remote if stage == "prfaas" else self.local
 
     def live_instances(self, stage: str) -> list[int]:
         """Ids of the live instances assigned to `stage`, ascending. An id is the instance's
         number in its cluster, stable across role changes."""
         return [m.idx for m in self.pool_of(stage).machines if m.alive and m.target == stage]
+
+    @property
+    def region_names(self) -> tuple[str, ...]:
+        return tuple(self.regions)
+
+    def site_instances(self, site: str) -> list[int]:
+        """Ids of `site`'s live instances, ascending (the pair: its PrfaaS cluster)."""
+        if self.topology is None:
+            return self.live_instances("prfaas")
+        return self.topology.site(site).live()
+
+    def fail_site_instance(self, site: str, idx: int) -> None:
+        if self.topology is None:
+            self.fail_instance("prfaas", idx)
+        else:
+            self.topology.site(site).pool.fail(idx)
+
+    def restore_site_instance(self, site: str, idx: int) -> None:
+        if self.topology is None:
+            self.restore_instance("prfaas", idx)
+        else:
+            self.topology.site(site).pool.restore(idx)
 
     def fail_instance(self, stage: str, idx: int) -> None:
         """Instance `idx` of `stage`'s cluster dies: a prefill restarts from the queue head, a
@@ -568,6 +723,15 @@ class Emulation:
     @property
     def knobs(self) -> LiveKnobs:
         """The configured knobs: instance targets, whether alive or not (see StageSnap)."""
+        if self.topology is not None:  # summed over the sites and regions (t: the first's)
+            rt = self.topology
+            regions = rt.regions.values()
+            return LiveKnobs(t=self.region.policy.t if hasattr(self.region.policy, "t")
+                             else math.nan,
+                             n_p=sum(r.local.count("pd-p") for r in regions),
+                             n_d=sum(r.local.count("pd-d") for r in regions),
+                             n_prfaas=sum(s.pool.count("prfaas") for s in rt.sites.values()),
+                             bandwidth=self.bandwidth, paradigm=self.paradigm)
         return LiveKnobs(t=self.t, n_p=self.local.count("pd-p"), n_d=self.local.count("pd-d"),
                          n_prfaas=self.remote.count("prfaas"), bandwidth=self.bandwidth,
                          paradigm=self.paradigm)

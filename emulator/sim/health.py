@@ -23,9 +23,9 @@ def served_warnings(emu: Emulation) -> list[str]:
     """One line per problem of the run so far (normally at its end); [] when it is sound."""
     out = []
     acc = emu.accounting
-    wl = emu.workload
-    replay = isinstance(wl.source, TraceSource)  # a trace brings its own arrivals
-    expected = wl.expected()
+    wls = emu.workloads  # a topology: one per region, against the run's total
+    replay = any(isinstance(wl.source, TraceSource) for wl in wls)  # it brings its arrivals
+    expected = math.fsum(wl.expected() for wl in wls)
     if not replay and expected >= MIN_EXPECTED:
         ratio = acc.arrived / expected
         if not 1 / OFFERED_FACTOR <= ratio <= OFFERED_FACTOR:
@@ -37,7 +37,7 @@ def served_warnings(emu: Emulation) -> list[str]:
                        "the offered rate it was given")
     if acc.arrived == 0:
         out.append(f"nothing served: no request arrived in {emu.now:g} s (rate "
-                   f"{wl.mean_rate:.3g} req/s x the horizon is under one request)")
+                   f"{math.fsum(wl.mean_rate for wl in wls):.3g} req/s x the horizon is under one request)")
         return out
     share = acc.completed / acc.arrived
     if share < MIN_SERVED_SHARE:

@@ -173,6 +173,84 @@ class Latencies:
                 "count": h.n}
 
 
+def merged(hists: list[LogHistogram]) -> LogHistogram:
+    """One histogram of everything the given ones (same buckets) recorded."""
+    first = hists[0]
+    out = LogHistogram(first.lo, first.hi, first.ratio)
+    out.counts = [sum(c) for c in zip(*(h.counts for h in hists), strict=True)]
+    out.n = sum(h.n for h in hists)
+    out.total = sum(h.total for h in hists)
+    out.min = min(h.min for h in hists)
+    out.max = max(h.max for h in hists)
+    return out
+
+
+class LatencyGroup:
+    """Several regions' Latencies read as one (a topology's totals): each request is recorded
+    once, in its region, and the group merges the histograms when it is read (summaries,
+    snapshots), which is rare next to recording."""
+
+    def __init__(self, parts: list[Latencies]):
+        self.parts = parts
+        first = parts[0]
+        self.slo_ttft, self.slo_tpot = first.slo_ttft, first.slo_tpot
+        self.has_slo = first.has_slo
+        self.window_seconds = first.window_seconds
+
+    @property
+    def slo_met(self) -> int:
+        return sum(p.slo_met for p in self.parts)
+
+    @property
+    def ttft(self) -> LogHistogram:
+        return merged([p.ttft for p in self.parts])
+
+    @property
+    def tpot(self) -> LogHistogram:
+        return merged([p.tpot for p in self.parts])
+
+    @property
+    def e2e(self) -> LogHistogram:
+        return merged([p.e2e for p in self.parts])
+
+    def mark(self, now: float) -> None:
+        for p in self.parts:
+            p.mark(now)
+
+    def _since(self, now: float, which: str) -> tuple[LogHistogram, object]:
+        """The merged histogram and its counts over the window (None: the whole record)."""
+        hists = [getattr(p, which) for p in self.parts]
+        whole = merged(hists)
+        bases = [p._base(now) for p in self.parts]
+        if any(b is None for b in bases):
+            return whole, None
+        i = 1 if which == "ttft" else 2
+        return whole, sum(h.snapshot_counts() - b[i] for h, b in zip(hists, bases, strict=True))
+
+    def recent(self, now: float) -> tuple[list[float], list[float], float | None]:
+        ttft, c_ttft = self._since(now, "ttft")
+        tpot, c_tpot = self._since(now, "tpot")
+        bases = [p._base(now) for p in self.parts]
+        if c_ttft is None:
+            return ttft.quantiles(QUANTILES), tpot.quantiles(QUANTILES), self.attainment()
+        count = sum(p.ttft.n - b[4] for p, b in zip(self.parts, bases, strict=True))
+        met = sum(p.slo_met - b[3] for p, b in zip(self.parts, bases, strict=True))
+        slo = met / count if self.has_slo and count else None
+        return ttft.quantiles(QUANTILES, c_ttft), tpot.quantiles(QUANTILES, c_tpot), slo
+
+    def ttft_cdf(self, now: float) -> tuple[tuple[float, float], ...]:
+        ttft, counts = self._since(now, "ttft")
+        values = ttft.quantiles(CDF_QUANTILES, counts)
+        return tuple((q, v) for q, v in zip(CDF_QUANTILES, values, strict=True)
+                     if not math.isnan(v))
+
+    def attainment(self) -> float | None:
+        n = sum(p.ttft.n for p in self.parts)
+        if not self.has_slo or n == 0:
+            return None
+        return sum(p.slo_met for p in self.parts) / n
+
+
 class TimeSeries:
     """Which samples become rows of the time series, and the rows written as the run goes to
     `sink` (the `run --csv` file: Ctrl-C leaves every row written so far). At most `cap` rows

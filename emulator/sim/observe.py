@@ -20,6 +20,7 @@ from emulator.sim.pool import Pool
 from emulator.sim.prefill import PrefillStage
 from emulator.sim.snapshot import LinkSnap, LiveKnobs, Snapshot, StageSnap
 from emulator.sim.timeline import Timeline
+from emulator.sim.topology_report import marks, objects
 from emulator.sim.workload import Workload
 
 NOTE_LOG = 10_000  # notes the engine keeps: the whole run's events, bounded (about 1 MB)
@@ -85,11 +86,17 @@ class Observer:
                  window_seconds: float, timeseries_rows: int):
         self.emu = emu
         self.loop = loop
+        self._pair = getattr(emu, "topology", None) is None
         self.start = self.totals()
         self._samples: deque[Totals] = deque(
             [self.start], maxlen=int(math.ceil(window_seconds / sample_interval)) + 1)
         self.series = TimeSeries(timeseries_rows, self.start)
         self._interval = sample_interval
+        # a topology's per-region/site/link counters at each sample (its snapshots' windows)
+        self._topo_marks: deque | None = None
+        if getattr(emu, "topology", None) is not None:
+            self._topo_marks = deque([marks(emu.topology, self.start.t)],
+                                     maxlen=self._samples.maxlen)
         self._marks_every = max(1, round(window_seconds / 2 / sample_interval))
         self._n_samples = 0
         emu.latencies.mark(0.0)
@@ -97,10 +104,17 @@ class Observer:
 
     @property
     def in_flight(self) -> int:
-        """Requests held anywhere: queues, instances, wires, batches (counted, not derived)."""
+        """Requests held anywhere: queues, instances, wires, batches (counted, not derived):
+        every site's stage, every region's PD-P, PD-D and RDMA wire, every link's wire."""
         emu = self.emu
-        n = (emu.prfaas.holding + emu.pdp.holding + emu.pdd.holding
-             + emu.link.propagating_flows + emu.rdma.propagating_flows)
+        if self._pair:
+            n = (emu.prfaas.holding + emu.pdp.holding + emu.pdd.holding
+                 + emu.link.propagating_flows + emu.rdma.propagating_flows)
+        else:
+            n = sum(s.holding for s in emu.site_stages)
+            for r in emu.regions.values():
+                n += r.pdp.holding + r.pdd.holding + r.rdma.propagating_flows
+            n += sum(lk.propagating_flows for lk in emu.wan_links)
         if emu.cache is not None:  # cache moves and KV tails the transfer cache holds
             n += emu.cache.holding + emu.reverse_link.propagating_flows
         return n
@@ -115,22 +129,44 @@ class Observer:
         """Every cumulative counter and integral now (read-only)."""
         emu = self.emu
         now = emu.now
-        stages = (emu.prfaas, emu.pdp, emu.pdd)
-        tot = [s.totals(now) for s in stages]
-        sent, cap, sat = emu.link.totals(now)
+        if self._pair:  # the 1x1 case, read directly (it runs once per sample)
+            stages = (emu.prfaas, emu.pdp, emu.pdd)
+            tot = [s.totals(now) for s in stages]
+            sent, cap, sat = emu.link.totals(now)
+            return Totals(
+                t=now, arrived=emu.arrived, completed=emu.completed,
+                rejected=sum(emu.rejected.values()),
+                entered=tuple(s.entered for s in stages), done=tuple(s.done for s in stages),
+                busy=tuple(x[0] for x in tot), online=tuple(x[1] for x in tot),
+                queue=tuple(len(s.queue) for s in stages), compute=emu.prfaas.work_started,
+                link_sent=sent, link_cap=cap, link_sat=sat,
+                link_in_flight=emu.link.bytes_in_flight(now), in_flight=self.in_flight)
+        regions = emu.regions.values()
+        # per stage kind (PrfaaS, PD-P, PD-D): every site's or region's stage of that kind
+        groups = (emu.site_stages, [r.pdp for r in regions], [r.pdd for r in regions])
+        tot = [[s.totals(now) for s in g] for g in groups]
+        links = emu.wan_links
+        lt = [lk.totals(now) for lk in links]
         return Totals(
             t=now, arrived=emu.arrived, completed=emu.completed,
             rejected=sum(emu.rejected.values()),
-            entered=tuple(s.entered for s in stages), done=tuple(s.done for s in stages),
-            busy=tuple(x[0] for x in tot), online=tuple(x[1] for x in tot),
-            queue=tuple(len(s.queue) for s in stages), compute=emu.prfaas.work_started,
-            link_sent=sent, link_cap=cap, link_sat=sat,
-            link_in_flight=emu.link.bytes_in_flight(now), in_flight=self.in_flight)
+            entered=tuple(sum(s.entered for s in g) for g in groups),
+            done=tuple(sum(s.done for s in g) for g in groups),
+            busy=tuple(sum(x[0] for x in t) for t in tot),
+            online=tuple(sum(x[1] for x in t) for t in tot),
+            queue=tuple(sum(len(s.queue) for s in g) for g in groups),
+            compute=sum(s.work_started for s in groups[0]),
+            link_sent=sum(x[0] for x in lt), link_cap=sum(x[1] for x in lt),
+            link_sat=sum(x[2] for x in lt) / len(lt),  # the links' mean saturated time
+            link_in_flight=sum(lk.bytes_in_flight(now) for lk in links),
+            in_flight=self.in_flight)
 
     def _sample(self) -> None:
         """Periodic bookkeeping on the virtual clock: windows, time series, histogram marks."""
         row = self.totals()
         self._samples.append(row)
+        if self._topo_marks is not None:
+            self._topo_marks.append(marks(self.emu.topology, row.t))
         self.series.offer(row)
         self._n_samples += 1
         if self._n_samples % self._marks_every == 0:
@@ -142,6 +178,8 @@ class Observer:
         now_tot = self.totals()
         base = self._samples[0]
         w = window(base, now_tot)
+        if self._topo_marks is not None:
+            return self._topology_snapshot(now_tot, base, w)
         ttft, tpot, slo = emu.latencies.recent(now_tot.t)
         stages = {}
         for i, (name, st) in enumerate(emu.stages.items()):
@@ -172,3 +210,42 @@ class Observer:
             scheduler_last=(" ".join(str(scheduler.last).split())
                             if scheduler is not None and scheduler.last else None),
             pinned=tuple(sorted(scheduler.pinned)) if scheduler is not None else ())
+
+    def _topology_snapshot(self, now_tot: Totals, base: Totals, w) -> Snapshot:
+        """A topology's snapshot: the totals over every site and region (stages by kind, the
+        links summed) and its `regions`/`sites`/`links` objects over the window."""
+        emu = self.emu
+        rt = emu.topology
+        ttft, tpot, slo = emu.latencies.recent(now_tot.t)
+        regions = rt.regions.values()
+        groups = {"prfaas": ([s.stage for s in rt.sites.values()],
+                             [s.pool for s in rt.sites.values()]),
+                  "pd-p": ([r.pdp for r in regions], [r.local for r in regions]),
+                  "pd-d": ([r.pdd for r in regions], [r.local for r in regions])}
+        stages = {}
+        for i, (name, (sts, pools)) in enumerate(groups.items()):
+            counts = [st.counts() for st in sts]
+            stages[name] = StageSnap(
+                instances=sum(c[0] for c in counts), busy=sum(st.in_service for st in sts),
+                utilization=w.compute if name == "prfaas" else w.utilization[name],
+                queue=now_tot.queue[i], served_rate=w.stage_rate[name],
+                draining=sum(c[1] for c in counts),
+                failed=sum(p.failed(name) for p in pools))
+        links = list(rt.links.values())
+        link_snap = LinkSnap(capacity=sum(lk.capacity for lk in links), utilization=w.link,
+                             bytes_in_flight=now_tot.link_in_flight,
+                             queued_bytes=sum(lk.queued_bytes(now_tot.t) for lk in links),
+                             flows=sum(len(lk.flows) for lk in links))
+        now_marks = marks(rt, now_tot.t)
+        return Snapshot(
+            sim_time=now_tot.t, knobs=emu.knobs, offered_rate=w.offered, served_rate=w.served,
+            arrived=emu.arrived, completed=emu.completed, in_flight=now_tot.in_flight,
+            rejected=now_tot.rejected,
+            lost=now_tot.arrived - now_tot.completed - now_tot.in_flight - now_tot.rejected,
+            stages=stages, link=link_snap, ttft_p50=ttft[0], ttft_p90=ttft[1],
+            ttft_p99=ttft[2], tpot_p50=tpot[0], slo_attainment=slo,
+            ttft_cdf=emu.latencies.ttft_cdf(now_tot.t), bottleneck=bottleneck(base, now_tot, w),
+            decisions=recent(emu.decisions), events=emu.events,
+            incidents=tuple(sorted(emu.timeline.since)), target_rate=rt.rate,
+            incident_windows=tuple(emu.timeline.windows()),
+            topology=objects(rt, self._topo_marks[0], now_marks, whole=False))

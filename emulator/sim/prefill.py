@@ -96,7 +96,11 @@ class PrefillStage(Stage):
         self.wait_sum += now - req.t_enq
         size = req.kv if self.on_start is None else self.on_start(w, req)
         self.work_started += req.service
-        w.flow = self.link.open(size, req.service, self._sent, self.deliver, req)
+        w.flow = self.link_for(req).open(size, req.service, self._sent, self.deliver, req)
+
+    def link_for(self, req: Request) -> Link:
+        """The link a request's KV leaves over (a site's stage: its region's)."""
+        return self.link
 
     def _sent(self, flow: Flow) -> None:
         """The last KV byte left: the instance is free."""
@@ -166,7 +170,7 @@ class PrefillStage(Stage):
             w.end = None
         if w.job is not None:
             req = w.job
-            self.link.cancel(w.flow)
+            self.link_for(req).cancel(w.flow)
             w.job = w.flow = None
             req.worker = None
             self.in_service -= 1

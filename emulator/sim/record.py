@@ -36,6 +36,16 @@ class Recorder:
         self.arrivals_during = 0  # requests followed: len(during) + len(open)
         self.episodes: list[list] = []  # [first rid, last rid or None, end time or None]
         self._depth = 0
+        # a topology's regions: rows (time, arrived, completed, rejected), the TTFT of their
+        # requests that arrived during an episode (by arrival time: request ids interleave
+        # across regions), their peak windowed TTFT P90, and the arrivals per episode
+        self.regional = emu.topology is not None
+        self.region_rows: dict[str, deque] = {n: deque(maxlen=self.MAX_ROWS)
+                                              for n in emu.regions} if self.regional else {}
+        self.region_during: dict[str, list[float]] = {n: [] for n in self.region_rows}
+        self.region_peak: dict[str, float] = dict.fromkeys(self.region_rows, math.nan)
+        # [start, end or None, {region: arrived at start}, {region: arrived at end}]
+        self.spans: list[list] = []
         self._row()
         emu.on_arrive(self._arrive)
         emu.on_done(self._done)
@@ -47,6 +57,9 @@ class Recorder:
     def _row(self) -> None:
         emu = self.emu
         self.rows.append((emu.now, emu.arrived, emu.completed, sum(emu.rejected.values())))
+        for name, rows in self.region_rows.items():
+            r = emu.regions[name]
+            rows.append((emu.now, r.arrived, r.completed, r.rejected_total))
 
     def _tick(self) -> None:
         emu = self.emu
@@ -54,19 +67,30 @@ class Recorder:
         ttft = emu.latencies.recent(emu.now)[0][1]
         if not math.isnan(ttft) and not ttft <= self.peak_ttft_p90:
             self.peak_ttft_p90 = ttft
-        for name, st in emu.stages.items():
-            self.peak_queue[name] = max(self.peak_queue[name], len(st.queue))
+        for name, q in emu.stage_queues().items():
+            self.peak_queue[name] = max(self.peak_queue[name], q)
+        for name in self.region_peak:
+            p90 = emu.regions[name].latencies.recent(emu.now)[0][1]
+            if not math.isnan(p90) and not p90 <= self.region_peak[name]:
+                self.region_peak[name] = p90
         emu.loop.call_at_quiet(emu.now + self.interval, self._tick)
 
     def _incident(self, act: Active, started: bool) -> None:
+        emu = self.emu
         if started:
             self._depth += 1
             if self._depth == 1:
-                self.episodes.append([self.emu.arrived + 1, None, None])
+                self.episodes.append([emu.arrived + 1, None, None])
+                if self.regional:
+                    self.spans.append([emu.now, None, {n: r.arrived
+                                                        for n, r in emu.regions.items()}, {}])
         else:
             self._depth -= 1
             if self._depth == 0:
-                self.episodes[-1][1:] = [self.emu.arrived, self.emu.now]
+                self.episodes[-1][1:] = [emu.arrived, emu.now]
+                if self.regional:
+                    self.spans[-1][1] = emu.now
+                    self.spans[-1][3] = {n: r.arrived for n, r in emu.regions.items()}
 
     def _arrive(self, req: Request) -> None:
         if self._depth and self.arrivals_during < self.MAX_DURING:
@@ -75,17 +99,28 @@ class Recorder:
 
     def _done(self, req: Request, now: float) -> None:
         if self.open.pop(req.rid, None) is not None:
-            self.during.append(req.t_first - req.arrival)
+            ttft = req.t_first - req.arrival
+            self.during.append(ttft)
+            if self.regional:  # a topology's requests carry their region (req.dest)
+                self.region_during[req.dest.name].append(ttft)
 
-    def open_waits(self) -> list[float]:
-        """waits_during's part for the requests not finished yet."""
+    def _open(self, region: str | None) -> list[Request]:
+        return [r for r in self.open.values() if region is None or r.dest.name == region]
+
+    def open_waits(self, region: str | None = None) -> list[float]:
+        """waits_during's part for the requests not finished yet (of one region, or all)."""
         now = self.emu.now
         return [(r.t_first if 0.0 < r.t_first <= now else now) - r.arrival
-                for r in self.open.values()]
+                for r in self._open(region)]
 
-    def waits_during(self) -> list[float]:
-        """The TTFT of every followed request that arrived during an incident: finished ones
-        their own; unfinished ones (queued, in flight, refused) the wait to their first token,
-        or, without one yet, until now. A lower bound that can never read better than the
-        truth, however long the incident lasts."""
-        return self.during + self.open_waits()
+    def unfinished_during(self, region: str | None = None) -> int:
+        """Followed requests not finished yet (of one region, or all)."""
+        return len(self._open(region))
+
+    def waits_during(self, region: str | None = None) -> list[float]:
+        """The TTFT of every followed request that arrived during an incident (of one region,
+        or all): finished ones their own; unfinished ones (queued, in flight, refused) the wait
+        to their first token, or, without one yet, until now. A lower bound that can never read
+        better than the truth, however long the incident lasts."""
+        own = self.during if region is None else self.region_during[region]
+        return own + self.open_waits(region)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 class Request:
     __slots__ = ("rid", "arrival", "length", "out_len", "hash_ids", "session", "incr", "stage",
-                 "service", "kv", "t_enq", "t_first", "timer", "worker", "route")
+                 "service", "kv", "t_enq", "t_first", "timer", "worker", "route", "dest")
 
     def __init__(self, rid: int, arrival: float, length: float, out_len: int,
                  hash_ids: list[int] | None = None, session: object = None):
@@ -24,6 +24,7 @@ class Request:
         self.timer = None  # decode completion timer
         self.worker = None  # the decode instance holding it
         self.route = None  # the cache-aware routing decision, when a prefix cache is attached
+        # dest: the Region it belongs to, set only in a topology (a site's queue is shared)
 
     def __repr__(self) -> str:
         return f"Request({self.rid}, t={self.arrival:.3f}, l={self.length:.0f}, {self.stage})"

@@ -25,6 +25,7 @@ from emulator.sim.prefill_backend import TorchService
 from emulator.sim.scheduler import Scheduler
 from emulator.sim.snapshot import LiveKnobs
 from emulator.sim.timeline import Timeline
+from emulator.sim.topology_report import marks, run_objects
 from emulator.sim.workload import Workload
 
 
@@ -78,6 +79,10 @@ class RunResult:
         late = window(halfway, end)
         self.bottleneck = bottleneck(halfway, end, late)
         lat = emu.latencies
+        if emu.topology is not None:
+            self._model = {}
+            self.json = self._topology_json(emu, accounting, whole, late)
+            return
         self._knobs = knobs = emu.knobs
         self._system = emu.scenario.system
         self._model: dict | None = None
@@ -136,6 +141,36 @@ class RunResult:
                           in emu.timeline.windows()],
         }
 
+    def _topology_json(self, emu, accounting: Accounting, whole, late) -> dict:
+        """A topology run: the totals over every region, and its regions, sites and links."""
+        lat = emu.latencies
+        rt = emu.topology
+        objs = run_objects(rt, emu.start_marks, emu._half_marks, marks(rt, self.end.t))
+        return {
+            "preset": emu.scenario.name,
+            "routing": rt.routing,
+            "seed": emu.seed,
+            "simulated_seconds": self.simulated_seconds,
+            "events": self.events,
+            "offered_rate": whole.offered,
+            "target_rate": sum(r.workload.mean_rate for r in rt.regions.values()),
+            "served_rate": whole.served,
+            "second_half": {"offered_rate": late.offered, "served_rate": late.served},
+            "bottleneck": self.bottleneck,
+            "ttft": Latencies.summary(lat.ttft),
+            "tpot": Latencies.summary(lat.tpot),
+            "e2e": Latencies.summary(lat.e2e),
+            "slo": ({"ttft": _num(lat.slo_ttft), "tpot": _num(lat.slo_tpot),
+                     "attainment": lat.attainment()} if lat.has_slo else None),
+            "accounting": accounting.to_dict(),
+            "lost": accounting.lost,
+            "rerouted": emu.rerouted,
+            **objs,
+            "scheduler": emu.scheduler.to_dict() if emu.scheduler is not None else None,
+            "incidents": [{"start": s, "end": e, "label": lbl} for s, e, lbl
+                          in emu.timeline.windows()],
+        }
+
     def to_json(self, wall_seconds: float | None = None) -> dict:
         """The `run --json` object; `timing` from the caller's wall clock (the emulator has
         none)."""
@@ -144,6 +179,8 @@ class RunResult:
         if wall_seconds:
             timing["requests_per_wall_second"] = self.accounting.arrived / wall_seconds
             timing["realtime_factor"] = self.simulated_seconds / wall_seconds
+        if "routing" in self.json:  # a topology: no single-pair model to sit beside it
+            return {**self.json, "timing": timing}
         return {**self.json, "model": self.model(), "timing": timing}
 
     def model(self) -> dict:

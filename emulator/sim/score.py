@@ -28,6 +28,7 @@ class Scorecard:
     decisions: list[str]
     conversions: int
     expectations: dict[str, dict]  # key -> {"bar", "value", "ok"}
+    regions: dict[str, dict] | None = None  # a topology: the same figures per region
 
     @property
     def passed(self) -> bool:
@@ -39,7 +40,8 @@ class Scorecard:
                 "unfinished_during": self.unfinished_during,
                 "recovery_seconds": self.recovery_seconds, "peak_queue": self.peak_queue,
                 "conversions": self.conversions, "decisions": self.decisions,
-                "expectations": self.expectations, "passed": self.passed}
+                "expectations": self.expectations, "passed": self.passed,
+                **({"regions": self.regions} if self.regions is not None else {})}
 
 
 def scorecard(emu: Emulation, rec: Recorder | None = None,
@@ -53,7 +55,7 @@ def scorecard(emu: Emulation, rec: Recorder | None = None,
     if rec is not None:
         rec._row()
         values = rec.waits_during()
-        unfinished = len(rec.open)
+        unfinished = rec.unfinished_during()
         during = float(np.percentile(values, 90)) if values else None
         ends = [e for *_, e in rec.episodes]
         recovery = recovery_time(list(rec.rows), ends, scoring.recovery_window,
@@ -73,7 +75,30 @@ def scorecard(emu: Emulation, rec: Recorder | None = None,
         else:
             ok = value is not None and value <= bar
         checks[key] = {"bar": bar, "value": value, "ok": ok}
-    return Scorecard(**card, expectations=checks)
+    regions = _regions(emu, rec, scoring) if emu.topology is not None else None
+    return Scorecard(**card, expectations=checks, regions=regions)
+
+
+def _regions(emu: Emulation, rec: Recorder | None, scoring: Scoring) -> dict[str, dict]:
+    """Per region: its books, SLO attainment, TTFT P90 during incidents, peak windowed TTFT
+    P90 and time to recover (its own arrivals and completions)."""
+    out = {}
+    rt = emu.topology
+    for name, r in emu.regions.items():
+        held = rt.in_flight(r)
+        row = {"lost": r.arrived - r.completed - held - r.rejected_total,
+               "slo_attainment": r.latencies.attainment(), "ttft_p90_during": None,
+               "unfinished_during": 0, "peak_ttft_p90": None, "recovery_seconds": None}
+        if rec is not None:
+            values = rec.waits_during(name)
+            row["ttft_p90_during"] = float(np.percentile(values, 90)) if values else None
+            row["unfinished_during"] = rec.unfinished_during(name)
+            row["peak_ttft_p90"] = _num(rec.region_peak[name])
+            row["recovery_seconds"] = recovery_time(
+                list(rec.region_rows[name]), [s[1] for s in rec.spans],
+                scoring.recovery_window, scoring.tolerance)
+        out[name] = row
+    return out
 
 
 def attainment(emu: Emulation, rec: Recorder | None) -> float | None:

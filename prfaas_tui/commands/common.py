@@ -121,7 +121,7 @@ def check_emulation(emu: Emulation, caps: Caps, *, trace: Trace | None = None,
     re-solves and incident timers; a replay by its trace's requests and simulated span."""
     sim = emu.scenario.sim
     end = emu.duration if until is None else until
-    rate = emu.workload.rate
+    rate = emu.workload.rate if emu.topology is None else emu.topology.rate  # the total
     if trace is not None:
         budget.check_trace(len(trace), end, None, None, sample_interval=sim.sample_interval,
                            rate_flag=rate_flag, caps=caps)
@@ -137,16 +137,23 @@ def check_emulation(emu: Emulation, caps: Caps, *, trace: Trace | None = None,
             (sim.on_mean + sim.off_mean) / 2
     budget.check_run(budget.peak_rate(rate, factors) if trace is None else 0.0, end,
                      sample_interval=sim.sample_interval, periods=periods, solves=solves,
-                     copies=copies,
-                     instances=max(emu.scenario.system.n_prfaas, emu.scenario.system.local_pool,
-                                   emu.scenario.system.homogeneous_pool),
+                     copies=copies, instances=_instances(emu),
                      rate_flag=rate_flag + (" (x surge factors)" if factors else ""),
                      duration_flag=duration_flag, caps=caps)
-    emu.workload.limit = caps.requests / copies  # counted again as generated: see engine
+    emu.set_arrival_cap(caps.requests / copies)  # counted again as generated: see engine
     budget.check_incidents(
         [(f"incidents[{i}] ({inc.kind})", inc.kind,
           math.inf if inc.duration is None else inc.duration, budget.incident_params(inc))
          for i, inc in enumerate(sim.incidents)], end, caps)
+
+
+def _instances(emu: Emulation) -> int:
+    """The largest pool the run builds (a topology: its largest site or region)."""
+    if emu.topology is not None:
+        topo = emu.topology.topo
+        return max([s.instances for s in topo.sites] + [r.pool for r in topo.regions])
+    s = emu.scenario.system
+    return max(s.n_prfaas, s.local_pool, s.homogeneous_pool)
 
 
 def check_capacity(emu: Emulation) -> None:

@@ -16,10 +16,11 @@ from emulator.budget import BudgetError, Caps
 from emulator.files import cap_help
 from emulator.scenario.drill import Drill
 from emulator.scenario.drills import list_drills, load_drill
-from emulator.scenario.knobs import whole
+from emulator.scenario.knobs import KnobError, whole
 from emulator.scenario.reader import a_seed
 from emulator.sim.accounting import AccountingError
 from emulator.sim.drills import drill_emulation, run_drill
+from emulator.sim.site_policy import POLICIES as ROUTINGS
 from emulator.units import format_duration
 from prfaas_tui import json_out
 from prfaas_tui.commands.common import (
@@ -36,9 +37,13 @@ HELP = "run an incident drill (presets/drills) and print its scorecard"
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("drill", help=HELP, description=HELP + ". Without NAME, list them.")
-    p.add_argument("name", nargs="?", metavar="NAME|PATH", help=f"shipped drill or drill TOML path ({cap_help('drill')})")
-    p.add_argument("--compare", choices=("static",),
-                   help="also run the same seeded workload with the scheduler off")
+    p.add_argument("name", nargs="?", metavar="NAME|PATH",
+                   help=f"shipped drill or drill TOML path ({cap_help('drill')})")
+    p.add_argument("--compare", choices=("static", "threshold"),
+                   help="also run the same seeded workload with the scheduler off (static), "
+                        "or, on a topology, with the threshold site policy (threshold)")
+    p.add_argument("--routing", choices=ROUTINGS,
+                   help="topology drills: the site policy (default: the preset's `routing`)")
     p.add_argument("--seed", metavar="N", help="random seed (default: the drill's)")
     p.add_argument("--json", action="store_true",
                    help="print the run object plus `scorecard` (with --compare: an object with "
@@ -54,15 +59,31 @@ def main(args) -> int:
     seed = parse_flag("--seed", whole, args.seed, a_seed)
     caps = caps_from_args(args)
     drill = load_drill(args.name)
-    _check_work(drill, seed, caps, copies=2 if args.compare else 1)
+    topo = drill.scenario.declared_topology
+    if topo is None and args.routing not in (None, "threshold"):
+        raise UsageError(f"--routing {args.routing}: a single-pair drill routes by its "
+                         "threshold; site policies need a topology preset")
+    if args.compare == "threshold" and topo is None:
+        raise UsageError("--compare threshold: compares site policies on a topology drill; "
+                         "a single-pair drill compares --compare static")
+    if args.compare == "static" and topo is not None:
+        raise UsageError("--compare static: a topology drill has no scheduler to switch off; "
+                         "use --compare threshold")
+    routing = args.routing or (topo.routing if topo is not None else None)
+    _check_work(drill, seed, caps, copies=2 if args.compare else 1, routing=args.routing)
     started = time.perf_counter()
     try:
         limit = caps.requests / (2 if args.compare else 1)
-        if args.compare:
+        if args.compare == "threshold":
+            runs = {routing: run_drill(drill, seed, routing=routing, max_requests=limit)}
+            if routing != "threshold":
+                runs["threshold"] = run_drill(drill, seed, routing="threshold",
+                                              max_requests=limit)
+        elif args.compare:
             runs = {"scheduler": run_drill(drill, seed, scheduler=True, max_requests=limit),
                     "static": run_drill(drill, seed, scheduler=False, max_requests=limit)}
         else:
-            runs = {"drill": run_drill(drill, seed, max_requests=limit)}
+            runs = {"drill": run_drill(drill, seed, routing=args.routing, max_requests=limit)}
     except AccountingError as exc:
         print(f"prfaas-tui drill: error: {exc}", file=sys.stderr)
         return 1
@@ -70,7 +91,7 @@ def main(args) -> int:
     for out in runs.values():
         out["timing"] = {"wall_seconds": wall / len(runs), "requests_per_wall_second": None,
                          "realtime_factor": out["simulated_seconds"] * len(runs) / wall}
-    main_run = runs.get("scheduler", runs.get("drill"))
+    main_run = next(iter(runs.values()))  # the scheduler's, the drill's or its policy's
     for name, out in runs.items():
         for line in out.get("warnings", ()):
             what = f" ({name})" if args.compare else ""
@@ -86,19 +107,24 @@ def main(args) -> int:
     return 0
 
 
-def _check_work(drill: Drill, seed: int | None, caps: Caps, copies: int = 1) -> None:
+def _check_work(drill: Drill, seed: int | None, caps: Caps, copies: int = 1,
+                routing: str | None = None) -> None:
     """Refuse a drill (run `copies` times) over a cap before it runs (an emulation built, not
     run, is cheap)."""
-    check_scenario_instances(drill.scenario, caps)
+    if drill.scenario.declared_topology is None:
+        check_scenario_instances(drill.scenario, caps)
     try:
-        emu, _ = drill_emulation(drill, seed)
+        emu, _ = drill_emulation(drill, seed, routing=routing)
+    except KnobError as exc:
+        raise UsageError(f"{drill.path}: {exc.knob}: {exc.reason}") from None
     except ValueError as exc:  # e.g. load = 1e308: load x Lambda_max is not a finite rate
         raise UsageError(f"{drill.path}: workload.rate/load: {exc}") from None
     with emu:
         try:
             check_emulation(emu, caps, rate_flag="workload.rate/load",
                             duration_flag="emulator.duration", copies=copies)
-            check_capacity(emu)
+            if emu.topology is None:
+                check_capacity(emu)
         except (BudgetError, UsageError) as exc:
             raise UsageError(f"{drill.path}: {exc}") from None
 
@@ -141,11 +167,14 @@ def _print(drill: Drill, runs: dict[str, dict]) -> None:
 
     con = Console()
     first = next(iter(runs.values()))
-    k = first["knobs"]
     con.print(f"[bold]drill {drill.name}[/] · {drill.description}")
+    if "routing" in first:  # a topology
+        where = f"routing {', '.join(runs)}" if len(runs) > 1 else f"routing {first['routing']}"
+    else:
+        where = f"B_out {first['knobs']['bandwidth_gbps']:.0f} Gbps"
     con.print(f"[dim]base {first['preset']} · seed {first['seed']} · "
-              f"{format_duration(first['simulated_seconds'])} simulated · B_out "
-              f"{k['bandwidth_gbps']:.0f} Gbps · offered {first['offered_rate']:.2f} req/s[/]")
+              f"{format_duration(first['simulated_seconds'])} simulated · {where} · "
+              f"offered {first['offered_rate']:.2f} req/s[/]")
     for start, end, label in drill.timeline:
         until = f"-{format_duration(end)}" if end is not None else ""
         con.print(f"  [yellow]⚠[/] {format_duration(start)}{until}  {label}")
@@ -163,6 +192,17 @@ def _print(drill: Drill, runs: dict[str, dict]) -> None:
         table.add_row(label, *[_cell(key, fmt, r["scorecard"][key]) + _mark(r, key)
                                for r in runs.values()], bar)
     con.print(table)
+    if "regions" in first["scorecard"]:
+        rt = Table(title="per region", title_justify="left", header_style="bold")
+        rt.add_column("region")
+        rt.add_column("metric")
+        for name in runs:
+            rt.add_column(name if name != "drill" else "value", justify="right")
+        for region in first["scorecard"]["regions"]:
+            for key, label, fmt in ROWS[:5]:
+                rt.add_row(region, label, *[_cell(key, fmt, r["scorecard"]["regions"][region][key])
+                                            for r in runs.values()])
+        con.print(rt)
     decisions = first["scorecard"]["decisions"]
     if decisions:
         con.print("[bold]scheduler decisions[/]")

@@ -147,6 +147,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     add_budget_flags(p, ("candidates", "runs", "requests", "instances"))
     add_trace_flags(p)
+    from prfaas_tui.commands.plan_topology import add_topology_flags
+    add_topology_flags(p)
     return p
 
 
@@ -183,6 +185,14 @@ def build_plan(args: argparse.Namespace) -> Plan:
 
 
 def main(args: argparse.Namespace) -> int:
+    sc = presets.load(args.preset, topology=True)
+    if sc.declared_topology is not None:  # sites, links and routing (plan_topology)
+        from prfaas_tui.commands import plan_topology
+        return plan_topology.main(args, sc)
+    for flag in ("site", "link", "routing", "price", "price_per_tb"):
+        if getattr(args, flag) is not None:
+            raise UsageError(f"--{flag.replace('_', '-')}: a topology flag; {args.preset} is a "
+                             "single pair")
     plan = build_plan(args)
     if (why := too_short(plan.scenario, plan.settings.duration)) is not None:
         print(f"prfaas-tui plan: warning: --duration: {why}", file=sys.stderr)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from contextlib import ExitStack
 from dataclasses import replace
 
+from emulator import budget
 from emulator.budget import BudgetError
-from emulator.scenario.knobs import KNOBS, whole
+from emulator.scenario.knobs import KNOBS, KnobError, whole
 from emulator.scenario.prefill import PrefillBackendConfig, check_device
 from emulator.scenario.presets import load
 from emulator.scenario.reader import PresetError, a_load, a_seed, positive
@@ -18,6 +20,8 @@ from emulator.sim.accounting import AccountingError
 from emulator.sim.engine import Emulation
 from emulator.sim.health import served_warnings
 from emulator.sim.result import RunResult, SeriesCsv
+from emulator.sim.site_policy import POLICIES as ROUTINGS
+from emulator.sim.topology import topology_bound
 from emulator.torch_prefill import TorchUnavailable
 from emulator.torch_prefill.config import get_config
 from emulator.trace_formats import load_trace
@@ -64,6 +68,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="run round(l * F) tokens per prefill and scale the results back, e.g. "
                         "0.01 (torch backend)")
     p.add_argument("--torch-device", metavar="cpu|cuda", help="torch backend device")
+    p.add_argument("--routing", choices=ROUTINGS,
+                   help="topology presets: the site policy every region runs (default: the "
+                        "preset's `routing`); see docs/topology-emulator.md")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--csv", metavar="FILE", help="write the time series (one row per sample)")
     add_budget_flags(p, ("requests", "events", "instances"))
@@ -73,7 +80,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def build(args) -> Emulation:
     """The emulation the flags describe; UsageError/PresetError/TraceError on bad input."""
-    sc: Scenario = load(args.preset)
+    sc: Scenario = load(args.preset, topology=True)
+    if sc.declared_topology is not None:
+        return build_topology(sc, args)
+    if args.routing not in (None, "threshold"):
+        raise UsageError(f"--routing {args.routing}: a single-pair preset routes by its "
+                         "threshold; site policies need a topology preset")
     duration = parse_flag("--duration", parse_duration, args.duration, positive)
     load_ = parse_flag("--load", float, args.load, a_load)
     seed = parse_flag("--seed", whole, args.seed, a_seed)
@@ -105,6 +117,51 @@ def build(args) -> Emulation:
                         rate_flag="--duration" if trace is not None and duration is not None
                         else "--rate/--load")
         check_capacity(emu)
+    except BaseException:
+        emu.close()
+        raise
+    return emu
+
+
+PAIR_ONLY = (("--trace", "trace"), ("--columns", "columns"), ("--backend", "backend"),
+             ("--torch-model", "torch_model"), ("--length-scale", "length_scale"),
+             ("--torch-device", "torch_device"))
+
+
+def build_topology(sc: Scenario, args) -> Emulation:
+    """A topology preset's emulation: --rate is the total offered rate (each region its
+    share), --load a multiple of the routing bound's Lambda."""
+    for name, k in KNOBS.items():
+        if name != "rate" and getattr(args, name, None) is not None:
+            raise UsageError(f"{k.flag}: a topology preset sets its knobs per [[region]], "
+                             "[[site]] and [[link]]; edit the preset")
+    for flag, dest in PAIR_ONLY:
+        if getattr(args, dest, None) not in (None, False):
+            raise UsageError(f"{flag}: runs on single-pair presets only")
+    duration = parse_flag("--duration", parse_duration, args.duration, positive)
+    load_ = parse_flag("--load", float, args.load, a_load)
+    seed = parse_flag("--seed", whole, args.seed, a_seed)
+    rate = parse_flag("--rate", KNOBS["rate"].parse, args.rate)
+    if rate is not None and load_ is not None:
+        raise UsageError("--rate/--load: give one or the other")
+    caps = caps_from_args(args)
+    topo = sc.declared_topology
+    budget.check_instances({f"site[{i}].instances": s.instances
+                            for i, s in enumerate(topo.sites)} |
+                           {f"region[{i}].pool": r.pool for i, r in enumerate(topo.regions)},
+                           caps)
+    try:
+        emu = Emulation(sc, seed=seed, rate=rate, load=load_, duration=duration,
+                        routing=args.routing, bound=topology_bound(sc))
+    except KnobError as exc:
+        raise UsageError(f"--routing: {exc.reason}" if exc.knob == "routing" else str(exc)) \
+            from None
+    except ValueError as exc:
+        where = "--rate/--load" if rate is not None or load_ is not None else \
+            f"{args.preset}: workload.rate/load"
+        raise UsageError(f"{where}: {exc}") from None
+    try:
+        check_emulation(emu, caps, rate_flag="--rate/--load")
     except BaseException:
         emu.close()
         raise
@@ -149,10 +206,13 @@ def main(args) -> int:
                       file=sys.stderr)
                 return 2
             emu.observer.series.sink = SeriesCsv(fh).row
-        lam = emu.model_point("exact").lambda_max
-        if not emu.scenario.sim.admission_bounded and emu.workload.mean_rate > lam:
-            print(f"prfaas-tui run: warning: the offered rate {emu.workload.mean_rate:.3f} req/s "
-                  f"exceeds the model's Lambda_max {lam:.3f} req/s (exact mode) and the preset "
+        lam = _lambda(emu)
+        offered = emu.topology.rate if emu.topology is not None else emu.workload.mean_rate
+        if not emu.scenario.sim.admission_bounded and offered > lam:
+            what = ("the model's Lambda_max" if emu.topology is None
+                    else "the topology's routing bound")
+            print(f"prfaas-tui run: warning: the offered rate {offered:.3f} req/s "
+                  f"exceeds {what} {lam:.3f} req/s (exact mode) and the preset "
                   "sets no admission bound ([emulator] max_queue or max_queue_seconds): queues "
                   "grow without limit", file=sys.stderr)
         started = time.perf_counter()
@@ -170,9 +230,19 @@ def main(args) -> int:
         out["warnings"] = warnings
     if args.json:
         print(json_out.dumps(out, indent=2))
+    elif "regions" in out:
+        _topology_summary(out)
     else:
         _summary(out)
     return 0
+
+
+def _lambda(emu: Emulation) -> float:
+    """The model's Lambda_max the run is held against: the pair's (exact mode), a topology's
+    routing bound (inf without one: no warning)."""
+    if emu.topology is None:
+        return emu.model_point("exact").lambda_max
+    return emu.bound.lambda_max if emu.bound is not None else math.inf
 
 
 def _run(emu: Emulation) -> RunResult:
@@ -236,3 +306,39 @@ def _summary(out: dict) -> None:
     t = out["timing"]
     con.print(f"[dim]{t['wall_seconds']:.2f} s wall · {t['requests_per_wall_second']:,.0f} "
               f"requests per wall second · {t['realtime_factor']:,.0f}x real time[/]")
+
+
+def _topology_summary(out: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from emulator.units import format_duration
+
+    con = Console()
+    acc = out["accounting"]
+    con.print(f"[bold]{out['preset']}[/] · routing {out['routing']} · seed {out['seed']} · "
+              f"{format_duration(out['simulated_seconds'])} simulated · "
+              f"offered {out['offered_rate']:.3f} / served {out['served_rate']:.3f} req/s · "
+              f"{acc['arrived']:,} arrived · {acc['lost']} lost")
+    rt = Table(title="regions", title_justify="left")
+    for col in ("region", "offered", "served", "in flight", "rejected", "TTFT mean", "TTFT p90"):
+        rt.add_column(col, justify="left" if col == "region" else "right")
+    for name, r in out["regions"].items():
+        rt.add_row(name, f"{r['offered_rate']:.3f}", f"{r['served_rate']:.3f}",
+                   str(r["in_flight"]), str(r["rejected"]), _fmt(r["ttft"]["mean"], 2),
+                   _fmt(r["ttft"]["p90"], 2))
+    con.print(rt)
+    st = Table(title="sites", title_justify="left")
+    for col in ("site", "instances", "utilization", "queue", "egress Gbps"):
+        st.add_column(col, justify="left" if col == "site" else "right")
+    for name, s in out["sites"].items():
+        st.add_row(name, str(s["instances"]), f"{s['utilization']:.1%}", str(s["queue"]),
+                   f"{s['egress_gbps']:.2f}")
+    con.print(st)
+    lt = Table(title="links", title_justify="left")
+    for col in ("link", "Gbps", "utilization", "saturated"):
+        lt.add_column(col, justify="left" if col == "link" else "right")
+    for name, k in out["links"].items():
+        lt.add_row(name, f"{k['gbps']:.2f}", f"{k['utilization']:.1%}",
+                   f"{k['saturated_fraction']:.1%}")
+    con.print(lt)

@@ -31,6 +31,7 @@ from emulator.scenario import presets
 from emulator.scenario.knobs import whole
 from emulator.scenario.reader import a_seed
 from emulator.units import parse_duration
+from prfaas_tui import json_out
 from prfaas_tui.commands.common import (
     add_budget_flags,
     caps_from_args,
@@ -188,6 +189,7 @@ async def capture(preset: str, at: float, size: tuple[int, int], *, drill: str |
     the numbers its panels show (from the same session, so they agree)."""
     from prfaas_tui.app import PrfaasApp
     from prfaas_tui.screens.dashboard import Dashboard
+    from prfaas_tui.screens.topology import TopologyScreen
     from prfaas_tui.snapshot_json import snapshot_json
 
     app = PrfaasApp(preset, live=False, at=at, drill=drill, theme=theme, seed=seed)
@@ -199,6 +201,12 @@ async def capture(preset: str, at: float, size: tuple[int, int], *, drill: str |
         await pilot.wait_for_scheduled_animations()
         await pilot.pause()
         svg = normalize(app.export_screenshot())
+        topo = next((s for s in app.screen_stack if isinstance(s, TopologyScreen)), None)
+        if topo is not None:
+            ts = topo.session
+            data = None if ts.tick is None or ts.model is None else topology_json(
+                ts.scenario, ts.scenario.declared_topology.routing, ts.tick.snapshot, ts.model)
+            return Capture(svg, data)
         session = next(s for s in app.screen_stack if isinstance(s, Dashboard)).session
         data = None
         if session.tick is not None and session.effective is not None:
@@ -242,17 +250,27 @@ def _check_theme(name: str) -> str | None:
         f"{', '.join(sorted(BUILTIN_THEMES))})"
 
 
+def _topology_of(args: argparse.Namespace):
+    """The scenario when it declares a topology (None: a single pair, the dashboard's)."""
+    from emulator.scenario.drills import load_drill
+
+    sc = load_drill(args.drill).scenario if args.drill else \
+        presets.load(args.preset, topology=True)
+    return sc if sc.declared_topology is not None else None
+
+
 def _check_work(args: argparse.Namespace, at: float, seed: int | None) -> None:
     """Refuse an --at (or a preset) whose run up to `at` is over a cap, before the app starts:
     the dashboard runs the emulator synchronously to `at`."""
     from emulator.scenario.drills import load_drill
-    from emulator.sim.engine import Emulation
 
     caps = caps_from_args(args)
-    sc = load_drill(args.drill).scenario if args.drill else presets.load(args.preset)
-    check_scenario_instances(sc, caps)
+    sc = load_drill(args.drill).scenario if args.drill else \
+        presets.load(args.preset, topology=True)
+    if sc.declared_topology is None:
+        check_scenario_instances(sc, caps)
     try:
-        emu = Emulation(sc, seed=seed)
+        emu = _emulation(sc, seed)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     with emu:
@@ -260,6 +278,47 @@ def _check_work(args: argparse.Namespace, at: float, seed: int | None) -> None:
             check_emulation(emu, caps, until=at, duration_flag="--at")
         except BudgetError as exc:
             raise UsageError(str(exc)) from None
+
+
+def _emulation(sc, seed: int | None):
+    from emulator.sim.engine import Emulation
+    from emulator.sim.topology import topology_bound
+
+    if sc.declared_topology is None:
+        return Emulation(sc, seed=seed)
+    return Emulation(sc, seed=seed, bound=topology_bound(sc))
+
+
+def topology_snapshot(sc, at: float, seed: int | None) -> dict[str, Any]:
+    """A topology's snapshot at `at` simulated seconds as JSON: the totals and its `regions`,
+    `sites` and `links` objects over the window (the run's objects, at one instant)."""
+    from emulator.sim.topology_live import live_state
+    from emulator.topology.live import live_model
+
+    with _emulation(sc, seed) as emu:
+        emu.run_until(at)
+        snap = emu.snapshot()
+        state = live_state(emu)
+    return topology_json(sc, emu.routing, snap, live_model(sc.declared_topology, state))
+
+
+def topology_json(sc, routing: str, snap, model) -> dict[str, Any]:
+    """The JSON of a topology's snapshot: its totals, its `regions`, `sites` and `links`
+    objects (the engine's) and `model` (emulator.topology.live.LiveModel at the live state):
+    the numbers the topology view draws."""
+    objects = {k: v for k, v in snap.topology.items() if k in ("regions", "sites", "links")}
+    return {"preset": sc.name, "routing": routing, "sim_time": snap.sim_time,
+            "offered_rate": snap.offered_rate, "served_rate": snap.served_rate,
+            "target_rate": snap.target_rate, "arrived": snap.arrived,
+            "completed": snap.completed, "in_flight": snap.in_flight,
+            "rejected": snap.rejected, "lost": snap.lost,
+            "ttft": {"p50": _num(snap.ttft_p50), "p90": _num(snap.ttft_p90),
+                     "p99": _num(snap.ttft_p99)},
+            "incidents": list(snap.incidents), **objects, "model": model.to_dict()}
+
+
+def _num(x: float) -> float | None:
+    return x if x == x and abs(x) != float("inf") else None
 
 
 def main(args: argparse.Namespace) -> int:
@@ -283,12 +342,16 @@ def main(args: argparse.Namespace) -> int:
     if args.check:
         expected = read_expected(args.check, fmt)
     _check_work(args, at, seed)
-    os.environ.pop("NO_COLOR", None)  # it changes the colors, so the SVG
-    cap = asyncio.run(capture(args.preset, at, size, drill=args.drill, theme=args.theme,
-                              seed=seed, press=press))
-    if fmt == "json" and cap.data is None:
-        raise UsageError("--format json: the emulator produced no snapshot")
-    text = cap.as_format(fmt)
+    sc = _topology_of(args)
+    if sc is not None and fmt == "json":  # the engine's snapshot (the view draws the same)
+        text = json_out.dumps(topology_snapshot(sc, at, seed), indent=2, sort_keys=True) + "\n"
+    else:
+        os.environ.pop("NO_COLOR", None)  # it changes the colors, so the SVG
+        cap = asyncio.run(capture(args.preset, at, size, drill=args.drill, theme=args.theme,
+                                  seed=seed, press=press))
+        if fmt == "json" and cap.data is None:
+            raise UsageError("--format json: the emulator produced no snapshot")
+        text = cap.as_format(fmt)
     if args.out:
         try:
             Path(args.out).write_text(text, encoding="utf-8")

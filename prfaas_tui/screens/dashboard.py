@@ -265,7 +265,13 @@ class Dashboard(Screen):
                       base: Scenario | None = None) -> None:
         """Replace the running scenario (or start a drill): new settings, new model, a fresh
         emulation. A plan candidate also brings its paradigm, its split (pinned: the
-        homogeneous paradigm would otherwise start at its own best) and its plan's base."""
+        homogeneous paradigm would otherwise start at its own best) and its plan's base.
+        A topology (sites, regions, links) opens in the topology view instead."""
+        if scenario.declared_topology is not None:
+            self.app.switch_screen(self.app.screen_for(  # type: ignore[attr-defined]
+                scenario, drill=drill, live=self.live, at=self.at, speed=self.settings.speed,
+                seed=self.session.seed))
+            return
         self.session.load(scenario, drill, paradigm=paradigm, split=split, base=base)
         self.scored = False
         self.query_one(DrillTimeline).display = False

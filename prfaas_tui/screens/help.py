@@ -58,10 +58,22 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         from prfaas_tui.screens.dashboard import Dashboard
+        from prfaas_tui.screens.topology import TOPOLOGY_KNOBS, TOPOLOGY_TERMS, TopologyScreen
 
+        under = self.app.screen_stack[-2] if len(self.app.screen_stack) > 1 else None
+        if isinstance(under, TopologyScreen):  # the topology view: its keys, knobs, terms
+            yield from self._sections((TopologyScreen.BINDINGS, type(self.app).BINDINGS),
+                                     ("knobs (enter on the selected element)", TOPOLOGY_KNOBS),
+                                     TOPOLOGY_TERMS)
+            return
+        yield from self._sections((Dashboard.BINDINGS, ControlPanel.BINDINGS, FilterList.BINDINGS,
+                                  type(self.app).BINDINGS),
+                                 ("knobs (up/down on the left panel selects one)",
+                                  [(k.label, k.hint) for k in KNOBS]), GLOSSARY)
+
+    def _sections(self, groups, knobs, terms) -> ComposeResult:
         rows: dict[str, str] = {}  # key -> what it does (a key bound twice is listed once)
-        for group in (Dashboard.BINDINGS, ControlPanel.BINDINGS, FilterList.BINDINGS,
-                      type(self.app).BINDINGS):
+        for group in groups:
             for b in group:
                 if isinstance(b, Binding):
                     keys = ", ".join(_pretty(k) for k in b.key.split(","))
@@ -70,6 +82,5 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll(classes="frame"):
             yield Static(Text("prfaas-tui help · esc to close", style="bold"))
             yield Static(_table("keys", list(rows.items())))
-            yield Static(_table("knobs (up/down on the left panel selects one)",
-                                [(k.label, k.hint) for k in KNOBS]))
-            yield Static(_table("terms", GLOSSARY))
+            yield Static(_table(*knobs))
+            yield Static(_table("terms", terms))

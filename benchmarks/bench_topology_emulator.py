@@ -1,0 +1,168 @@
+"""Topology emulator speed and memory: requests per wall second on `global` (5 regions, 2 sites,
+lp routing at 0.9 x the routing bound) against the single pair (`paper-case-study` at 0.9 x
+Lambda_max) in the same process, interleaved, best of `--repeat`; and, with `--day`, a simulated
+day of `global` with its memory sampled every simulated hour (tracemalloc's current Python
+allocations: flat when nothing grows with the run's length).
+
+    python benchmarks/bench_topology_emulator.py [--requests 200000] [--repeat 3]
+    python benchmarks/bench_topology_emulator.py --day [--load 0.9] [--hours 24]
+    python benchmarks/bench_topology_emulator.py --accuracy [--hours 1]
+
+--accuracy: per region of two-regions and global, served vs offered over `--hours` at 0.9 x
+the routing bound (lp: within 3%) and the queue's growth at 1.1 x (second half); and the
+emulated TTFT against the latency layer at 0.5 and 0.7 x the preset threshold policy's Lambda.
+
+Target: global >= 0.8 x the single pair's requests per wall second; the day's memory flat.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from emulator.scenario.presets import load  # noqa: E402
+from emulator.sim.engine import Emulation  # noqa: E402
+from emulator.sim.topology import topology_bound  # noqa: E402
+
+
+def pair(requests: int) -> tuple[int, float, float]:
+    sc = load("paper-case-study")
+    with Emulation(sc, load=0.9) as emu:
+        rate = emu.workload.mean_rate
+    t0, c0 = time.perf_counter(), time.process_time()
+    with Emulation(sc, load=0.9, duration=requests / rate) as emu:
+        emu.run()
+        n = emu.arrived
+    return n, time.perf_counter() - t0, time.process_time() - c0
+
+
+def topology(requests: int, preset: str = "global",
+             routing: str = "lp") -> tuple[int, float, float]:
+    sc = load(preset, topology=True)
+    bound = topology_bound(sc)  # solve's work (0.1-0.6 s), as the pair's model point is
+    t0, c0 = time.perf_counter(), time.process_time()  # the emulation built and run
+    duration = requests / (0.9 * bound.lambda_max)
+    with Emulation(sc, load=0.9, duration=duration, routing=routing, bound=bound) as emu:
+        res = emu.run()
+        n = emu.arrived
+        assert res.json["lost"] == 0
+    return n, time.perf_counter() - t0, time.process_time() - c0
+
+
+def speed(requests: int, repeat: int) -> None:
+    """Best of `repeat` per case, by wall clock and by CPU time (on a shared machine the CPU
+    figure is the steadier one)."""
+    best = {k: {"wall": 0.0, "cpu": 0.0} for k in ("pair", "global")}
+    for i in range(repeat):
+        for name, fn in (("pair", pair), ("global", topology)):
+            n, wall, cpu = fn(requests)
+            best[name]["wall"] = max(best[name]["wall"], n / wall)
+            best[name]["cpu"] = max(best[name]["cpu"], n / cpu)
+            print(f"run {i + 1} {name:6}: {n:,} requests in {wall:.2f} s wall "
+                  f"({n / wall:,.0f} req/s), {cpu:.2f} s CPU ({n / cpu:,.0f} req/s)", flush=True)
+    for clock in ("wall", "cpu"):
+        p, g = best["pair"][clock], best["global"][clock]
+        print(f"best by {clock}: pair {p:,.0f} req/s, global {g:,.0f} req/s, ratio {g / p:.2f} "
+              f"(target >= 0.80) {'ok' if g / p >= 0.8 else 'MISSED'}")
+
+
+def rss_mb() -> float:
+    """The process's resident memory now (Linux /proc; ru_maxrss elsewhere: the peak)."""
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * resource.getpagesize() / 1e6
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
+
+
+def day(load_: float, hours: float, traced: bool) -> None:
+    """A simulated day of global, memory every simulated hour: resident memory, and with
+    `traced` Python's own allocations (tracemalloc slows the run about 2x)."""
+    sc = load("global", topology=True)
+    bound = topology_bound(sc)
+    if traced:
+        tracemalloc.start()
+    t0 = time.perf_counter()
+    with Emulation(sc, load=load_, duration=hours * 3600, routing="lp", bound=bound) as emu:
+        rows = []
+        for h in range(1, int(hours) + 1):
+            emu.run_until(h * 3600.0)
+            mem = tracemalloc.get_traced_memory()[0] / 1e6 if traced else rss_mb()
+            rows.append(mem)
+            print(f"hour {h:2}: {emu.arrived:,} arrived, in flight {emu.in_flight:,}, "
+                  f"{'python allocations' if traced else 'resident'} {mem:.1f} MB, "
+                  f"{time.perf_counter() - t0:.0f} s wall", flush=True)
+        res = emu.run()
+    later = rows[len(rows) // 4:]
+    print(f"day: {res.accounting.arrived:,} requests, lost {res.json['lost']}, memory after "
+          f"the first quarter within {max(later) - min(later):.1f} MB "
+          f"({min(later):.1f}-{max(later):.1f} MB)")
+
+
+def accuracy(hours: float) -> None:
+    from emulator.topology.policy import evaluate_policy, preset_settings
+    from emulator.topology.ttft import region_latency
+
+    for name in ("two-regions", "global"):
+        sc = load(name, topology=True)
+        topo = sc.declared_topology
+        bound = topology_bound(sc)
+        print(f"{name}: routing bound {bound.lambda_max:.3f} req/s")
+        for load_ in (0.9, 1.1):
+            t0 = time.perf_counter()
+            with Emulation(sc, load=load_, duration=hours * 3600, routing="lp",
+                           bound=bound) as emu:
+                out = emu.run().json
+            print(f"  lp at {load_} x the bound ({time.perf_counter() - t0:.0f} s wall, "
+                  f"lost {out['lost']}):")
+            for r, v in out["regions"].items():
+                late = v["second_half"]
+                print(f"    {r:9} offered {v['offered_rate']:8.3f} served {v['served_rate']:8.3f}"
+                      f" ({v['served_rate'] / v['offered_rate'] - 1:+6.1%}); second half: "
+                      f"served/offered {late['served_rate'] / late['offered_rate']:.3f}, "
+                      f"in flight {late['in_flight_growth']:+.3f} req/s")
+        point = evaluate_policy(topo, preset_settings(topo))
+        for load_ in (0.5, 0.7):
+            rate = load_ * point.lambda_max
+            pred = region_latency(topo, point, rate, rdma_latency=sc.sim.rdma_latency)
+            with Emulation(sc, rate=rate, duration=40000 / rate, routing="threshold",
+                           seed=1) as emu:
+                out = emu.run().json
+            print(f"  TTFT at {load_} x the threshold policy's {point.lambda_max:.3f} req/s "
+                  "(latency layer | emulator):")
+            for r, p in pred.items():
+                e = out["regions"][r]["ttft"]
+                links = len(topo.links_of_region(r))
+                print(f"    {r:9} mean {p.mean:6.3f} | {e['mean']:6.3f} ({e['mean'] / p.mean - 1:+6.1%})"
+                      f"  p90 {p.p90:6.3f} | {e['p90']:6.3f} ({e['p90'] / p.p90 - 1:+6.1%})"
+                      f"{'  (two links: the layer gives an upper bound)' if links > 1 else ''}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--requests", type=int, default=200_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--day", action="store_true")
+    ap.add_argument("--load", type=float, default=0.9)
+    ap.add_argument("--hours", type=float, default=None,
+                    help="simulated hours (--day: 24, --accuracy: 1)")
+    ap.add_argument("--accuracy", action="store_true")
+    ap.add_argument("--traced", action="store_true",
+                    help="--day: Python allocations by tracemalloc instead of resident memory")
+    args = ap.parse_args()
+    if args.accuracy:
+        accuracy(args.hours or 1.0)
+    elif args.day:
+        day(args.load, args.hours or 24.0, args.traced)
+    else:
+        speed(args.requests, args.repeat)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+"""Where a topology region's request prefills: its own PD-P or a site it has a link to. One
+policy per region (`routing`, `--routing`):
+
+  threshold       the paper's rule: a request longer than the region's t goes to its sites, in
+                  the policy's shares (a deterministic weighted round robin, so the shares hold
+                  exactly over any stretch of long requests); shorter ones stay local.
+  lp              the routing bound's per-bin probabilities: the request's length bin names the
+                  share of it prefilled locally and at each site (round robin per bin).
+  best-bandwidth  long requests (above t) go wherever they finish first now: queue wait plus
+                  max(prefill, KV transfer at the link's current rate), plus the link's delay;
+                  PD-P is one of the candidates (its RDMA transfer is not the bottleneck).
+  best-cache      (not in the emulator yet: it needs prefix caches at every site and region,
+                  which the topology emulator does not run; refused in one line)
+
+A policy only picks; the region's admission control and the stages do the rest.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Sequence
+
+from emulator.sim.link import Link
+from emulator.sim.prefill import PrefillStage
+from emulator.sim.request import Request
+
+POLICIES = ("threshold", "lp", "best-bandwidth", "best-cache")
+
+
+class RoundRobin:
+    """Smooth weighted round robin over targets: after n picks each target has been picked
+    within one of n x its weight share (deterministic, no random stream)."""
+
+    __slots__ = ("targets", "weights", "credit", "total")
+
+    def __init__(self, targets: Sequence[PrefillStage], weights: Sequence[float]):
+        keep = [(t, float(w)) for t, w in zip(targets, weights, strict=True) if w > 0]
+        if not keep:
+            raise ValueError("a round robin needs a target with a positive weight")
+        self.targets = [t for t, _ in keep]
+        total = sum(w for _, w in keep)
+        self.weights = [w / total for _, w in keep]
+        self.credit = [0.0] * len(keep)
+        self.total = 1.0
+
+    def next(self) -> PrefillStage:
+        credit, weights = self.credit, self.weights
+        if len(credit) == 1:
+            return self.targets[0]
+        best, top = 0, -math.inf
+        for i, w in enumerate(weights):
+            c = credit[i] + w
+            credit[i] = c
+            if c > top:
+                best, top = i, c
+        credit[best] -= 1.0
+        return self.targets[best]
+
+
+class ThresholdPolicy:
+    """Long requests (incremental length > t) to the region's sites in `shares`."""
+
+    name = "threshold"
+
+    def __init__(self, t: float, local: PrefillStage, sites: Sequence[PrefillStage],
+                 shares: Sequence[float]):
+        self.t = float(t)
+        self.local = local
+        self.remote = RoundRobin(sites, shares) if sites and sum(shares) > 0 else None
+
+    def pick(self, req: Request) -> PrefillStage:
+        req.incr = req.length
+        if self.remote is not None and req.length > self.t:
+            return self.remote.next()
+        return self.local
+
+
+class LpPolicy:
+    """The routing bound's split per length bin: bin `i` covers lengths up to `edges[i]`
+    (the last one everything above), with `weights[i][k]` the share of target k (target 0:
+    the region's PD-P, then its sites in order)."""
+
+    name = "lp"
+
+    def __init__(self, edges: Sequence[float], targets: Sequence[PrefillStage],
+                 weights: Sequence[Sequence[float]]):
+        if len(edges) != len(weights):
+            raise ValueError("one weight row per length bin")
+        self.edges = [float(e) for e in edges]
+        self.bins = [RoundRobin(targets, w) if sum(w) > 0 else RoundRobin(targets[:1], [1.0])
+                     for w in weights]
+
+    def pick(self, req: Request) -> PrefillStage:
+        req.incr = req.length
+        i = min(bisect.bisect_left(self.edges, req.length), len(self.bins) - 1)
+        return self.bins[i].next()
+
+
+class BestBandwidthPolicy:
+    """Long requests go where they finish first now (see the module docstring)."""
+
+    name = "best-bandwidth"
+
+    def __init__(self, t: float, local: PrefillStage, sites: Sequence[PrefillStage],
+                 links: Sequence[Link]):
+        self.t = float(t)
+        self.local = local
+        self.sites = list(zip(sites, links, strict=True))
+
+    @staticmethod
+    def finish(stage: PrefillStage, link: Link, req: Request) -> float:
+        """Seconds from now to the request's KV at its decode side if it went to `stage`."""
+        service = stage.costs.t_prefill(req.length)
+        kv = stage.costs.s_kv(req.length)
+        rate = link.capacity / (len(link.flows) + 1)  # its fair share if it joined now
+        transfer = kv / rate if rate > 0 else math.inf
+        return stage.expected_wait() + max(service, transfer) + link.latency
+
+    def pick(self, req: Request) -> PrefillStage:
+        req.incr = req.length
+        if req.length <= self.t or not self.sites:
+            return self.local
+        best = self.local
+        top = self.finish(self.local, self.local.link, req)
+        for stage, link in self.sites:
+            f = self.finish(stage, link, req)
+            if f < top:
+                best, top = stage, f
+        return best

@@ -1,0 +1,248 @@
+"""A topology's runtime on the engine's one virtual-time loop: every site (its instances, its
+one queue, its egress), every region (its arrivals at its share of the total rate, its own length
+mix and decode constants, its PD-P and PD-D, its site policy, its books) and every link (a token
+bucket with its RTT, sharing its site's egress).
+
+Built by `Emulation` for a preset that declares [[site]]/[[region]]/[[link]] tables (the single
+pair keeps its own wiring: it is the 1x1 case of the same Region, stage and link classes). The
+incidents' targets resolve here: a link by its name "site->region", a site or a region by name.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable
+from typing import Protocol
+
+import numpy as np
+
+from emulator.scenario.sim import SimConfig
+from emulator.sim.accounting import AccountingError
+from emulator.sim.costs import Costs
+from emulator.sim.decode import DecodeStage
+from emulator.sim.link import Link
+from emulator.sim.metrics import Latencies
+from emulator.sim.pool import Pool
+from emulator.sim.prefill import PrefillStage
+from emulator.sim.region import Region
+from emulator.sim.site import Site, SiteLink
+from emulator.sim.site_policy import (
+    BestBandwidthPolicy,
+    LpPolicy,
+    ThresholdPolicy,
+)
+from emulator.sim.workload import SyntheticSource, Workload
+from emulator.topology.bound import Bound, routing_bound
+from emulator.topology.spec import Topology
+
+
+class RoutingBound(Protocol):
+    """What the emulator reads from the routing bound (emulator.topology): its Lambda, the
+    integer split per region and, per region, the bins' edges and routing shares."""
+
+    lambda_max: float
+    splits: dict[str, tuple[int, int]]
+
+    def routing_for(self, region: str, sites: list[str]
+                    ) -> tuple[list[float], list[list[float]]]: ...
+
+
+class TopologyError(ValueError):
+    """A name that is not in the topology, or a routing the topology cannot run."""
+
+
+class TopologyRuntime:
+    """See the module docstring."""
+
+    def __init__(self, loop, topo: Topology, sim: SimConfig, seed: int, rate: float,
+                 routing: str, lp: RoutingBound | None = None):
+        self.loop = loop
+        self.topo = topo
+        self.routing = routing
+        self.rate = float(rate)
+        self.sites: dict[str, Site] = {}
+        self.links: dict[str, SiteLink] = {}
+        self.regions: dict[str, Region] = {}
+        n_regions = len(topo.regions)
+        for s in topo.sites:
+            egress = s.egress if s.egress is not None else math.fsum(
+                k.bandwidth for k in topo.links_of_site(s.name))
+            self.sites[s.name] = Site(loop, s.name, Costs(s.profile), s.instances, egress,
+                                      reroute=lambda reqs: [r.dest.reroute([r]) for r in reqs])
+        splits = _lp_splits(lp, topo) if routing == "lp" else {}
+        streams = np.random.SeedSequence(seed).spawn(n_regions)
+        for i, spec in enumerate(topo.regions):
+            region = Region(spec.name, loop, rid_offset=i, rid_step=n_regions)
+            region.share = spec.share
+            region.rdma = Link(loop, f"rdma:{spec.name}", spec.rdma_bandwidth,
+                               latency=sim.rdma_latency)
+            region.pdp = PrefillStage(loop, "pd-p", Costs(spec.profile), region.rdma,
+                                      region.kv_in)
+            dec = spec.decode
+            region.pdd = DecodeStage(loop, dec.t_decode, dec.bs_max, sim.kv_budget, region.done,
+                                     dec.l_out, sim.step)
+            region.local = Pool(loop, spec.name, {"pd-p": region.pdp, "pd-d": region.pdd},
+                                conversion_delay=sim.conversion_delay, reroute=region.reroute)
+            region.local.resize(spec.pool)
+            n_p, n_d = splits.get(spec.name, (spec.n_p, spec.n_d))
+            region.local.set_counts({"pd-p": n_p, "pd-d": n_d}, immediate=True)
+            region.latencies = Latencies(sim.window, sim.slo_ttft, sim.slo_tpot)
+            region.max_queue, region.max_wait = sim.max_queue, sim.max_queue_seconds
+            region.kv_bounded = sim.kv_budget is not None
+            region.admission = sim.admission_bounded or region.kv_bounded
+            for k in topo.links_of_region(spec.name):
+                site = self.sites[k.site]
+                link = SiteLink(loop, k.name, k.bandwidth, site.egress, burst=sim.link_burst,
+                                latency=k.rtt)
+                site.egress.links.append(link)
+                site.stage.links[spec.name] = link
+                region.links[k.site] = link
+                self.links[k.name] = link
+            rngs = [np.random.default_rng(s) for s in streams[i].spawn(4)]
+            source = SyntheticSource(rngs[:3], sim.arrival, sim.cv, spec.lengths, dec.l_out,
+                                     sim.output_lengths)
+            region.workload = Workload(loop, region.arrive, source, self.rate * spec.share)
+            region.burst_rng = rngs[3]
+            self.regions[spec.name] = region
+        for site in self.sites.values():
+            site.egress.rebalance()
+        for spec in topo.regions:
+            self.regions[spec.name].policy = self._policy(spec, routing, lp)
+        # the incidents' contributions by key, per target (composed like the pair's)
+        self._rate_factors: dict[str, dict[Hashable, float]] = {r: {} for r in self.regions}
+        self._egress_factors: dict[str, dict[Hashable, float]] = {s: {} for s in self.sites}
+
+    def _policy(self, spec, routing: str, lp: RoutingBound | None):
+        region = self.regions[spec.name]
+        links = self.topo.links_of_region(spec.name)
+        stages = [self.sites[k.site].stage for k in links]
+        if routing == "threshold":
+            return ThresholdPolicy(spec.threshold, region.pdp, stages,
+                                   [k.long_share for k in links])
+        if routing == "best-bandwidth":
+            return BestBandwidthPolicy(spec.threshold, region.pdp, stages,
+                                       [region.links[k.site] for k in links])
+        if routing == "lp":
+            edges, weights = _lp_routing(lp, spec.name, [k.site for k in links])
+            return LpPolicy(edges, [region.pdp, *stages], weights)
+        raise TopologyError(f"routing: {routing!r} is not available in the emulator")
+
+    def start(self, sim: SimConfig) -> None:
+        """Start every region's arrivals (in file order: the loop's ties go first-come)."""
+        for region in self.regions.values():
+            region.workload.start()
+            if sim.arrival == "onoff":
+                region.workload.start_bursts(region.burst_rng, sim.on_mean, sim.off_mean,
+                                             sim.off_level)
+
+    # -- targets of incidents -----------------------------------------------------------------
+    def link(self, name: str) -> SiteLink:
+        if name not in self.links:
+            raise TopologyError(f"no link {name!r} (links: {', '.join(self.links)})")
+        return self.links[name]
+
+    def site(self, name: str) -> Site:
+        if name not in self.sites:
+            raise TopologyError(f"no site {name!r} (sites: {', '.join(self.sites)})")
+        return self.sites[name]
+
+    def region(self, name: str) -> Region:
+        if name not in self.regions:
+            raise TopologyError(f"no region {name!r} (regions: {', '.join(self.regions)})")
+        return self.regions[name]
+
+    def set_link_factor(self, key: Hashable, factor: float | None, link: str | None) -> None:
+        """`key`'s share of one link's bandwidth (None link: every link)."""
+        targets = [self.link(link)] if link is not None else list(self.links.values())
+        for lk in targets:
+            _keyed(lk.factors, key, factor)
+        for site in {id(lk.egress): lk.egress for lk in targets}.values():
+            site.rebalance()
+
+    def set_rate_multiplier(self, key: Hashable, factor: float | None,
+                            region: str | None) -> None:
+        """`key`'s surge or lull on one region's rate (None region: every region)."""
+        names = [self.region(region).name] if region is not None else list(self.regions)
+        for name in names:
+            table = self._rate_factors[name]
+            _keyed(table, key, factor)
+            self.regions[name].workload.set_multiplier(math.prod(table.values()))
+
+    def set_rate(self, rate: float) -> None:
+        """The total offered rate (each region its share)."""
+        self.rate = float(rate)
+        for region in self.regions.values():
+            region.workload.set_rate(self.rate * region.share)
+
+    # -- books --------------------------------------------------------------------------------
+    def in_flight(self, region: Region) -> int:
+        """Requests of `region` held anywhere: its PD-P, PD-D and RDMA wire, the sites'
+        queues and instances, its links' wires (counted, not derived)."""
+        n = region.pdp.holding + region.pdd.holding + region.rdma.propagating_flows
+        for site, link in region.links.items():
+            n += self.sites[site].stage.held_by(region.name) + link.propagating_flows
+        return n
+
+    def check(self) -> None:
+        """AccountingError naming the first region whose books do not balance."""
+        for r in self.regions.values():
+            held = self.in_flight(r)
+            lost = r.arrived - r.completed - held - r.rejected_total
+            if lost:
+                raise AccountingError(
+                    f"accounting broken in region {r.name}: arrived {r.arrived} != completed "
+                    f"{r.completed} + in flight {held} + rejected {r.rejected_total} "
+                    f"({lost:+d} unaccounted)")
+
+    @property
+    def site_stages(self) -> list[PrefillStage]:
+        return [s.stage for s in self.sites.values()]
+
+
+def _keyed(table: dict, key: Hashable, value: float | None) -> None:
+    if value is None:
+        table.pop(key, None)
+    elif not (value >= 0 and math.isfinite(value)):
+        raise ValueError(f"factor must be a finite number >= 0, got {value!r}")
+    else:
+        table[key] = float(value)
+
+
+def _lp_splits(lp: RoutingBound | None, topo: Topology) -> dict[str, tuple[int, int]]:
+    if lp is None:
+        raise TopologyError("routing lp: the routing bound is not available")
+    return {r: (int(v[0]), int(v[1])) for r, v in lp.splits.items()}
+
+
+def _lp_routing(lp: RoutingBound | None, region: str, sites: list[str]
+                ) -> tuple[list[float], list[list[float]]]:
+    """(bin upper edges, per bin: [share local, share at each site]) from the bound."""
+    if lp is None:
+        raise TopologyError("routing lp: the routing bound is not available")
+    return lp.routing_for(region, sites)
+
+
+class BoundRouting:
+    """The routing bound as the emulator reads it (see RoutingBound)."""
+
+    def __init__(self, bound: Bound):
+        self.bound = bound
+        self.lambda_max = bound.lambda_max
+        self.splits = {r: (bound.n_p[r], bound.n_d[r]) for r in bound.n_p}
+
+    def routing_for(self, region: str, sites: list[str]
+                    ) -> tuple[list[float], list[list[float]]]:
+        rr = self.bound.routing[region]
+        edges = [float(h) for h in rr.bins.hi]
+        weights = [[float(rr.local[i]), *(float(rr.sites[s][i]) for s in sites)]
+                   for i in range(len(edges))]
+        return edges, weights
+
+
+def topology_bound(scenario) -> BoundRouting | None:
+    """The routing bound of a topology scenario (HiGHS, well under a second on the shipped
+    presets): what `lp` routing runs and what `--load` multiplies. None for a single pair."""
+    topo = scenario.declared_topology
+    if topo is None:
+        return None
+    return BoundRouting(routing_bound(topo))

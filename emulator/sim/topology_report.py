@@ -1,0 +1,128 @@
+"""What a topology run reports, per region, site and link: the `regions`, `sites` and `links`
+objects of `run --json` (over a span of the run) and of snapshots (over the window).
+
+Rates over a span come from cumulative counters read at its two ends (`Marks`), so a snapshot
+never perturbs the run and a day-long run keeps no per-request data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from emulator.model import _num
+from emulator.sim.histogram import LogHistogram
+from emulator.sim.metrics import QUANTILES
+from emulator.sim.region import Region
+from emulator.sim.topology import TopologyRuntime
+
+GBIT = 8e-9  # bits per byte / 10^9
+
+
+@dataclass(frozen=True)
+class Marks:
+    """Every cumulative per-region, per-site and per-link counter at one instant."""
+
+    t: float
+    # arrived, completed, rejected, TTFT bucket counts, TTFT sum, TTFT count, in flight
+    regions: dict[str, tuple]
+    sites: dict[str, tuple[float, float, int, float]]  # busy, online slot-s, done, work started
+    links: dict[str, tuple[float, float, float]]  # bytes sent, capacity x s, saturated s
+
+
+def marks(rt: TopologyRuntime, now: float) -> Marks:
+    regions = {n: (r.arrived, r.completed, r.rejected_total, r.latencies.ttft.snapshot_counts(),
+                   r.latencies.ttft.total, r.latencies.ttft.n, rt.in_flight(r))
+               for n, r in rt.regions.items()}
+    sites = {}
+    for n, s in rt.sites.items():
+        busy, online, _ = s.stage.totals(now)
+        sites[n] = (busy, online, s.stage.done, s.stage.work_started)
+    links = {n: lk.totals(now) for n, lk in rt.links.items()}
+    return Marks(now, regions, sites, links)
+
+
+def _ttft(h: LogHistogram, a: tuple | None = None, b: tuple | None = None) -> dict:
+    """{mean, p50, p90, p99} of a region's TTFT: over the whole record, or between marks a
+    and b (the exact mean from the running sums; percentiles within half a bucket)."""
+    if a is None or b is None:
+        p50, p90, p99 = h.quantiles(QUANTILES)
+        mean = h.mean
+    else:
+        p50, p90, p99 = h.quantiles(QUANTILES, b[3] - a[3])
+        n = b[5] - a[5]
+        mean = (b[4] - a[4]) / n if n else float("nan")
+    return {"mean": _num(mean), "p50": _num(p50), "p90": _num(p90), "p99": _num(p99)}
+
+
+def region_books(rt: TopologyRuntime, r: Region) -> dict:
+    """arrived = completed + in flight + rejected, for one region (`lost`: the imbalance)."""
+    in_flight = rt.in_flight(r)
+    return {"arrived": r.arrived, "completed": r.completed, "in_flight": in_flight,
+            "rejected": r.rejected_total,
+            "lost": r.arrived - r.completed - in_flight - r.rejected_total}
+
+
+def objects(rt: TopologyRuntime, a: Marks, b: Marks, *, whole: bool) -> dict:
+    """The `regions`, `sites` and `links` objects between marks a and b (`whole`: TTFT over
+    the whole run, else over the span)."""
+    dt = b.t - a.t
+    inv = 1.0 / dt if dt > 0 else 0.0
+    regions = {}
+    for name, r in rt.regions.items():
+        ma, mb = a.regions[name], b.regions[name]
+        (a0, c0, j0), (a1, c1, j1) = ma[:3], mb[:3]
+        books = region_books(rt, r)
+        pd_queue = len(r.pdp.queue) + len(r.pdd.queue)
+        regions[name] = {
+            **books,
+            "offered_rate": (a1 - a0) * inv, "served_rate": (c1 - c0) * inv,
+            "rejected_rate": (j1 - j0) * inv,
+            "in_flight_growth": (mb[6] - ma[6]) * inv,  # requests per second (a growing queue)
+            "target_rate": r.workload.mean_rate,
+            "ttft": _ttft(r.latencies.ttft) if whole else _ttft(r.latencies.ttft, ma, mb),
+            "n_p": r.local.count("pd-p"), "n_d": r.local.count("pd-d"),
+            "queue": pd_queue + sum(rt.sites[s].stage.held_by(name) for s in r.links),
+            "routing": rt.routing,
+        }
+    sites = {}
+    for name, s in rt.sites.items():
+        (bz0, on0, d0, w0), (bz1, on1, d1, w1) = a.sites[name], b.sites[name]
+        online = on1 - on0
+        sent = sum(b.links[lk.name][0] - a.links[lk.name][0] for lk in s.egress.links)
+        egress = s.egress.capacity
+        sites[name] = {
+            "instances": s.stage.n_accepting, "failed": s.pool.failed("prfaas"),
+            "busy": s.stage.in_service, "queue": len(s.stage.queue),
+            "utilization": (w1 - w0) / online if online > 0 else 0.0,
+            "occupancy": (bz1 - bz0) / online if online > 0 else 0.0,
+            "served_rate": (d1 - d0) * inv,
+            "egress_gbps": sent * inv * GBIT,
+            "egress_capacity_gbps": egress * GBIT,
+            "egress_utilization": sent * inv / egress if egress > 0 else 0.0,
+        }
+    links = {}
+    for name, lk in rt.links.items():
+        (s0, _, sat0), (s1, _, sat1) = a.links[name], b.links[name]
+        gbps = (s1 - s0) * inv * GBIT
+        links[name] = {
+            "gbps": gbps,
+            "utilization": (s1 - s0) * inv / lk.bandwidth if lk.bandwidth > 0 else 0.0,
+            "bandwidth_gbps": lk.bandwidth * GBIT,
+            "capacity_gbps": lk.capacity * GBIT,  # what it may carry now (share of egress)
+            "saturated_fraction": (sat1 - sat0) * inv,
+            "flows": len(lk.flows),
+            "rtt": lk.latency,
+        }
+    return {"regions": regions, "sites": sites, "links": links}
+
+
+def run_objects(rt: TopologyRuntime, start: Marks, half: Marks, end: Marks) -> dict:
+    """`run --json`'s topology objects: the whole run, and the second half's rates per region
+    (the steady state: served vs offered, and whether its queues grow)."""
+    out = objects(rt, start, end, whole=True)
+    late = objects(rt, half, end, whole=False)
+    for name, r in out["regions"].items():
+        lr = late["regions"][name]
+        r["second_half"] = {k: lr[k] for k in ("offered_rate", "served_rate", "in_flight_growth",
+                                               "ttft")}
+    return out

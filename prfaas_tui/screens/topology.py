@@ -1,0 +1,451 @@
+"""The topology view: the dashboard of a preset with more than one site or region.
+
+The map (sites and regions as boxes, links as lines; a sites x regions matrix below 120
+columns), the selected element's figures and the model at the live state, a status line and
+the keys. Arrow keys walk the elements (sites, then regions, then links); `enter` opens the
+selected element's knobs, checked as the pair's knobs are (a refusal stays in the dialog):
+a region's t, N_p/N_d and routing policy, a site's instances, a link's bandwidth. `o` applies
+the best threshold policy at the live state, `O` the routing bound's split with `lp` routing.
+A drill (`d`) runs in the view and ends with a scorecard per region.
+
+The state is a `TopologySession`; the screen draws what its latest tick and model say.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Header, Label, Static
+
+from emulator.scenario.knobs import KnobError, whole
+from emulator.scenario.reader import PresetError
+from emulator.scenario.scenario import Scenario
+from emulator.units import format_duration, format_tokens, parse_bandwidth, parse_tokens, to_gbps
+from prfaas_tui.live import Tick, load_drill
+from prfaas_tui.messages import EmulatorFailed, TickReady
+from prfaas_tui.modelview import step_speed
+from prfaas_tui.screens.drills import DrillPicker
+from prfaas_tui.screens.prompt import ValuePrompt
+from prfaas_tui.topology_session import TopologySession
+from prfaas_tui.topology_text import Element, Figures, elements
+from prfaas_tui.widgets.status import KeyFooter, clock
+from prfaas_tui.widgets.topology_map import (
+    SelectionChart,
+    TopologyDetail,
+    TopologyMap,
+    detail_lines,
+    selection_series,
+)
+
+if TYPE_CHECKING:
+    from emulator.sim.drills import Drill
+
+
+TOPOLOGY_KNOBS = (
+    ("region", "t N_p/N_d routing, any part: 32K 4/4 best-bandwidth (threshold, lp, "
+               "best-bandwidth); N_p + N_d within its pool, N_d >= 1"),
+    ("site", "its PrfaaS prefill instances"),
+    ("link", "its bandwidth knob in Gbps or with a unit; an incident keeps taking its share"),
+)
+TOPOLOGY_TERMS = (
+    ("capacity now", "what a link may carry now: its bandwidth x the share incidents leave, "
+                     "within its site's egress (water-filled over its busy links)"),
+    ("utilization", "a link's bytes over the window / its bandwidth knob; a site's prefill "
+                    "work / its instance-seconds"),
+    ("q", "a link's KV transfers in flight; a site's or region's queued requests"),
+    ("Λ policy", "the largest total rate the threshold policy sustains at the live state"),
+    ("bound", "the routing bound: the best any routing could do at the live capacities "
+              "(HiGHS MILP over length bins, sites and links)"),
+    ("binds", "reversed on the map: the first binding row of the running policy's model"),
+    ("+1 Gbps here", "the bound's shadow price per Gbps of the bandwidth knob (per instance "
+                     "for sites and regions): exact for small changes at the bound's split"),
+    ("re-solved", "the bound solved again with the knob raised by a step: what the change "
+                  "does, also past the point where the price stops holding"),
+    ("lost", "requests that vanished: must read 0 (accounting check, per region)"),
+)
+
+
+class TopologyScreen(Screen):
+    DEFAULT_CSS = """
+    TopologyScreen #topo-body { height: 1fr; }
+    TopologyScreen #topo-status { height: 1; padding: 0 1; background: $panel; }
+    """
+    BINDINGS = [
+        Binding("question_mark,f1", "app.help", "Help", id="topology-help",
+                tooltip="Keys, knobs and the model's terms"),
+        Binding("up,left", "select(-1)", "Prev", show=False, id="topology-prev",
+                tooltip="Select the previous site, region or link"),
+        Binding("down,right", "select(1)", "Next", show=False, id="topology-next",
+                tooltip="Select the next site, region or link"),
+        Binding("enter", "knobs", "Knobs", id="topology-knobs",
+                tooltip="The selected element's knobs (region: t, N_p/N_d, routing; site: "
+                        "instances; link: bandwidth)"),
+        Binding("space", "pause", "Pause", id="topology-pause",
+                tooltip="Pause or resume the simulated clock"),
+        Binding("full_stop", "step", "Step", id="topology-step",
+                tooltip="Pause and advance one simulated second"),
+        Binding("greater_than_sign", "speed(1)", "Faster", show=False, id="topology-faster"),
+        Binding("less_than_sign", "speed(-1)", "Slower", show=False, id="topology-slower"),
+        Binding("o", "policy_optimum", "Optimum", id="topology-optimum",
+                tooltip="Apply the best threshold policy of the live state (t, N_p/N_d)"),
+        Binding("O", "bound_optimum", "Bound", id="topology-bound",
+                tooltip="Apply the routing bound's split of the live state, with lp routing"),
+        Binding("d", "drills", "Drills", id="topology-drills",
+                tooltip="Run a drill in the topology view; a scorecard per region at its end"),
+        Binding("P", "plan", "Plan", show=False, id="topology-plan",
+                tooltip="Open a topology plan's results (prfaas-tui plan --out FILE) and "
+                        "view any candidate"),
+    ]
+
+    def __init__(self, scenario: Scenario, *, live: bool = True, at: float | None = None,
+                 speed: float = 20.0, seed: int | None = None, drill: Drill | None = None,
+                 plan: str | None = None) -> None:
+        super().__init__()
+        self.plan = plan  # a topology plan's results file, shown at mount
+        self.live, self.at = live, at
+        self.session = TopologySession(
+            scenario, live=live, seed=seed, speed=speed, drill=drill,
+            post_tick=lambda tick: self.post_message(TickReady(tick)),
+            post_error=lambda text, gen: self.post_message(EmulatorFailed(text, gen)))
+        self.order: list[Element] = elements(scenario.declared_topology)
+        self.selected: Element | None = self.order[0] if self.order else None
+        self.scored = False
+        self.note = ""
+
+    @property
+    def driver(self) -> Any:  # the app holds a busy emulator while a key is answered
+        return self.session.driver
+
+    @property
+    def drill(self) -> Drill | None:
+        return self.session.drill
+
+    @property
+    def tick(self) -> Tick | None:
+        return self.session.tick
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False, icon="◆")
+        with Vertical(id="topo-body"):
+            yield TopologyMap(id="topology-map")
+            yield TopologyDetail(id="topology-detail")
+            yield SelectionChart(id="topology-chart")
+        yield Static(id="topo-status")
+        yield KeyFooter(compact=True)
+
+    def on_mount(self) -> None:
+        self.app.sub_title = f"{self.session.scenario.name} · topology"
+        try:
+            self.session.start(self.at)
+        except Exception as exc:  # the construction's error, one line
+            self.note = f"emulator failed: {exc}"
+        self.redraw()
+        if self.plan is not None:
+            self.open_plan(self.plan)
+
+    def on_unmount(self) -> None:
+        self.session.stop()
+
+    def on_resize(self) -> None:
+        """The layout depends on the width (map or matrix): draw again once it is known."""
+        self.call_after_refresh(self.redraw)
+
+    # -- drawing -------------------------------------------------------------------------------
+    def figures(self) -> Figures | None:
+        s = self.session
+        if s.objects is None:
+            return None
+        gain = s.step_gain(*self.selected) if self.selected is not None else None
+        return Figures(s.base, s.objects, s.model, gain)
+
+    def redraw(self) -> None:
+        fig = self.figures()
+        self.query_one(TopologyMap).show(fig, self.selected)
+        self.query_one(TopologyDetail).show(fig, self.selected)
+        self.query_one("#topo-status", Static).update(self.status_text())
+        chart = self.query_one(SelectionChart)
+        detail_rows = 2 + len(detail_lines(fig, self.selected)) if fig and self.selected else 0
+        room = self.size.height - 3 - self.query_one(TopologyMap).rows - detail_rows
+        chart.display = room >= SelectionChart.MIN_ROWS  # the map and the detail come first
+        if chart.display and self.tick is not None and self.selected is not None:
+            xs, series = selection_series(self.tick.history, self.selected)
+            chart.set_data((self.selected, xs, series),
+                           (self.selected, self.tick.snapshot.sim_time, self.tick.generation))
+        if self.tick is not None:
+            self._follow_drill(self.tick)
+
+    def status_text(self) -> Text:
+        tick = self.tick
+        out = Text(no_wrap=True, overflow="ellipsis")
+        if tick is None:
+            out.append(self.note or "starting the emulator…")
+            return out
+        snap = tick.snapshot
+        for inc in snap.incidents:
+            out.append(f"{inc} · ", style="bold")
+        out.append(f"sim {clock(snap.sim_time)}")
+        out.append(" paused" if tick.paused else f" ×{tick.speed:g}")
+        out.append(f" · lost {snap.lost}", style="bold" if snap.lost else "")
+        out.append(f" · {snap.arrived} arrived = {snap.completed} done + {snap.in_flight} in "
+                   f"flight + {snap.rejected} rejected")
+        if self.note:
+            out.append(f" · {self.note}")
+        return out
+
+    def on_tick_ready(self, message: TickReady) -> None:
+        if self.session.take(message.tick):
+            self.redraw()
+
+    def on_emulator_failed(self, message: EmulatorFailed) -> None:
+        if message.generation == self.session.generation:
+            self.note = message.text
+            self.notify(message.text, severity="error", timeout=8)
+            self.redraw()
+
+    def _follow_drill(self, tick: Tick) -> None:
+        d = self.drill
+        if d is not None and tick.snapshot.sim_time >= d.duration and not self.scored:
+            self.scored = True
+            self.app.push_screen(TopologyScorecard(d.name, self.session.scorecard()))
+
+    # -- selection and knobs ---------------------------------------------------------------------
+    def action_select(self, step: int) -> None:
+        if not self.order:
+            return
+        i = self.order.index(self.selected) if self.selected in self.order else -1
+        self.selected = self.order[(i + step) % len(self.order)]
+        self.redraw()
+
+    def select(self, kind: str, name: str) -> None:
+        self.selected = (kind, name)
+        self.redraw()
+
+    def knob_prompt(self) -> tuple[str, str, str] | None:
+        """(title, current value, hint) of the selected element's knobs."""
+        if self.selected is None or self.session.driver is None:
+            return None
+        kind, name = self.selected
+        spec = self.session.running_spec()
+        if kind == "region":
+            r = spec.region(name)
+            return (f"region {name}: t  N_p/N_d  routing = ?",
+                    f"{round(r.threshold)} {r.n_p}/{r.n_d} {self.session.region_policy(name)}",
+                    "e.g. 32K 4/4 best-bandwidth (threshold, lp, best-bandwidth); "
+                    "any part may be left out")
+        if kind == "site":
+            return (f"site {name}: instances = ?", str(spec.site(name).instances),
+                    "prefill instances at the site")
+        k = spec.link(*name.split("->", 1))
+        return (f"link {name}: bandwidth = ?", f"{to_gbps(k.bandwidth):g}",
+                "Gbps, or with a unit ('1000 MB/s'); a brownout still takes its share")
+
+    def parse_knobs(self, text: str) -> dict[str, Any]:
+        """The selected element's knobs from the dialog's text (ValueError: one line)."""
+        kind, _ = self.selected  # type: ignore[misc]
+        if kind == "site":
+            return {"instances": whole(text.strip())}
+        if kind == "link":
+            return {"bandwidth": parse_bandwidth(text.strip())}
+        out: dict[str, Any] = {}
+        for part in text.split():
+            if "/" in part:
+                a, b = part.split("/", 1)
+                out["n_p"], out["n_d"] = whole(a), whole(b)
+            elif part[0].isdigit():
+                out["t"] = float(parse_tokens(part))
+            else:
+                out["routing"] = part
+        if not out:
+            raise ValueError("give t, N_p/N_d or a routing policy")
+        return out
+
+    def action_knobs(self) -> None:
+        prompt = self.knob_prompt()
+        if prompt is None:
+            return
+        kind, name = self.selected  # type: ignore[misc]
+
+        def validate(text: str) -> str | None:
+            try:
+                self.session.check(kind, name, **self.parse_knobs(text))
+            except (KnobError, ValueError) as exc:
+                return str(exc)
+            return None
+
+        def done(text: str | None) -> None:
+            if text is not None:
+                self.change(kind, name, **self.parse_knobs(text))
+
+        self.app.push_screen(ValuePrompt(*prompt, validate), done)
+
+    def change(self, kind: str, name: str, **knobs: Any) -> bool:
+        """Turn one element's knobs; a refusal is a notice and changes nothing."""
+        fn = {"region": self.session.set_region, "site": self.session.set_site,
+              "link": self.session.set_link}[kind]
+        try:
+            fn(name, **knobs)
+        except KnobError as exc:
+            self.notify(str(exc), title="refused", severity="warning")
+            return False
+        said = ", ".join(f"{k} {_shown(k, v)}" for k, v in knobs.items())
+        self.notify(f"{name}: {said}")
+        self.redraw()
+        return True
+
+    # -- actions --------------------------------------------------------------------------------
+    def action_pause(self) -> None:
+        self.session.pause()
+        self.redraw()
+
+    def action_step(self) -> None:
+        self.session.step(1.0)
+        self.redraw()
+
+    def action_speed(self, d: int) -> None:
+        self.session.set_speed(step_speed(self.session.speed, d))
+        self.redraw()
+
+    def action_policy_optimum(self) -> None:
+        try:
+            got = self.session.apply_policy_optimum()
+        except KnobError as exc:
+            self.notify(str(exc), title="refused", severity="warning")
+            return
+        self.notify("applied the best threshold policy of the live state: " + "; ".join(
+            f"{r} t {format_tokens(t)} {p}/{d}" for r, (t, p, d) in got.items()))
+        self.redraw()
+
+    def action_bound_optimum(self) -> None:
+        try:
+            got = self.session.apply_bound_optimum()
+        except KnobError as exc:
+            self.notify(str(exc), title="refused", severity="warning")
+            return
+        self.notify("applied the routing bound of the live state (lp routing): " + "; ".join(
+            f"{r} {p}/{d}" for r, (p, d) in got.items()))
+        self.redraw()
+
+    def action_drills(self) -> None:
+        def done(name: str | None) -> None:
+            if name:
+                self.start_drill(name)
+        self.app.push_screen(DrillPicker(), done)
+
+    def start_drill(self, name: str) -> None:
+        try:
+            drill = load_drill(name)
+        except PresetError as exc:
+            self.notify(f"cannot start drill {name}: {exc}", severity="error")
+            return
+        if drill.scenario.declared_topology is None:  # a single pair: the pair's dashboard
+            self.app.switch_screen(self.app.screen_for(  # type: ignore[attr-defined]
+                drill.scenario, drill=drill, live=self.live, at=self.at,
+                speed=self.session.speed, seed=self.session.seed))
+            return
+        self.load(drill.scenario, drill)
+        self.notify(f"drill {drill.name}: {len(drill.timeline)} incidents over "
+                    f"{format_duration(drill.duration)}")
+
+    def action_plan(self) -> None:
+        def done(text: str | None) -> None:
+            if text:
+                self.open_plan(text)
+        self.app.push_screen(ValuePrompt("topology plan results file", self.plan or
+                                         f"plan-{self.session.base_name}.json",
+                                         "prfaas-tui plan --preset NAME --out FILE on a "
+                                         "topology preset", None), done)
+
+    def open_plan(self, path: str) -> None:
+        """Show a topology plan's front; the chosen candidate replaces the running topology."""
+        from prfaas_tui.screens.topology_plan import (
+            TopologyPlanError,
+            TopologyPlanScreen,
+            plan_base,
+            read_topology_plan,
+        )
+
+        try:
+            summary = read_topology_plan(path)
+            base = plan_base(summary)
+        except (TopologyPlanError, PresetError) as exc:
+            self.notify(str(exc), title="plan", severity="error")
+            return
+        self.plan = path
+
+        def chosen(rec: dict | None) -> None:
+            if rec is None:
+                return
+            from emulator.planner.topology_plan import scenario_of_record
+
+            self.load(scenario_of_record(base, rec))
+            self.notify(f"opened {rec['label']}: SLO goodput {rec['goodput']:.3f} req/s at "
+                        f"{rec['cost_per_hour']:.2f}/h (bound {rec['bound']:.3f})")
+        self.app.push_screen(TopologyPlanScreen(summary, path), chosen)
+
+    def load(self, scenario: Scenario, drill: Drill | None = None) -> None:
+        self.session.load(scenario, drill)
+        self.scored = False
+        self.order = elements(scenario.declared_topology)
+        if self.selected not in self.order:
+            self.selected = self.order[0] if self.order else None
+        self.app.sub_title = f"{scenario.name} · topology"
+        self.session.start(self.at if not self.live else None)
+        self.redraw()
+
+
+def _shown(key: str, value: Any) -> str:
+    if key == "bandwidth":
+        return f"{to_gbps(value):g} Gbps"
+    if key == "t":
+        return format_tokens(value)
+    return str(value)
+
+
+REGION_COLUMNS = (("lost", "lost"), ("slo_attainment", "SLO met"),
+                  ("ttft_p90_during", "P90 during"), ("peak_ttft_p90", "peak P90"),
+                  ("recovery_seconds", "recovered in"))
+
+
+class TopologyScorecard(ModalScreen[None]):
+    """A topology drill's scorecard: the totals' verdict and one row per region."""
+
+    CSS_PATH = "dialogs.tcss"
+    BINDINGS = [Binding("escape,enter,q", "dismiss(None)", "Close", id="topology-card-close")]
+
+    def __init__(self, name: str, card: dict) -> None:
+        super().__init__(classes="dialog")
+        self.drill, self.card = name, card
+
+    def compose(self) -> ComposeResult:
+        table = Table(box=None, padding=(0, 2, 0, 0), header_style="bold")
+        table.add_column("region")
+        for _, label in REGION_COLUMNS:
+            table.add_column(label, justify="right")
+        for name, row in (self.card.get("regions") or {}).items():
+            table.add_row(name, *(_card_value(k, row.get(k)) for k, _ in REGION_COLUMNS))
+        passed = self.card.get("passed")
+        head = f"scorecard · drill {self.drill}" + (
+            "" if passed is None else "  PASSED" if passed else "  FAILED")
+        with Vertical(classes="frame"):
+            yield Label(Text(head, style="bold"))
+            yield Static(table)
+            yield Static(f"total lost {self.card.get('lost')} · P90 during incidents "
+                         f"{_card_value('ttft_p90_during', self.card.get('ttft_p90_during'))}")
+            yield Static("enter/esc: close (the emulator stays paused at the end)",
+                         classes="help")
+
+
+def _card_value(key: str, v: Any) -> str:
+    if v is None:
+        return "–"
+    if key == "lost":
+        return str(v)
+    if key == "slo_attainment":
+        return f"{v:.1%}"
+    return f"{v:.2f} s"

@@ -1,0 +1,404 @@
+"""The topology view: the numbers it draws equal `snapshot --format json` at the same
+simulated instant, a link's shadow price predicts what raising its bandwidth does to the bound,
+element knobs are checked like the pair's, `o`/`O` apply the live optima; snapshot tests at
+80x24 and 160x48. Synchronous (live=False): simulated time only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from prfaas_tui.app import PrfaasApp
+from prfaas_tui.commands.snapshot import topology_snapshot
+from prfaas_tui.screens.topology import TopologyScreen
+from prfaas_tui.topology_text import Figures, draw_map, draw_matrix, elements, gbps
+
+DATA = Path(__file__).parent / "data"
+GLOBAL_BROWNOUT = str(DATA / "global-brownout.toml")
+TWO_BROWNOUT = str(DATA / "two-regions-brownout.toml")
+
+
+@pytest.fixture(autouse=True)
+def _no_user_presets(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+
+
+def _screen(app: PrfaasApp) -> TopologyScreen:
+    return next(s for s in app.screen_stack if isinstance(s, TopologyScreen))
+
+
+async def _select(pilot, screen: TopologyScreen, element: tuple[str, str]) -> None:
+    for _ in range(len(screen.order)):
+        if screen.selected == element:
+            return
+        await pilot.press("down")
+        await pilot.pause()
+    assert screen.selected == element
+
+
+@pytest.mark.parametrize("drill, link, at, incident", [
+    (GLOBAL_BROWNOUT, "us-hub->sa-east", 40.0, "us-hub->sa-east brownout to 30%"),
+    ("region-link-brownout", "hub->west", 720.0, "hub->west brownout to 15%"),
+])
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+@pytest.mark.asyncio
+async def test_selected_link_and_binding_equal_the_json_at_the_same_instant(size, drill, link,
+                                                                            at, incident):
+    from emulator.scenario.drills import load_drill
+
+    want = topology_snapshot(load_drill(drill).scenario, at, None)
+    app = PrfaasApp(None, live=False, at=at, drill=drill)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        screen = _screen(app)
+        await _select(pilot, screen, ("link", link))
+        fig = screen.figures()
+        assert screen.tick.snapshot.sim_time == want["sim_time"] == at
+        got = fig.link(link)
+        for key in ("capacity_gbps", "utilization", "flows", "gbps"):
+            assert got[key] == want["links"][link][key], key
+        assert want["incidents"] == [incident]
+        assert fig.binding == want["model"]["policy"]["binding_element"] == link
+        assert fig.model.to_dict() == want["model"]
+        for name in want["regions"]:
+            assert fig.region(name)["ttft"] == want["regions"][name]["ttft"]
+        # what is drawn is those numbers
+        text = screen.query_one("#topology-map").render().plain
+        assert fig.link_capacity(link) in text
+        detail = screen.query_one("#topology-detail").render().plain
+        assert f"capacity now {gbps(want['links'][link]['capacity_gbps'])}" in detail
+        assert f"binds the running policy (link:{link})" in detail
+
+
+@pytest.mark.asyncio
+async def test_raising_hub_west_by_10_gbps_moves_the_bound_by_its_shadow_price():
+    app = PrfaasApp(None, live=False, at=120.0, drill=TWO_BROWNOUT)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        screen = _screen(app)
+        await _select(pilot, screen, ("link", "hub->west"))
+        before = screen.session.model
+        per_gbps = before.prices["link:hub->west"]
+        assert per_gbps > 0.02  # the browned-out link binds the bound
+        detail = screen.query_one("#topology-detail").render().plain
+        assert f"+1 Gbps here: {per_gbps:+.3g} req/s" in detail
+        await pilot.press("enter")
+        await pilot.pause()
+        for _ in range(4):
+            await pilot.press("backspace")
+        for ch in "50":
+            await pilot.press(ch)
+        await pilot.press("enter")
+        await pilot.pause()
+        after = screen.session.model
+        assert screen.session.running_spec().link("hub", "west").bandwidth * 8e-9 == \
+            pytest.approx(50.0)
+        moved = after.bound_lambda - before.bound_lambda
+        assert moved == pytest.approx(10 * per_gbps, rel=0.05)
+        # the re-solved step shown beside the price is what the change did, exactly
+        assert f"re-solved, +10 Gbps: {moved:+.3g} req/s" in detail
+
+
+@pytest.mark.asyncio
+async def test_a_refused_knob_stays_in_the_dialog_and_changes_nothing():
+    app = PrfaasApp("two-regions", live=False, at=10.0)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        screen = _screen(app)
+        await _select(pilot, screen, ("region", "east"))
+        await pilot.press("enter")
+        await pilot.pause()
+        prompt = app.screen
+        for _ in range(30):
+            await pilot.press("backspace")
+        for ch in "9/5":
+            await pilot.press(ch)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.screen is prompt  # refused: the reason shows, the dialog stays
+        assert "exceeds the local pool of 8" in str(prompt.query_one("#error").render())
+        await pilot.press("escape")
+        await pilot.pause()
+        spec = screen.session.running_spec()
+        assert (spec.region("east").n_p, spec.region("east").n_d) == (3, 5)
+
+
+@pytest.mark.asyncio
+async def test_region_knobs_turn_threshold_split_and_routing():
+    app = PrfaasApp("two-regions", live=False, at=10.0)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        screen = _screen(app)
+        assert screen.change("region", "west", t=32768.0, n_p=4, n_d=4,
+                             routing="best-bandwidth")
+        spec = screen.session.running_spec()
+        w = spec.region("west")
+        assert (w.threshold, w.n_p, w.n_d) == (32768.0, 4, 4)
+        assert screen.session.region_policy("west") == "best-bandwidth"
+        assert screen.session.region_policy("east") == "threshold"
+        assert screen.change("site", "hub", instances=10)
+        assert screen.session.running_spec().site("hub").instances == 10
+        assert not screen.change("site", "hub", instances=-1)
+
+
+@pytest.mark.asyncio
+async def test_o_and_O_apply_the_live_optima():
+    app = PrfaasApp(None, live=False, at=120.0, drill=TWO_BROWNOUT)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        screen = _screen(app)
+        await pilot.press("O")
+        await pilot.pause()
+        split = screen.session.model.bound_split
+        spec = screen.session.running_spec()
+        for name, (n_p, n_d) in split.items():
+            assert (spec.region(name).n_p, spec.region(name).n_d) == (n_p, n_d)
+            assert screen.session.region_policy(name) == "lp"
+        await pilot.press("o")
+        await pilot.pause()
+        from emulator.topology.live import live_spec
+        from emulator.topology.policy import search_policy
+
+        best, _ = search_policy(live_spec(screen.session.base, screen.session.state))
+        spec = screen.session.running_spec()
+        for name, s in best.settings.items():
+            assert spec.region(name).threshold == s.t
+
+
+def test_both_layouts_draw_every_element_and_reverse_the_binding_one():
+    from emulator.scenario import presets
+    from emulator.topology.live import LiveState, live_model
+
+    topo = presets.load("global", topology=True).declared_topology
+    state = LiveState.of_spec(topo)
+    model = live_model(topo, state)
+    zero = {"capacity_gbps": 40.0, "utilization": 0.5, "flows": 3, "gbps": 20.0,
+            "bandwidth_gbps": 40.0, "saturated_fraction": 0.0, "rtt": 0.0}
+    site = {"instances": 4, "failed": 0, "utilization": 0.5, "queue": 1,
+            "egress_utilization": 0.1}
+    region = {"offered_rate": 1.0, "served_rate": 1.0, "queue": 2, "n_p": 1, "n_d": 2,
+              "ttft": {"p50": 1.0, "p90": 2.0}, "routing": "threshold"}
+    bind = model.binding_element
+    objects = {"links": {k.name: {**zero, "capacity_gbps": 4.0} if k.name == bind else zero
+                         for k in topo.links},
+               "sites": {s.name: site for s in topo.sites},
+               "regions": {r.name: region for r in topo.regions}}
+    fig = Figures(topo, objects, model)
+    for draw, width in ((draw_map, 156), (draw_matrix, 78)):
+        text = draw(fig, width, ("site", "us-hub"), bind="red")
+        plain = text.plain
+        assert max(len(x) for x in plain.splitlines()) <= width
+        for kind, name in elements(topo):
+            if kind != "link":
+                assert name[:8] in plain
+        reversed_spans = [plain[s.start:s.end] for s in text.spans if "reverse" in str(s.style)]
+        assert any("4.0G 50%" in x for x in reversed_spans)  # the binding link, reversed
+        assert not any("40G" in x for x in reversed_spans)  # and no other
+
+
+def test_snapshot_txt_of_a_topology_is_deterministic(tmp_path, capsys):
+    from prfaas_tui.cli import main
+
+    outs = []
+    for i in range(2):
+        out = tmp_path / f"t{i}.txt"
+        assert main(["snapshot", "--preset", "two-regions", "--at", "20", "--size", "80x24",
+                     "--format", "txt", "--out", str(out)]) == 0
+        outs.append(out.read_text())
+    assert outs[0] == outs[1]
+    assert "links" in outs[0] and "hub" in outs[0] and "west" in outs[0]
+
+
+def test_topology_view_80x24(snap_compare):
+    assert snap_compare(PrfaasApp(None, live=False, at=40.0, drill=GLOBAL_BROWNOUT,
+                                  theme="textual-dark"), terminal_size=(80, 24))
+
+
+def test_topology_view_160x48(snap_compare):
+    assert snap_compare(PrfaasApp(None, live=False, at=40.0, drill=GLOBAL_BROWNOUT,
+                                  theme="textual-dark"), terminal_size=(160, 48))
+
+
+@pytest.mark.asyncio
+async def test_resizing_to_80x24_switches_to_the_matrix_and_keeps_the_detail_on_screen():
+    app = PrfaasApp("two-regions", live=False, at=20.0)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        screen = _screen(app)
+        assert "┌ east" in screen.query_one("#topology-map").render().plain
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        await pilot.pause()
+        assert screen.query_one("#topology-map").render().plain.startswith("links")
+        detail = screen.query_one("#topology-detail")
+        assert detail.region.y + detail.region.height <= 22  # above the status and the keys
+
+
+@pytest.fixture(scope="module")
+def plan_file(tmp_path_factory):
+    import json
+
+    from emulator.planner.goodput import SLO
+    from emulator.planner.topology_plan import (
+        Prices,
+        TopologySettings,
+        TopologySpace,
+        plan_topology,
+    )
+    from emulator.scenario import presets
+
+    sc = presets.load("two-regions", topology=True)
+    prices = Prices.of(sc.declared_topology, {"hub": 2.0, "east": 1.0, "west": 1.0})
+    out = plan_topology(sc, TopologySpace({"hub": (8, 9)}, {}, ("threshold",)), prices,
+                        TopologySettings(SLO(10.0), seeds=(1,), duration=600, steps=3))
+    path = tmp_path_factory.mktemp("plan") / "plan-two-regions.json"
+    path.write_text(json.dumps(out))
+    return path, out
+
+
+@pytest.mark.asyncio
+async def test_the_plan_screen_shows_the_front_and_opens_a_candidate_in_the_view(plan_file):
+    from prfaas_tui.screens.topology_plan import TopologyPlanScreen
+
+    path, summary = plan_file
+    app = PrfaasApp(None, live=False, at=10.0, plan=str(path))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        assert isinstance(app.screen, TopologyPlanScreen)
+        table = app.screen.query_one("DataTable")
+        assert table.row_count == 1 + len(summary["ranked"])
+        marks = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+        assert marks[0] == "shipped" and marks.count("★ front") == len(summary["pareto"])
+        await pilot.press("down")
+        want = summary["ranked"][0]
+        await pilot.press("enter")
+        await pilot.pause()
+        screen = _screen(app)
+        assert app.screen is screen
+        spec = screen.session.running_spec()
+        assert spec.site("hub").instances == want["candidate"]["sites"]["hub"]
+        assert screen.tick.snapshot.sim_time == 10.0
+
+
+def test_a_broken_topology_plan_is_one_line(tmp_path, capsys):
+    from prfaas_tui.cli import main
+
+    bad = tmp_path / "p.json"
+    bad.write_text('{"kind": "topology-plan", "shipped": {}}')
+    assert main(["--plan", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "ranked: missing" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.asyncio
+async def test_a_topology_drill_ends_with_a_scorecard_per_region():
+    from prfaas_tui.screens.topology import TopologyScorecard
+
+    app = PrfaasApp(None, live=False, at=2400.0, drill="region-link-brownout")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        assert isinstance(app.screen, TopologyScorecard)
+        card = app.screen.card
+        assert set(card["regions"]) == {"east", "west"}
+        assert card["lost"] == 0 and all(r["lost"] == 0 for r in card["regions"].values())
+        from prfaas_tui.commands.snapshot import normalize, screen_text
+
+        text = screen_text(normalize(app.export_screenshot()))
+        assert "P90 during" in text and "recovered in" in text
+        rows = [line for line in text.splitlines() if line.strip().split(" ")[0:1] in
+                (["east"], ["west"]) or " east " in line or " west " in line]
+        assert len(rows) >= 2
+
+
+def test_the_selection_chart_reads_the_selected_elements_history():
+    from types import SimpleNamespace
+
+    from prfaas_tui.widgets.topology_map import selection_series
+
+    snaps = tuple(SimpleNamespace(sim_time=t, topology={
+        "links": {"hub->west": {"gbps": g, "capacity_gbps": 40.0}},
+        "regions": {"west": {"ttft": {"p50": 1.0, "p90": p}}},
+        "sites": {}}) for t, g, p in ((1.0, 2.0, 3.0), (2.0, 4.0, None)))
+    xs, series = selection_series(snaps, ("link", "hub->west"))
+    assert xs == [-1.0, 0.0] and series == {"carried": [2.0, 4.0], "capacity now": [40.0, 40.0]}
+    xs, series = selection_series(snaps, ("region", "west"))
+    assert series["TTFT P90"][0] == 3.0 and series["TTFT P90"][1] != series["TTFT P90"][1]
+
+
+@pytest.mark.asyncio
+async def test_help_lists_the_topology_keys_and_quit_during_a_drill_asks_first():
+    from prfaas_tui.screens.help import HelpScreen
+    from prfaas_tui.screens.prompt import ConfirmScreen
+
+    app = PrfaasApp(None, live=False, at=60.0, drill="region-link-brownout")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        from prfaas_tui.commands.snapshot import normalize, screen_text
+
+        text = screen_text(normalize(app.export_screenshot()))
+        assert "Select the next site, region or link" in text and "re-solved" in text
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("q")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)  # the drill's run would be lost
+        await pilot.press("n")
+        await pilot.pause()
+        assert isinstance(app.screen, TopologyScreen)
+
+
+@pytest.mark.asyncio
+async def test_a_topology_drill_from_the_pair_dashboard_opens_the_view_and_back():
+    from prfaas_tui.screens.dashboard import Dashboard
+
+    app = PrfaasApp("toy", live=False, at=5.0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        app.screen.start_drill("region-link-brownout")
+        await pilot.pause()
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, TopologyScreen) and screen.drill.name == "region-link-brownout"
+        assert screen.tick.snapshot.sim_time == 5.0
+        screen.start_drill("link-brownout")  # a single pair's drill: the pair's dashboard
+        await pilot.pause()
+        await pilot.pause()
+        assert isinstance(app.screen, Dashboard) and app.screen.drill.name == "link-brownout"
+        assert not any(isinstance(s, TopologyScreen) for s in app.screen_stack)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("element, text, says", [
+    (("region", "west"), "3/x", "must be a whole number"),
+    (("region", "west"), "fastest", "routing must be one of"),
+    (("region", "west"), "999K", "outside the length distribution's support"),
+    (("region", "west"), "0/8", ""),
+    (("site", "hub"), "-2", "instances must be >= 0"),
+    (("link", "hub->west"), "0", "bandwidth must be > 0"),
+    (("link", "hub->west"), "fast", ""),
+])
+async def test_bad_knob_text_is_one_line_and_changes_nothing(element, text, says):
+    app = PrfaasApp("two-regions", live=False, at=5.0)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        screen = _screen(app)
+        before = screen.session.running_spec()
+        screen.selected = element
+        kind, name = element
+        try:
+            reason = None
+            screen.session.check(kind, name, **screen.parse_knobs(text))
+        except ValueError as exc:  # KnobError is a ValueError
+            reason = str(exc)
+        if text == "0/8":  # N_d = 8 with N_p = 0 fits the pool of 8: accepted
+            assert reason is None
+            return
+        assert reason and "\n" not in reason and says in reason
+        assert screen.session.running_spec() == before
