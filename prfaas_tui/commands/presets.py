@@ -20,8 +20,8 @@ def main(args: argparse.Namespace) -> int:
     table.add_column("description")
     pairs = {name for name, _, _ in list_presets(topology=False)}
     for name, desc, _ in list_presets():
-        table.add_row(name, desc if name in pairs else f"{desc} [dim](a topology: solve reads "
-                      "it; run, drill, plan and the dashboard take single-pair presets)[/]")
+        table.add_row(name, desc if name in pairs else f"{desc} [dim](a topology of sites, "
+                      "regions and links: `prfaas-tui --preset NAME` opens its map)[/]")
     drills = sorted(p.stem for p in (presets_dir() / "drills").glob("*.toml"))
     console = Console()
     console.print(table)
