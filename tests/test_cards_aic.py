@@ -28,6 +28,7 @@ def no_aiconfigurator(monkeypatch):
         return real(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", fake)
+    aic._estimate.cache_clear()  # an earlier test's estimate must not answer for the package
 
 
 @pytest.mark.parametrize("argv", [

@@ -62,14 +62,14 @@ def kernel_curve(card: ModelCard, gpu: GpuCard, setup: Setup) -> Curve:
     config = {k: v for k, v in card.config.items() if k != "_card"}
     moe = bool(card.matmul and card.matmul.routed_active)
     key = (json.dumps(config, sort_keys=True), system, setup.gpus, setup.tp, setup.ep,
-           setup.dtype, setup.kv_dtype, moe)
+           setup.dtype, setup.kv_dtype, moe, tuple(SAMPLE_LENGTHS))
     seconds = _estimate(*key)
     return Curve.table(SAMPLE_LENGTHS, seconds)
 
 
 @lru_cache(maxsize=64)
 def _estimate(config_json: str, system: str, gpus: int, tp: int, ep: int, dtype: str,
-              kv_dtype: str, moe: bool) -> tuple[float, ...]:
+              kv_dtype: str, moe: bool, lengths: tuple[int, ...]) -> tuple[float, ...]:
     cli_estimate = _api()
     config = json.loads(config_json)
     q = "bfloat16" if dtype == "bf16" else (
@@ -79,7 +79,7 @@ def _estimate(config_json: str, system: str, gpus: int, tp: int, ep: int, dtype:
     logging.getLogger("aiconfigurator").setLevel(logging.ERROR)
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "config.json").write_text(json.dumps(config), encoding="utf-8")
-        for n in SAMPLE_LENGTHS:
+        for n in lengths:
             try:
                 r = cli_estimate(tmp, system, mode="static_ctx", backend_name=BACKEND, isl=n, osl=1,
                                  batch_size=1, tp_size=tp, attention_dp_size=gpus // tp,
