@@ -8,7 +8,9 @@ prompts) return their result through `dismiss`; the callbacks here act on it.
 
 from __future__ import annotations
 
+import asyncio
 import math
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -65,6 +67,8 @@ if TYPE_CHECKING:
 
 
 TICK_REDRAW_HZ = 5  # panels redraw from emulator ticks at most this often (wall clock)
+MODEL_AFTER_S = 1 / 60  # the model column redraws one frame after the echo of a key or tick
+MODEL_OVERDUE_S = 0.5  # a redraw asked this long ago and not yet made is asked again
 
 
 class Dashboard(Screen):
@@ -144,7 +148,8 @@ class Dashboard(Screen):
         self.step_seconds = 1.0
         self._figure_key: Any = None  # what Figure 5 was last drawn at
         self._redraw: Coalesced | None = None  # tick-driven redraws, throttled (on_mount)
-        self._model_asked = False  # a model-column redraw is scheduled (_model_later)
+        self._model_asked: float | None = None  # when a model-column redraw was asked
+        self._panel_inputs: tuple[Any, Any, Any] = (None, None, None)  # what it last drew
         self._toasts: Toasts | None = None
         self.set_reactive(Dashboard.view, self.session.view)
 
@@ -196,6 +201,8 @@ class Dashboard(Screen):
             self.action_plan()
 
     def on_unmount(self) -> None:
+        if self._redraw is not None:  # a redraw owed must not run on a screen taken down
+            self._redraw.cancel()
         self.session.stop()
 
     def on_key(self, event: events.Key) -> None:
@@ -233,28 +240,46 @@ class Dashboard(Screen):
         charts.note = (served_note(report, live.point.lambda_max)
                        if report is not None and live is not None else None)
         charts.show(tick)
-        self._model_later()
+        # now, not later: tick redraws are already throttled, and every change the operator
+        # makes comes back in a tick, so the last one of a burst is always drawn here even if
+        # a deferred redraw (`_model_later`) was lost
+        self._show_model()
         self.query_one(TopologyStrip).show(self.session.effective)
         self.query_one(PicturesView).show()
 
     def _model_later(self) -> None:
-        """The model column (panel and Figure 5) redraws after the frame that answers a key or
-        shows a tick: its recompute (TTFT, SLO-bound rate, the curves) is the costliest on
-        screen, so the knob's echo does not wait for it. Not live (tests, snapshots): now."""
+        """The model column (panel and Figure 5) redraws just after the frame that answers a
+        key or shows a tick: its recompute (TTFT, SLO-bound rate, the curves) is the costliest
+        on screen, so the knob's echo does not wait for it. Not live (tests, snapshots): now.
+
+        Neither of Textual's ways is safe here: an after-refresh callback runs on whichever
+        screen is on top when it is handled and is dropped with it (a redraw asked as a prompt
+        closed), and a one-shot `set_timer` whose task starts after its deadline never fires
+        (a loaded machine). Either loss left `_model_asked` set and the panel stale for every
+        later change. So: asyncio's own timer, which always fires, then this screen's queue;
+        an ask still unanswered after MODEL_OVERDUE_S is made again, and every tick draws the
+        column directly (`watch_tick`)."""
         if not self.live:
             self._show_model()
-        elif not self._model_asked:
-            self._model_asked = True
-            self.call_after_refresh(self._show_model)
+            return
+        now = time.perf_counter()
+        if self._model_asked is None or now - self._model_asked > MODEL_OVERDUE_S:
+            self._model_asked = now  # an ask never answered stops coalescing after a while
+            asyncio.get_running_loop().call_later(MODEL_AFTER_S, self.call_later,
+                                                  self._show_model)
 
     def _show_model(self) -> None:
         """Give the model panel the current view and tick and redraw Figure 5, unless the
-        column is hidden (a narrow terminal showing the charts: `v` shows it)."""
-        self._model_asked = False
+        column is hidden (a narrow terminal showing the charts: `v` shows it). Redrawn when
+        any of its inputs is a new object: the view, the tick, or the session's effective
+        view (`M` replaces only that one)."""
+        self._model_asked = None
         if not self.query_one("#model").display:
             return
         panel = self.query_one(ModelPanel)
-        if panel.view is not self.view or panel.tick is not self.tick:
+        inputs = (self.view, self.tick, self.session.effective)
+        if any(a is not b for a, b in zip(inputs, self._panel_inputs, strict=True)):
+            self._panel_inputs = inputs
             panel.set_reactive(ModelPanel.view, self.view)
             panel.set_reactive(ModelPanel.tick, self.tick)
             panel.watch_view()
@@ -428,8 +453,7 @@ class Dashboard(Screen):
 
     def action_toggle_mode(self) -> None:
         mode = self.session.toggle_mode()
-        self.query_one(ModelPanel).watch_view()
-        self.show_figures()
+        self._show_model()
         self.query_one(PicturesView).show()
         self.notify(f"{mode} mode drives the model panel (the live Λmax line stays exact)")
 

@@ -1,0 +1,136 @@
+"""One truth on screen: what the panels show is the model at the state the emulator runs now,
+whatever burst of keys, ticks and prompts came before (the live app, under its throttle)."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+from rich.console import Console
+from test_ui_support import burst, dash, screen_text, select_knob, wait_for
+
+from emulator.effective import DRIVING_MODE, LiveState, effective_point
+from emulator.units import GBPS
+from prfaas_tui.app import PrfaasApp
+from prfaas_tui.screens.prompt import ValuePrompt
+from prfaas_tui.widgets.model_panel import ModelPanel
+from prfaas_tui.widgets.topology import TopologyStrip
+
+pytestmark = pytest.mark.asyncio
+SIZE = (160, 48)
+
+
+def settled(app: PrfaasApp) -> bool:
+    """Every change sent has come back in a tick, that tick is on screen, and no redraw is
+    still owed."""
+    d = dash(app)
+    return (d.tick is not None and d.driver is not None and d.tick.applied == d.driver.sent
+            and d.session.tick is d.tick and not d._redraw.pending and app.screen is d)
+
+
+def state(app: PrfaasApp) -> str:
+    d = dash(app)
+    return (f"applied {d.tick.applied}/{d.driver.sent} synced {d.session.tick is d.tick} "
+            f"redraw pending {d._redraw.pending} top {app.screen} "
+            f"link {d.tick.snapshot.knobs.bandwidth} of {d.settings.scenario.system.bandwidth}"
+            f" Λmax panel {panel_lambda(app)} strip {strip_lambda(app)} "
+            f"model {model_lambda(app)}")
+
+
+async def wait_settled(pilot) -> None:
+    """Until the final change has come back, then pause (no newer tick) and give the panel
+    its chance to draw the last tick (turns counted: paused, simulated time stands still)."""
+    app = pilot.app
+    d = dash(app)
+    await wait_for(pilot, lambda: d.tick.applied == d.driver.sent
+                   and d.tick.snapshot.knobs.bandwidth == d.settings.scenario.system.bandwidth)
+    await pilot.press("space")
+    for _ in range(500):
+        if d.tick.paused and settled(app) and panel_lambda(app) == model_lambda(app):
+            return
+        await pilot.pause(0.02)
+    raise AssertionError(f"the panel never caught up: {state(app)}")
+
+
+def plain(widget) -> str:
+    """A Static's content as plain text (what it shows, before clipping)."""
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(widget.content)
+    return console.export_text()
+
+
+def panel_lambda(app: PrfaasApp) -> str:
+    text = plain(dash(app).query_one(ModelPanel))
+    return re.search(r"Λmax (\d+\.\d\d)", text).group(1)
+
+
+def strip_lambda(app: PrfaasApp) -> str:
+    text = plain(dash(app).query_one(TopologyStrip))
+    return re.search(r"Λmax (\d+\.\d\d)", text).group(1)
+
+
+def model_lambda(app: PrfaasApp) -> str:
+    """The model at the latest tick's live state, computed here, not read from the session."""
+    d = dash(app)
+    point = effective_point(d.session.system, LiveState.of(d.tick.snapshot), DRIVING_MODE)
+    return f"{point.lambda_max:.2f}"
+
+
+async def test_a_burst_of_knob_changes_ends_with_the_panel_at_the_final_state():
+    app = PrfaasApp("toy")
+    async with app.run_test(size=SIZE) as pilot:
+        d = dash(app)
+        await wait_for(pilot, lambda: d.tick is not None)
+        await select_knob(pilot, "bandwidth")
+        # typed, then stepped down and up, all at once, while ticks keep arriving
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ValuePrompt))
+        burst(app, "ctrl+a", "ctrl+k", "1", "0", "enter")
+        await wait_for(pilot, lambda: app.screen is d)
+        burst(app, "left", "left", "right", "left", "left")
+        await wait_settled(pilot)
+        assert d.settings.scenario.system.bandwidth == pytest.approx(7 * GBPS)
+        await pilot.pause()
+        assert panel_lambda(app) == strip_lambda(app) == model_lambda(app)
+
+
+async def test_a_redraw_asked_under_a_prompt_that_closes_at_once_is_not_lost():
+    """A redraw asked while a prompt is on top must not be handed to the prompt: Textual drops
+    what a screen removed before its next repaint was handed, and the panel then stayed stale
+    for every later change."""
+    app = PrfaasApp("toy")
+    async with app.run_test(size=SIZE) as pilot:
+        d = dash(app)
+        await wait_for(pilot, lambda: d.tick is not None)
+        await select_knob(pilot, "bandwidth")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ValuePrompt))
+        prompt = app.screen
+        # on a loaded machine the prompt can close and be removed before it repaints, and a
+        # redraw handed to it is lost with it: here the prompt loses every one it is handed
+        keep = prompt._invoke_later
+        prompt._invoke_later = lambda fn, pump: (
+            None if getattr(fn, "func", None) == d._show_model else keep(fn, pump))
+        await wait_for(pilot, lambda: not d._model_asked)
+        d._model_later()  # a tick's redraw, asked while the prompt is up
+        await pilot.pause()
+        prompt.dismiss(None)
+        await pilot.pause()
+        await pilot.press("left", "left")  # later changes must show
+        await wait_settled(pilot)
+        assert d.settings.scenario.system.bandwidth == pytest.approx(6 * GBPS)
+        assert panel_lambda(app) == strip_lambda(app) == model_lambda(app)
+
+
+async def test_mode_toggle_keeps_later_changes_on_the_panel():
+    app = PrfaasApp("toy")
+    async with app.run_test(size=SIZE) as pilot:
+        d = dash(app)
+        await wait_for(pilot, lambda: d.tick is not None)
+        await pilot.press("M", "M")  # paper, then exact again
+        await select_knob(pilot, "bandwidth")
+        await pilot.press("left", "left", "left")
+        await wait_settled(pilot)
+        assert panel_lambda(app) == strip_lambda(app) == model_lambda(app)
+        assert "exact drives" in screen_text(app)
