@@ -134,3 +134,25 @@ async def test_mode_toggle_keeps_later_changes_on_the_panel():
         await wait_settled(pilot)
         assert panel_lambda(app) == strip_lambda(app) == model_lambda(app)
         assert "exact drives" in screen_text(app)
+
+
+async def test_naive_shows_the_naive_deployment_and_solves_naive_figure():
+    """`m` twice (PrfaaS-PD, homogeneous, naive): the emulator runs 4 PrfaaS / 0 PD-P / 8 PD-D
+    with PrfaaS binding, and strip and panel show `solve`'s naive Λmax in the driving mode."""
+    from emulator.optimizer import naive
+
+    app = PrfaasApp("paper-case-study", live=False, at=30)
+    async with app.run_test(size=SIZE) as pilot:
+        d = dash(app)
+        await pilot.press("m", "m")
+        d.session.step(60)  # the switch drains the old roles first
+        d.sync()
+        await pilot.pause()
+        k = d.tick.snapshot.knobs
+        assert (k.paradigm, k.n_prfaas, k.n_p, k.n_d) == ("naive-heterogeneous", 4, 0, 8)
+        strip = plain(d.query_one(TopologyStrip))
+        assert "PrfaaS 4/4" in strip and "PD-P 0/0" in strip and "PD-D 8/8" in strip
+        assert "PrfaaS binds" in strip
+        want = f"{naive(d.session.system, DRIVING_MODE).lambda_max:.2f}"
+        assert panel_lambda(app) == strip_lambda(app) == want
+        assert "naive · live" in plain(d.query_one(ModelPanel))
