@@ -156,3 +156,32 @@ async def test_naive_shows_the_naive_deployment_and_solves_naive_figure():
         want = f"{naive(d.session.system, DRIVING_MODE).lambda_max:.2f}"
         assert panel_lambda(app) == strip_lambda(app) == want
         assert "naive · live" in plain(d.query_one(ModelPanel))
+
+
+def _binding_words(app: PrfaasApp) -> tuple[str, str, str]:
+    """What binds, as the strip, the ceilings chart and the model panel say it."""
+    text = screen_text(app)
+    strip = re.search(r"· (\S+) binds ·", text).group(1)
+    chart = re.search(r"binding: (\S+)", text).group(1)
+    panel = plain(dash(app).query_one(ModelPanel))
+    row = next(line for line in panel.splitlines() if "◀" in line)
+    word = "link" if "◀ link" in row else row.split()[0]
+    return strip, chart, word
+
+
+async def test_strip_panel_and_charts_agree_across_a_drill():
+    """link-brownout, sampled through the drill: one binding word and one Λmax on screen."""
+    app = PrfaasApp(drill="link-brownout", live=False, at=1)
+    async with app.run_test(size=SIZE) as pilot:
+        d = dash(app)
+        seen = set()
+        for _ in range(12):
+            d.session.step(d.drill.duration / 12 - 1)
+            d.sync()
+            await pilot.pause()
+            strip, chart, panel = _binding_words(app)
+            assert strip == chart == panel, (d.tick.snapshot.sim_time, strip, chart, panel)
+            lam = re.search(r"Λ (\d+\.\d\d)", screen_text(app)).group(1)
+            assert panel_lambda(app) == strip_lambda(app) == model_lambda(app) == lam
+            seen.add(strip)
+        assert "link" in seen and len(seen) > 1  # the brownout moves what binds

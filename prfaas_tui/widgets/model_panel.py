@@ -17,6 +17,7 @@ from emulator.paradigm import Paradigm, Stage
 from emulator.units import format_duration, format_tokens, to_gbps
 from prfaas_tui.live import Tick
 from prfaas_tui.modelview import LatencyView, ModelView, live_latency
+from prfaas_tui.pictures import binding_stage
 from prfaas_tui.widgets.theme import SizedStatic, color
 
 STAGE_LABELS = {"prfaas": "PrfaaS", "pd-p": "PD-P", "pd-d": "PD-D", "link": "link"}
@@ -86,7 +87,7 @@ class ModelPanel(Static):
                 row.append(Text(num(live.effective[other].ceilings[st]), style=dim))
             if live.degraded:
                 row.append(Text(num(nom.ceilings[st]), style=dim))
-            row.append(Text("◀ binds", style=hot) if binds else Text(""))
+            row.append(Text(_binds_note(op), style=hot) if binds else Text(""))
             table.add_row(*row)
         lines: list[Any] = [head, table]
         load = s.rate / op.lambda_max if op.lambda_max > 0 else math.inf
@@ -163,8 +164,8 @@ class ModelPanel(Static):
         theta = {"prfaas": op.theta_prfaas, "pd-p": op.theta_pdp, "pd-d": op.theta_pdd}
         for st in ("prfaas", "pd-p", "pd-d"):
             binds = st == op.binding
-            note = Text("◀ binds", style=hot) if binds else Text("")
-            if st == "prfaas" and op.p > 0:
+            note = Text(_binds_note(op), style=hot) if binds else Text("")
+            if st == "prfaas" and op.p > 0 and not (binds and binding_stage(op) == "link"):
                 note.append(f" {op.prfaas_term}" + ("" if binds else "-bound"), style=dim)
             table.add_row(Text(STAGE_LABELS[st], style="bold" if binds else ""), num(theta[st]),
                           Text(num(op.ceilings[st]), style=hot if binds else ""), note)
@@ -194,6 +195,13 @@ class ModelPanel(Static):
             opt.append("[O]", style="bold")
         lines.append(opt)
         return Group(*lines)
+
+
+def _binds_note(op: Any) -> str:
+    """The binding row's mark, in the strip's words ("link binds"): the PrfaaS row binds
+    through the link when its bandwidth term is the smaller (`binding_stage`). As short as
+    "◀ binds": the panel's table must not wrap."""
+    return "◀ link" if binding_stage(op) == "link" else "◀ binds"
 
 
 def settings_over(rate: float, slo_rate: float) -> bool:
