@@ -47,7 +47,7 @@ from prfaas_tui.modelview import ModelView, Refused, Settings, step_speed
 from prfaas_tui.screens.compare import CompareScreen
 from prfaas_tui.screens.drills import DrillPicker, IncidentForm, InjectPicker, ScorecardScreen
 from prfaas_tui.screens.events import EventsScreen
-from prfaas_tui.screens.new_preset import NewPresetScreen
+from prfaas_tui.screens.new_preset import NewPresetScreen, free_name
 from prfaas_tui.screens.presets import PresetPicker
 from prfaas_tui.screens.prompt import ValuePrompt
 from prfaas_tui.session import Session
@@ -68,6 +68,7 @@ if TYPE_CHECKING:
 
 TICK_REDRAW_HZ = 5  # panels redraw from emulator ticks at most this often (wall clock)
 MODEL_AFTER_S = 1 / 60  # the model column redraws one frame after the echo of a key or tick
+DISCARD_AFTER_S = 600.0  # a run this long (simulated) is not replaced without asking
 MODEL_OVERDUE_S = 0.5  # a redraw asked this long ago and not yet made is asked again
 
 
@@ -151,6 +152,7 @@ class Dashboard(Screen):
         self._model_asked: float | None = None  # when a model-column redraw was asked
         self._panel_inputs: tuple[Any, Any, Any] = (None, None, None)  # what it last drew
         self._toasts: Toasts | None = None
+        self._new_form: dict[str, str] = {}  # what was typed in the `n` form, kept for next time
         self.set_reactive(Dashboard.view, self.session.view)
 
     @property
@@ -495,14 +497,39 @@ class Dashboard(Screen):
             self.query_one(ControlPanel).focus()
 
     def action_presets(self) -> None:
+        def load(sc: Scenario) -> None:
+            self.load_scenario(sc)
+            self.notify(f"loaded {sc.name}")
+
         def done(sc: Scenario | None) -> None:
             if sc is not None:
-                self.load_scenario(sc)
-                self.notify(f"loaded {sc.name}")
+                self.discard_run_then(f"load {sc.name}", lambda: load(sc))
         self.app.push_screen(PresetPicker(), done)
 
     def action_new_preset(self) -> None:
-        self.app.push_screen(NewPresetScreen(), lambda sc: sc and self.load_scenario(sc))
+        def done(sc: Scenario | None) -> None:
+            if sc is not None:
+                self.discard_run_then(f"open the new preset {sc.name}",
+                                      lambda: self.load_scenario(sc))
+        self.app.push_screen(NewPresetScreen(self._new_form), done)
+
+    def discard_run_then(self, what: str, go: Any) -> None:
+        """Replace the running run with `go()`, asking first when it has run long enough to
+        lose (DISCARD_AFTER_S simulated seconds) or is a drill not yet scored."""
+        from prfaas_tui.screens.prompt import ConfirmScreen
+
+        tick = self.tick
+        ran = tick.snapshot.sim_time if tick is not None else 0.0
+        drill = self.drill is not None and not self.scored
+        if ran < DISCARD_AFTER_S and not drill:
+            go()
+            return
+        run = f"drill {self.drill.name}" if drill else self.settings.scenario.name
+        self.app.push_screen(
+            ConfirmScreen(f"Discard the running {run} and {what}?",
+                          f"it has run {format_duration(ran)} of simulated time; "
+                          "export it first with e (the time series) or E (the events)"),
+            lambda yes: go() if yes else None)
     def action_plan(self) -> None:
         from prfaas_tui.screens.plan import PlanScreen  # the planner loads on first use
 
@@ -523,7 +550,7 @@ class Dashboard(Screen):
     def action_drills(self) -> None:
         def done(name: str | None) -> None:
             if name:
-                self.start_drill(name)
+                self.discard_run_then(f"start drill {name}", lambda: self.start_drill(name))
         self.app.push_screen(DrillPicker(), done)
 
     def start_drill(self, name: str) -> None:
@@ -579,9 +606,10 @@ class Dashboard(Screen):
             self.notify(f"saved {path} (loads back with --preset {path})")
 
         self.app.push_screen(ValuePrompt("save the scenario as a preset TOML",
-                                         f"{self.settings.scenario.name}-saved.toml",
-                                         "the knobs and offered rate as they are now",
-                                         _dir_exists), done)
+                                         str(free_name(Path(f"{self.settings.scenario.name}"
+                                                            "-saved.toml"))),
+                                         "the knobs and offered rate as they are now; "
+                                         "never over an existing file", _new_file), done)
 
     def action_export(self) -> None:
         def done(text: str | None) -> None:
@@ -609,9 +637,12 @@ class Dashboard(Screen):
                                           export_dir=self.export_dir, live=self.live))
 
     def action_screenshot(self) -> None:
-        name = f"prfaas-{self.settings.scenario.name}.svg"
-        path = self.app.save_screenshot(name, str(Path.cwd()))
-        self.notify(f"saved {path}")
+        """An SVG of the screen under a name of its own (simulated time in it; never over an
+        earlier one)."""
+        at = int(self.tick.snapshot.sim_time) if self.tick is not None else 0
+        path = free_name(Path.cwd() / f"prfaas-{self.settings.scenario.name}-{at}s.svg")
+        saved = self.app.save_screenshot(path.name, str(path.parent))
+        self.notify(f"saved {saved}")
 
 
 def _positive_seconds(text: str) -> str | None:
@@ -630,6 +661,9 @@ def _parent_exists(text: str) -> str | None:
     return None if p.parent.is_dir() else f"no such directory: {p.parent}"
 
 
-def _dir_exists(text: str) -> str | None:
+def _new_file(text: str) -> str | None:
+    """A file that does not exist yet, in a folder that does."""
     p = Path(text).expanduser()
+    if p.exists():
+        return f"{p} exists: type another name (nothing is overwritten)"
     return None if p.parent.is_dir() else f"no such directory: {p.parent}"
