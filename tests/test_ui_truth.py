@@ -185,3 +185,27 @@ async def test_strip_panel_and_charts_agree_across_a_drill():
             assert panel_lambda(app) == strip_lambda(app) == model_lambda(app) == lam
             seen.add(strip)
         assert "link" in seen and len(seen) > 1  # the brownout moves what binds
+
+
+async def test_past_lambda_max_ttft_reads_unstable_with_why_never_a_dash():
+    app = PrfaasApp("paper-case-study", live=False, at=30)
+    async with app.run_test(size=SIZE) as pilot:
+        d = dash(app)
+        panel = d.query_one(ModelPanel)
+        assert re.search(r"TTFT P50 \d+\.\d\d · P90 \d+\.\d\d s", plain(panel))  # stable
+        d.request(bandwidth=10 * GBPS)  # offered 106% of the new Λmax
+        d.session.step(5)
+        d.sync()
+        await pilot.pause()
+        text = plain(panel)
+        assert "TTFT ∞ unstable: 106% of Λmax" in text and "P90 -" not in text
+        assert "P50" not in text  # the stable path's tail is not a latency to show
+
+
+async def test_an_unstable_path_below_lambda_max_is_named():
+    from prfaas_tui.modelview import LatencyView
+    from prfaas_tui.widgets.model_panel import unstable_why
+
+    lt = LatencyView(1.0, float("inf"), 6.0, 0.5, None, ("prfaas",))
+    assert unstable_why(lt, rate=1.0, lambda_max=2.0) == "PrfaaS queue grows"
+    assert unstable_why(lt, rate=2.2, lambda_max=2.0) == "110% of Λmax"

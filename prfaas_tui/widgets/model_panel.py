@@ -146,9 +146,14 @@ class ModelPanel(Static):
             lines.append(Text("t, N_p, N_d do not apply to this paradigm", style=dim))
         # One line that fits the 46-column panel and never wraps mid-phrase (the panel's height
         # is fixed: a second line pushed the SLO optimum off it during an incident).
-        line = Text.assemble(("TTFT ", "bold"), f"P50 {num(lt.p50)} · P90 {num(lt.p90)} s · ",
-                             (f"SLO≤{lt.target:g}s {lt.slo_rate:.2f}/s",
-                              hot if settings_over(s.rate, lt.slo_rate) else dim))
+        slo = (f"SLO≤{lt.target:g}s {lt.slo_rate:.2f}/s",
+               hot if settings_over(s.rate, lt.slo_rate) else dim)
+        if math.isfinite(lt.p90):
+            line = Text.assemble(("TTFT ", "bold"), f"P50 {num(lt.p50)} · P90 {num(lt.p90)} s · ",
+                                 slo)
+        else:  # never a number or a dash for a queue that grows: say so, and why
+            line = Text.assemble(("TTFT ", "bold"), ("∞ unstable: ", hot),
+                                 (unstable_why(lt, s.rate, op.lambda_max), hot), " · ", slo)
         line.no_wrap, line.overflow = True, "ellipsis"
         lines.append(line)
         return lines
@@ -195,6 +200,15 @@ class ModelPanel(Static):
             opt.append("[O]", style="bold")
         lines.append(opt)
         return Group(*lines)
+
+
+def unstable_why(lt: LatencyView, rate: float, lambda_max: float) -> str:
+    """Why the predicted TTFT is unbounded, in a few words: the offered rate against Λmax,
+    else the path whose queue grows."""
+    if lambda_max > 0 and rate >= lambda_max:
+        return f"{rate / lambda_max:.0%} of Λmax"
+    paths = " and ".join(STAGE_LABELS.get(p, p) for p in lt.unstable) or "a"
+    return f"{paths} queue grows"
 
 
 def _binds_note(op: Any) -> str:
