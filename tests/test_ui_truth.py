@@ -209,3 +209,30 @@ async def test_an_unstable_path_below_lambda_max_is_named():
     lt = LatencyView(1.0, float("inf"), 6.0, 0.5, None, ("prfaas",))
     assert unstable_why(lt, rate=1.0, lambda_max=2.0) == "PrfaaS queue grows"
     assert unstable_why(lt, rate=2.2, lambda_max=2.0) == "110% of Λmax"
+
+
+async def test_palette_shows_keys_and_finds_the_heat_map():
+    app = PrfaasApp("toy", live=False, at=5.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Pause [space]" in titles and "Optimum [o]" in titles
+        assert any("heat map" in t and t.endswith("[g]") for t in titles)
+
+
+async def test_plan_without_a_plan_says_how_to_make_one():
+    app = PrfaasApp("toy", live=False, at=5.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("P")
+        await pilot.pause()
+        assert "prfaas-tui plan --preset NAME --out" in screen_text(app)
+
+
+async def test_an_optimum_that_leaves_instances_idle_says_so(monkeypatch):
+    import prfaas_tui.widgets.model_panel as mp
+
+    monkeypatch.setattr(mp, "targets_for", lambda best, state: (state.t, 3, 3))
+    app = PrfaasApp("paper-case-study", live=False, at=5.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert "N_p/N_d 3/3 (2 idle)" in plain(dash(app).query_one(ModelPanel))

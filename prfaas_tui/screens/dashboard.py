@@ -114,7 +114,8 @@ class Dashboard(Screen):
                 tooltip="Compare paradigms on the same seeded workload"),
         Binding("v", "toggle_view", "Model", id="view",  # in the footer below 130 columns
                 tooltip="Narrow terminals: switch between live charts and the model"),
-        Binding("g", "toggle_pictures", "Pictures", show=False, id="pictures",
+        Binding("g", "toggle_pictures", "Pictures: gauges, heat map, CDFs", show=False,
+                id="pictures",
                 tooltip="Pictures: gauges, Λmax heat map over (t, N_p), length and TTFT CDFs"),
         Binding("ctrl+s", "save", "Save", show=False, id="save-preset",
                 tooltip="Save the current scenario as a preset TOML"),

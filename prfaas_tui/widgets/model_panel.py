@@ -121,9 +121,11 @@ class ModelPanel(Static):
         if best is not None:
             t, n_p, n_d = targets_for(best, state)
             applied = (n_p, n_d) == (state.n_p, state.n_d) and abs(t - state.t) < 0.5
+            idle = s.scenario.system.local_pool - n_p - n_d  # more would not raise Λ*
             opt = Text.assemble(("optimum now ", "bold"),
                                 f"t* {format_tokens(t)} · N_p/N_d {n_p}/{n_d}"
-                                f" · Λ* {best.lambda_max:.2f}\n")
+                                + (f" ({idle} idle)" if idle > 0 else "")
+                                + f" · Λ* {best.lambda_max:.2f}\n")
             opt.append("✓ applied" if applied else "[o] apply it",
                        style=good if applied else "bold")
             if (so := lt.slo_optimum) is not None:
@@ -189,9 +191,11 @@ class ModelPanel(Static):
         lt = v.latency
         lines += self._residuals_and_latency(v, op, lt, hot, dim)
         b = v.optimum.best
+        idle = sc.system.local_pool - b.knobs.n_p - b.knobs.n_d
         opt = Text.assemble(("optimum ", "bold"),
                             f"t* {format_tokens(b.knobs.t)} · N_p*/N_d* {b.knobs.n_p}/{b.knobs.n_d}"
-                            f" · Λ* {b.lambda_max:.2f}\n")
+                            + (f" ({idle} idle)" if idle > 0 else "")
+                            + f" · Λ* {b.lambda_max:.2f}\n")
         opt.append("✓ applied" if v.at_optimum else "[o] apply it",
                    style=good if v.at_optimum else "bold")
         if (so := lt.slo_optimum) is not None:
