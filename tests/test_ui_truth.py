@@ -198,7 +198,7 @@ async def test_past_lambda_max_ttft_reads_unstable_with_why_never_a_dash():
         d.sync()
         await pilot.pause()
         text = plain(panel)
-        assert "TTFT ∞ unstable: 106% of Λmax" in text and "P90 -" not in text
+        assert "TTFT ∞ unstable: 106% Λmax" in text and "P90 -" not in text
         assert "P50" not in text  # the stable path's tail is not a latency to show
 
 
@@ -208,7 +208,7 @@ async def test_an_unstable_path_below_lambda_max_is_named():
 
     lt = LatencyView(1.0, float("inf"), 6.0, 0.5, None, ("prfaas",))
     assert unstable_why(lt, rate=1.0, lambda_max=2.0) == "PrfaaS queue grows"
-    assert unstable_why(lt, rate=2.2, lambda_max=2.0) == "110% of Λmax"
+    assert unstable_why(lt, rate=2.2, lambda_max=2.0) == "110% Λmax"
 
 
 async def test_palette_shows_keys_and_finds_the_heat_map():
@@ -236,3 +236,12 @@ async def test_an_optimum_that_leaves_instances_idle_says_so(monkeypatch):
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert "N_p/N_d 3/3 (2 idle)" in plain(dash(app).query_one(ModelPanel))
+
+
+async def test_scorecard_says_when_the_incident_p90_broke_the_slo():
+    from prfaas_tui.screens.drills import scorecard_rows
+
+    card = {"ttft_p90_during": 9.7, "recovery_seconds": 0.0, "expectations": {}}
+    rows = {r[0]: r for r in scorecard_rows(card, slo=6.0)}
+    assert rows["TTFT p90 during incidents"][2:] == ("SLO ≤ 6.00 s", False)
+    assert rows["recovery (served = offered)"][1] == "0 ms"

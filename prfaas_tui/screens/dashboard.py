@@ -43,7 +43,7 @@ from prfaas_tui.live import (
 )
 from prfaas_tui.messages import EmulatorFailed, TickReady
 from prfaas_tui.metrics_export import default_export_dir, export_metrics
-from prfaas_tui.modelview import ModelView, Refused, Settings, step_speed
+from prfaas_tui.modelview import ModelView, Refused, Settings, slo_target, step_speed
 from prfaas_tui.screens.compare import CompareScreen
 from prfaas_tui.screens.drills import DrillPicker, IncidentForm, InjectPicker, ScorecardScreen
 from prfaas_tui.screens.events import EventsScreen
@@ -340,7 +340,8 @@ class Dashboard(Screen):
         self.query_one(DrillTimeline).show(title, windows, now, d.duration if d else None)
         if d is not None and now >= d.duration and not self.scored:
             self.scored = True
-            self.app.push_screen(ScorecardScreen(d.name, self.session.scorecard()))
+            self.app.push_screen(ScorecardScreen(d.name, self.session.scorecard(),
+                                                 slo_target(self.settings.scenario)))
 
     def point_at(self, snap: Any) -> OperatingPoint:
         """The model at the knobs a snapshot ran with."""

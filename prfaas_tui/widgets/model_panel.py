@@ -210,7 +210,7 @@ def unstable_why(lt: LatencyView, rate: float, lambda_max: float) -> str:
     """Why the predicted TTFT is unbounded, in a few words: the offered rate against Λmax,
     else the path whose queue grows."""
     if lambda_max > 0 and rate >= lambda_max:
-        return f"{rate / lambda_max:.0%} of Λmax"
+        return f"{rate / lambda_max:.0%} Λmax"
     paths = " and ".join(STAGE_LABELS.get(p, p) for p in lt.unstable) or "a"
     return f"{paths} queue grows"
 
