@@ -209,6 +209,15 @@ class Driver:
                 self._injected.append(started)
         return self.submit(run)
 
+    def hand_incidents(self) -> list[tuple[int, str]]:
+        """(index, label) of the incidents started here that are still on, oldest first."""
+        return self.call(lambda emu: [(i, a.label) for i, a in enumerate(self._injected)
+                                      if not a.over])
+
+    def end_incident(self, index: int) -> Tick | None:
+        """End one incident started here (`hand_incidents` index); the others go on."""
+        return self.submit(lambda emu: self._injected[index].end())
+
     def pause(self, paused: bool | None = None) -> Tick | None:
         """Pause, resume, or (None) toggle."""
         want = not self.paused if paused is None else paused

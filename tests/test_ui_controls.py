@@ -288,7 +288,7 @@ async def test_save_preset_round_trips(tmp_path, monkeypatch):
         assert back.knobs == d.settings.scenario.knobs
         assert back.sim.rate == pytest.approx(d.settings.rate, rel=1e-5)
         await pilot.press("x")  # SVG screenshot
-        assert "sim 0:00:30.0" in (tmp_path / "prfaas-toy.svg").read_text().replace("&#160;", " ")
+        assert "sim 0:00:30.0" in (tmp_path / "prfaas-toy-30s.svg").read_text().replace("&#160;", " ")
 
 
 async def test_export_metrics_csv_and_json(tmp_path, monkeypatch):

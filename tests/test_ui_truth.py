@@ -245,3 +245,22 @@ async def test_scorecard_says_when_the_incident_p90_broke_the_slo():
     rows = {r[0]: r for r in scorecard_rows(card, slo=6.0)}
     assert rows["TTFT p90 during incidents"][2:] == ("SLO ≤ 6.00 s", False)
     assert rows["recovery (served = offered)"][1] == "0 ms"
+
+
+async def test_stacked_incidents_end_one_by_one():
+    """A brownout during a surge: `i` lists each one on to end it alone."""
+    from prfaas_tui.screens.drills import InjectPicker
+
+    app = PrfaasApp("paper-case-study", live=False, at=10.0)
+    async with app.run_test(size=SIZE) as pilot:
+        d = dash(app)
+        d.session.inject("link brownout to 20%")
+        d.session.inject("1.5x traffic surge")
+        d.sync()
+        assert set(d.tick.snapshot.incidents) == {"link brownout to 20%", "1.5x traffic surge"}
+        await pilot.press("i")
+        assert isinstance(app.screen, InjectPicker)
+        assert "end link brownout to 20% (#1)" in screen_text(app)
+        await pilot.press(*"brownout", "enter")  # its end entry is listed first
+        await pilot.pause()
+        assert d.tick.snapshot.incidents == ("1.5x traffic surge",)

@@ -579,16 +579,23 @@ class Dashboard(Screen):
                      else " until you end it (i, end all)")
             self.notify(f"incident: {incident.label}{until}")
 
+        on = {f"end {label} (#{i + 1})": i for i, label in self.session.hand_incidents()}
+
         def picked(label: str | None) -> None:
             if label == END_ALL:
                 self.session.inject(END_ALL)
                 self.sync()
+            elif label in on:  # one of them, the others go on
+                self.session.end_incident(on[label])
+                self.sync()
+                self.notify(f"ended {label.removeprefix('end ')}")
             elif label:
                 desc, inc = ready[label]
                 self.app.push_screen(IncidentForm(
                     label, desc, hand_keys(inc), inc,
                     lambda values: hand_incident(inc.kind, values, self.settings)), started)
-        self.app.push_screen(InjectPicker(incident_kinds()), picked)
+        ends = [(text, "end this one; the others go on") for text in on]
+        self.app.push_screen(InjectPicker(ends + incident_kinds()), picked)
 
     def action_compare(self) -> None:
         self.app.push_screen(CompareScreen(self.settings, live=self.live, seed=self.session.seed,
