@@ -264,3 +264,20 @@ async def test_stacked_incidents_end_one_by_one():
         await pilot.press(*"brownout", "enter")  # its end entry is listed first
         await pilot.pause()
         assert d.tick.snapshot.incidents == ("1.5x traffic surge",)
+
+
+@pytest.mark.parametrize("at", [900.0, 1500.0])
+async def test_status_line_at_80x24_keeps_the_clock_lost_and_the_slo_breach(at):
+    """link-brownout deep in its incident: the instability banner, the breach and the clock
+    all fit 80 columns (a long banner is shortened, never the clock or lost)."""
+    from prfaas_tui.modelview import slo_target
+    from prfaas_tui.widgets.status import StatusLine
+
+    app = PrfaasApp(drill="link-brownout", live=False, at=at)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        d = dash(app)
+        line = plain(d.query_one(StatusLine))
+        assert "sim 0:" in line and "lost 0" in line, line
+        p90, slo = d.tick.snapshot.ttft_p90, slo_target(d.settings.scenario)
+        assert (f"> SLO {slo:g}s" in line) == (p90 > slo), (p90, slo, line)

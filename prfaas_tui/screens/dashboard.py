@@ -236,7 +236,8 @@ class Dashboard(Screen):
         if tick is None:
             return
         report = self.session.report
-        self.query_one(StatusLine).show(tick, banner=report.banner if report else None)
+        self.query_one(StatusLine).show(tick, banner=report.banner if report else None,
+                                        slo=slo_target(self.settings.scenario))
         self._follow_incidents(tick)
         charts = self.query_one(LiveCharts)
         live = self.session.effective
