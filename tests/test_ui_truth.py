@@ -281,3 +281,13 @@ async def test_status_line_at_80x24_keeps_the_clock_lost_and_the_slo_breach(at):
         assert "sim 0:" in line and "lost 0" in line, line
         p90, slo = d.tick.snapshot.ttft_p90, slo_target(d.settings.scenario)
         assert (f"> SLO {slo:g}s" in line) == (p90 > slo), (p90, slo, line)
+
+
+async def test_scorecard_close_hint_shows_at_80x24():
+    from prfaas_tui.screens.drills import ScorecardScreen
+
+    app = PrfaasApp(drill="link-brownout", live=False, at=2400.0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, ScorecardScreen)
+        assert "enter/esc: close" in screen_text(app)

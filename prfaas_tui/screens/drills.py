@@ -223,8 +223,9 @@ class ScorecardScreen(ModalScreen[None]):
         with Vertical(classes="frame"):
             yield Label(head)
             yield Static(table)
+            # the close hint above the decisions: on a short terminal they run off the bottom
+            yield Static("enter/esc: close (the emulator stays paused at the end)",
+                         classes="help")
             yield Static(Text(f"scheduler decisions ({len(decisions)}), latest last:\n" +
                               "\n".join(decisions[-10:]) if decisions else
                               "no scheduler decisions"), id="decisions")
-            yield Static("enter/esc: close (the emulator stays paused at the end)",
-                         classes="help")
