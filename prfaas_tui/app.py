@@ -162,8 +162,9 @@ class PrfaasApp(App):
         for node in (dash, self):
             for b in node.BINDINGS if node is not None else ():
                 if isinstance(b, Binding) and b.description not in seen:
-                    seen.add(b.description)
-                    yield SystemCommand(b.description, b.tooltip or b.description,
+                    seen.add(b.description)  # the key in the title: the palette teaches it
+                    key = self.get_key_display(b)
+                    yield SystemCommand(f"{b.description} [{key}]", b.tooltip or b.description,
                                         partial(node.run_action, b.action))
         if dash is None:
             return

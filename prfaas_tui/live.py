@@ -72,9 +72,12 @@ def apply_controls(emu: Any, new: Settings) -> None:
     """Take a running emulation to the `new` settings: the one place the UI changes an
     emulation's knobs; the engine computes the diff (`Emulation.apply`). The settings hold the
     operator's PrfaaS-PD split whatever the paradigm; a paradigm that runs its own split
-    (homogeneous, naive) keeps the one the engine deployed while it stays in force."""
+    (homogeneous, naive) gets the split the engine runs now, so that a switch to it deploys
+    its own (the engine's rule for a paradigm switch alone) and it keeps that one while in
+    force. (Sending the operator's split on a switch from homogeneous to naive asked for
+    naive with PD-P instances: refused, and the homogeneous deployment stayed on screen.)"""
     target, now = new.controls, emu.controls
-    if target.paradigm == now.paradigm and not target.paradigm.threshold_routing:
+    if not target.paradigm.threshold_routing:
         target = replace(target, n_p=now.n_p, n_d=now.n_d)
     emu.apply(target)
 
@@ -205,6 +208,15 @@ class Driver:
             if started is not None:
                 self._injected.append(started)
         return self.submit(run)
+
+    def hand_incidents(self) -> list[tuple[int, str]]:
+        """(index, label) of the incidents started here that are still on, oldest first."""
+        return self.call(lambda emu: [(i, a.label) for i, a in enumerate(self._injected)
+                                      if not a.over])
+
+    def end_incident(self, index: int) -> Tick | None:
+        """End one incident started here (`hand_incidents` index); the others go on."""
+        return self.submit(lambda emu: self._injected[index].end())
 
     def pause(self, paused: bool | None = None) -> Tick | None:
         """Pause, resume, or (None) toggle."""

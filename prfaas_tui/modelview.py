@@ -9,6 +9,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -215,6 +216,16 @@ class LatencyView:
     target: float  # P90 TTFT target, seconds
     slo_rate: float  # highest offered rate meeting it at the current point
     slo_optimum: SLOOptimum | None  # (t, split) with the highest such rate (PrfaaS-PD)
+    unstable: tuple[str, ...] = ()  # paths ("prfaas", "pd-p") whose queue grows without bound
+
+    @classmethod
+    def of(cls, pred: Any, target: float, slo_rate: float,
+           slo_optimum: SLOOptimum | None) -> LatencyView:
+        """From a latency.Prediction: a path whose P90 is infinite is unstable (its queue
+        grows); the overall P90 is then infinite too, and the P50 only the stable path's
+        tail, so it is not shown as a latency."""
+        bad = tuple(k for k, v in pred.paths.items() if not math.isfinite(v["p90"]))
+        return cls(pred.p50, pred.p90, target, slo_rate, slo_optimum, bad)
 
 
 def slo_target(sc: Scenario) -> float:
@@ -232,7 +243,7 @@ def live_latency(settings: Settings, live: EffectiveView) -> LatencyView:
     target = slo_target(sc)
     pred = effective_prediction(sc.system, live.state, settings.rate, delays)
     rate, best = effective_slo(sc.system, live.state, target, delays=delays)
-    return LatencyView(pred.p50, pred.p90, target, rate, best)
+    return LatencyView.of(pred, target, rate, best)
 
 
 def latency_of(settings: Settings, op: OperatingPoint) -> LatencyView:
@@ -249,7 +260,7 @@ def latency_of(settings: Settings, op: OperatingPoint) -> LatencyView:
         if len(_SLO_OPTIMA) > 64:
             _SLO_OPTIMA.clear()
         _SLO_OPTIMA[key] = (s.lengths, s.prfaas, s.local, slo_search(s, target, **lat))
-    return LatencyView(pred.p50, pred.p90, target, rate, _SLO_OPTIMA[key][-1])
+    return LatencyView.of(pred, target, rate, _SLO_OPTIMA[key][-1])
 
 
 _OPTIMA: dict[tuple, tuple] = {}

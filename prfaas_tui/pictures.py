@@ -27,13 +27,18 @@ from emulator.units import to_gbps
 LABELS = {"prfaas": "PrfaaS", "link": "link", "pd-p": "PD-P", "pd-d": "PD-D"}
 
 
-def binding_of(view: EffectiveView) -> str:
-    """The stage that limits Λmax now, the link counted as its own stage: when the PrfaaS
-    ceiling binds through its bandwidth term (Eq. 3), the link is what to fix."""
-    op = view.point
+def binding_stage(op: Any) -> str:
+    """The stage that limits an operating point's Λmax, the link counted as its own stage:
+    when the PrfaaS ceiling binds through its bandwidth term (Eq. 3), the link is what to
+    fix. The one word for "what binds" on screen (strip, panel, charts, compare)."""
     if op.binding == "prfaas" and op.prfaas_term == "bandwidth":
         return "link"
     return str(op.binding)
+
+
+def binding_of(view: EffectiveView) -> str:
+    """What binds at the live state (`binding_stage` of the view's point)."""
+    return binding_stage(view.point)
 
 
 # -- topology ---------------------------------------------------------------------------------

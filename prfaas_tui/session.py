@@ -250,6 +250,14 @@ class Session:
         if self.driver is not None:
             self.take(self.driver.inject(incident))
 
+    def hand_incidents(self) -> list[tuple[int, str]]:
+        """The incidents started by hand that are still on: (index, label)."""
+        return self.driver.hand_incidents() if self.driver is not None else []
+
+    def end_incident(self, index: int) -> None:
+        if self.driver is not None:
+            self.take(self.driver.end_incident(index))
+
     def events(self) -> list[Event]:
         """The run's events from the engine's note log (the one store, read whole on the
         emulator thread); without a running emulator, the latest snapshot's recent ones."""

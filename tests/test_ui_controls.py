@@ -253,8 +253,8 @@ async def test_help_palette_and_narrow_view():
         assert "keys" in text and "Apply the optimum" in text
         await pilot.press("escape")
         titles = {c.title for c in app.get_system_commands(app.screen)}
-        for b in dash(app).BINDINGS:
-            assert b.description in titles
+        for b in dash(app).BINDINGS:  # each with its key, so the palette teaches it
+            assert f"{b.description} [{app.get_key_display(b)}]" in titles
         assert {f"Set {k.label}…" for k in KNOBS} <= titles
         assert "Load preset toy" in titles
         d = dash(app)
@@ -288,7 +288,7 @@ async def test_save_preset_round_trips(tmp_path, monkeypatch):
         assert back.knobs == d.settings.scenario.knobs
         assert back.sim.rate == pytest.approx(d.settings.rate, rel=1e-5)
         await pilot.press("x")  # SVG screenshot
-        assert "sim 0:00:30.0" in (tmp_path / "prfaas-toy.svg").read_text().replace("&#160;", " ")
+        assert "sim 0:00:30.0" in (tmp_path / "prfaas-toy-30s.svg").read_text().replace("&#160;", " ")
 
 
 async def test_export_metrics_csv_and_json(tmp_path, monkeypatch):

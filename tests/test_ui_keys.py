@@ -239,7 +239,7 @@ async def test_narrow_status_line_and_footer_read_cleanly():
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         *_, status, footer = screen_text(app).splitlines()
-        assert status.lstrip().startswith("⚠ link brownout to 20% · busiest link (measured) · ▶ sim")
+        assert status.lstrip().startswith("⚠ link brownout to 20% · ⚠ P90 14.0s > SLO 10s · ▶ sim")
         assert "lost 0" in status
         for key in ("? Help", "space Pause", "v Model", "d Drills", "q Quit"):
             assert key in footer
@@ -272,4 +272,5 @@ async def test_wide_footer_keeps_compare_and_the_palette_but_not_v():
         await pilot.pause()
         *_, status, footer = screen_text(app).splitlines()
         assert "c Compare" in footer and "^p palette" in footer and "v Model" not in footer
-        assert status.lstrip().startswith("⚠ link brownout to 20% · busiest link (measured)")
+        assert status.lstrip().startswith("⚠ link brownout to 20% · ⚠ P90 14.0s > SLO 10s · "
+                                          "busiest link (measured)")

@@ -160,7 +160,7 @@ async def test_plan_from_the_key_with_a_typed_path_and_a_bad_file(plan_file, tmp
         assert isinstance(app.screen, HelpScreen)
         assert "Open a plan's results" in screen_text(app)
         await pilot.press("escape")
-        assert "Plan results" in {c.title for c in app.get_system_commands(app.screen)}
+        assert "Plan results [P]" in {c.title for c in app.get_system_commands(app.screen)}
 
 
 @pytest.mark.asyncio

@@ -21,11 +21,13 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
+from emulator.effective import DRIVING_MODE
 from emulator.paradigm import Paradigm
 from emulator.units import format_duration
 from prfaas_tui.live import HISTORY, Driver, Tick, attach_recorder
 from prfaas_tui.messages import CompareProgress
-from prfaas_tui.modelview import ModelView, Refused, Settings
+from prfaas_tui.modelview import ModelView, Refused, Settings, paradigm_point
+from prfaas_tui.pictures import binding_stage
 from prfaas_tui.timeaxis import DEFAULT_SPAN, TimeWindow, clip, covering_window, frame
 from prfaas_tui.widgets.model_panel import STAGE_LABELS, num
 from prfaas_tui.widgets.plots import Chart
@@ -95,6 +97,12 @@ class ServedChart(Chart):
         plt.ylim(0, top)
 
 
+def driving_point(v: Variant) -> Any:
+    """A variant's model in the driving mode (the preset's mode may be paper)."""
+    st = v.view.settings
+    return paradigm_point(replace(st, scenario=replace(st.scenario, mode=DRIVING_MODE)))
+
+
 def compare_table(variants: tuple[Variant, ...]) -> Table:
     table = Table(box=None, padding=(0, 2, 0, 0), header_style="bold")
     table.add_column("")
@@ -112,8 +120,9 @@ def compare_table(variants: tuple[Variant, ...]) -> Table:
         return f"{k.n_prfaas}/{k.n_p}/{k.n_d}"
 
     row("N_prfaas / N_p / N_d", knobs)
-    row("model Λmax req/s", lambda v: f"{v.view.point.lambda_max:.2f}")
-    row("model binds", lambda v: STAGE_LABELS[v.view.point.binding])
+    # in the dashboard's driving mode, so the figure is the one its strip and panel show
+    row(f"model Λmax req/s ({DRIVING_MODE})", lambda v: f"{driving_point(v).lambda_max:.2f}")
+    row("model binds", lambda v: STAGE_LABELS[binding_stage(driving_point(v))])
     row("offered req/s", lambda v: f"{v.view.settings.rate:.2f}")
     row("simulated", snap(lambda s: format_duration(s.sim_time)))
     row("served req/s", snap(lambda s: f"{s.served_rate:.2f}"))

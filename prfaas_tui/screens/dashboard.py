@@ -8,7 +8,9 @@ prompts) return their result through `dismiss`; the callbacks here act on it.
 
 from __future__ import annotations
 
+import asyncio
 import math
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,11 +43,11 @@ from prfaas_tui.live import (
 )
 from prfaas_tui.messages import EmulatorFailed, TickReady
 from prfaas_tui.metrics_export import default_export_dir, export_metrics
-from prfaas_tui.modelview import ModelView, Refused, Settings, step_speed
+from prfaas_tui.modelview import ModelView, Refused, Settings, slo_target, step_speed
 from prfaas_tui.screens.compare import CompareScreen
 from prfaas_tui.screens.drills import DrillPicker, IncidentForm, InjectPicker, ScorecardScreen
 from prfaas_tui.screens.events import EventsScreen
-from prfaas_tui.screens.new_preset import NewPresetScreen
+from prfaas_tui.screens.new_preset import NewPresetScreen, free_name
 from prfaas_tui.screens.presets import PresetPicker
 from prfaas_tui.screens.prompt import ValuePrompt
 from prfaas_tui.session import Session
@@ -65,6 +67,9 @@ if TYPE_CHECKING:
 
 
 TICK_REDRAW_HZ = 5  # panels redraw from emulator ticks at most this often (wall clock)
+MODEL_AFTER_S = 1 / 60  # the model column redraws one frame after the echo of a key or tick
+DISCARD_AFTER_S = 600.0  # a run this long (simulated) is not replaced without asking
+MODEL_OVERDUE_S = 0.5  # a redraw asked this long ago and not yet made is asked again
 
 
 class Dashboard(Screen):
@@ -109,7 +114,8 @@ class Dashboard(Screen):
                 tooltip="Compare paradigms on the same seeded workload"),
         Binding("v", "toggle_view", "Model", id="view",  # in the footer below 130 columns
                 tooltip="Narrow terminals: switch between live charts and the model"),
-        Binding("g", "toggle_pictures", "Pictures", show=False, id="pictures",
+        Binding("g", "toggle_pictures", "Pictures: gauges, heat map, CDFs", show=False,
+                id="pictures",
                 tooltip="Pictures: gauges, Λmax heat map over (t, N_p), length and TTFT CDFs"),
         Binding("ctrl+s", "save", "Save", show=False, id="save-preset",
                 tooltip="Save the current scenario as a preset TOML"),
@@ -144,8 +150,10 @@ class Dashboard(Screen):
         self.step_seconds = 1.0
         self._figure_key: Any = None  # what Figure 5 was last drawn at
         self._redraw: Coalesced | None = None  # tick-driven redraws, throttled (on_mount)
-        self._model_asked = False  # a model-column redraw is scheduled (_model_later)
+        self._model_asked: float | None = None  # when a model-column redraw was asked
+        self._panel_inputs: tuple[Any, Any, Any] = (None, None, None)  # what it last drew
         self._toasts: Toasts | None = None
+        self._new_form: dict[str, str] = {}  # what was typed in the `n` form, kept for next time
         self.set_reactive(Dashboard.view, self.session.view)
 
     @property
@@ -196,6 +204,8 @@ class Dashboard(Screen):
             self.action_plan()
 
     def on_unmount(self) -> None:
+        if self._redraw is not None:  # a redraw owed must not run on a screen taken down
+            self._redraw.cancel()
         self.session.stop()
 
     def on_key(self, event: events.Key) -> None:
@@ -226,35 +236,54 @@ class Dashboard(Screen):
         if tick is None:
             return
         report = self.session.report
-        self.query_one(StatusLine).show(tick, banner=report.banner if report else None)
+        self.query_one(StatusLine).show(tick, banner=report.banner if report else None,
+                                        slo=slo_target(self.settings.scenario))
         self._follow_incidents(tick)
         charts = self.query_one(LiveCharts)
         live = self.session.effective
         charts.note = (served_note(report, live.point.lambda_max)
                        if report is not None and live is not None else None)
         charts.show(tick)
-        self._model_later()
+        # now, not later: tick redraws are already throttled, and every change the operator
+        # makes comes back in a tick, so the last one of a burst is always drawn here even if
+        # a deferred redraw (`_model_later`) was lost
+        self._show_model()
         self.query_one(TopologyStrip).show(self.session.effective)
         self.query_one(PicturesView).show()
 
     def _model_later(self) -> None:
-        """The model column (panel and Figure 5) redraws after the frame that answers a key or
-        shows a tick: its recompute (TTFT, SLO-bound rate, the curves) is the costliest on
-        screen, so the knob's echo does not wait for it. Not live (tests, snapshots): now."""
+        """The model column (panel and Figure 5) redraws just after the frame that answers a
+        key or shows a tick: its recompute (TTFT, SLO-bound rate, the curves) is the costliest
+        on screen, so the knob's echo does not wait for it. Not live (tests, snapshots): now.
+
+        Neither of Textual's ways is safe here: an after-refresh callback runs on whichever
+        screen is on top when it is handled and is dropped with it (a redraw asked as a prompt
+        closed), and a one-shot `set_timer` whose task starts after its deadline never fires
+        (a loaded machine). Either loss left `_model_asked` set and the panel stale for every
+        later change. So: asyncio's own timer, which always fires, then this screen's queue;
+        an ask still unanswered after MODEL_OVERDUE_S is made again, and every tick draws the
+        column directly (`watch_tick`)."""
         if not self.live:
             self._show_model()
-        elif not self._model_asked:
-            self._model_asked = True
-            self.call_after_refresh(self._show_model)
+            return
+        now = time.perf_counter()
+        if self._model_asked is None or now - self._model_asked > MODEL_OVERDUE_S:
+            self._model_asked = now  # an ask never answered stops coalescing after a while
+            asyncio.get_running_loop().call_later(MODEL_AFTER_S, self.call_later,
+                                                  self._show_model)
 
     def _show_model(self) -> None:
         """Give the model panel the current view and tick and redraw Figure 5, unless the
-        column is hidden (a narrow terminal showing the charts: `v` shows it)."""
-        self._model_asked = False
+        column is hidden (a narrow terminal showing the charts: `v` shows it). Redrawn when
+        any of its inputs is a new object: the view, the tick, or the session's effective
+        view (`M` replaces only that one)."""
+        self._model_asked = None
         if not self.query_one("#model").display:
             return
         panel = self.query_one(ModelPanel)
-        if panel.view is not self.view or panel.tick is not self.tick:
+        inputs = (self.view, self.tick, self.session.effective)
+        if any(a is not b for a, b in zip(inputs, self._panel_inputs, strict=True)):
+            self._panel_inputs = inputs
             panel.set_reactive(ModelPanel.view, self.view)
             panel.set_reactive(ModelPanel.tick, self.tick)
             panel.watch_view()
@@ -312,7 +341,8 @@ class Dashboard(Screen):
         self.query_one(DrillTimeline).show(title, windows, now, d.duration if d else None)
         if d is not None and now >= d.duration and not self.scored:
             self.scored = True
-            self.app.push_screen(ScorecardScreen(d.name, self.session.scorecard()))
+            self.app.push_screen(ScorecardScreen(d.name, self.session.scorecard(),
+                                                 slo_target(self.settings.scenario)))
 
     def point_at(self, snap: Any) -> OperatingPoint:
         """The model at the knobs a snapshot ran with."""
@@ -428,8 +458,7 @@ class Dashboard(Screen):
 
     def action_toggle_mode(self) -> None:
         mode = self.session.toggle_mode()
-        self.query_one(ModelPanel).watch_view()
-        self.show_figures()
+        self._show_model()
         self.query_one(PicturesView).show()
         self.notify(f"{mode} mode drives the model panel (the live Λmax line stays exact)")
 
@@ -471,14 +500,39 @@ class Dashboard(Screen):
             self.query_one(ControlPanel).focus()
 
     def action_presets(self) -> None:
+        def load(sc: Scenario) -> None:
+            self.load_scenario(sc)
+            self.notify(f"loaded {sc.name}")
+
         def done(sc: Scenario | None) -> None:
             if sc is not None:
-                self.load_scenario(sc)
-                self.notify(f"loaded {sc.name}")
+                self.discard_run_then(f"load {sc.name}", lambda: load(sc))
         self.app.push_screen(PresetPicker(), done)
 
     def action_new_preset(self) -> None:
-        self.app.push_screen(NewPresetScreen(), lambda sc: sc and self.load_scenario(sc))
+        def done(sc: Scenario | None) -> None:
+            if sc is not None:
+                self.discard_run_then(f"open the new preset {sc.name}",
+                                      lambda: self.load_scenario(sc))
+        self.app.push_screen(NewPresetScreen(self._new_form), done)
+
+    def discard_run_then(self, what: str, go: Any) -> None:
+        """Replace the running run with `go()`, asking first when it has run long enough to
+        lose (DISCARD_AFTER_S simulated seconds) or is a drill not yet scored."""
+        from prfaas_tui.screens.prompt import ConfirmScreen
+
+        tick = self.tick
+        ran = tick.snapshot.sim_time if tick is not None else 0.0
+        drill = self.drill is not None and not self.scored
+        if ran < DISCARD_AFTER_S and not drill:
+            go()
+            return
+        run = f"drill {self.drill.name}" if drill else self.settings.scenario.name
+        self.app.push_screen(
+            ConfirmScreen(f"Discard the running {run} and {what}?",
+                          f"it has run {format_duration(ran)} of simulated time; "
+                          "export it first with e (the time series) or E (the events)"),
+            lambda yes: go() if yes else None)
     def action_plan(self) -> None:
         from prfaas_tui.screens.plan import PlanScreen  # the planner loads on first use
 
@@ -499,7 +553,7 @@ class Dashboard(Screen):
     def action_drills(self) -> None:
         def done(name: str | None) -> None:
             if name:
-                self.start_drill(name)
+                self.discard_run_then(f"start drill {name}", lambda: self.start_drill(name))
         self.app.push_screen(DrillPicker(), done)
 
     def start_drill(self, name: str) -> None:
@@ -526,16 +580,23 @@ class Dashboard(Screen):
                      else " until you end it (i, end all)")
             self.notify(f"incident: {incident.label}{until}")
 
+        on = {f"end {label} (#{i + 1})": i for i, label in self.session.hand_incidents()}
+
         def picked(label: str | None) -> None:
             if label == END_ALL:
                 self.session.inject(END_ALL)
                 self.sync()
+            elif label in on:  # one of them, the others go on
+                self.session.end_incident(on[label])
+                self.sync()
+                self.notify(f"ended {label.removeprefix('end ')}")
             elif label:
                 desc, inc = ready[label]
                 self.app.push_screen(IncidentForm(
                     label, desc, hand_keys(inc), inc,
                     lambda values: hand_incident(inc.kind, values, self.settings)), started)
-        self.app.push_screen(InjectPicker(incident_kinds()), picked)
+        ends = [(text, "end this one; the others go on") for text in on]
+        self.app.push_screen(InjectPicker(ends + incident_kinds()), picked)
 
     def action_compare(self) -> None:
         self.app.push_screen(CompareScreen(self.settings, live=self.live, seed=self.session.seed,
@@ -555,9 +616,10 @@ class Dashboard(Screen):
             self.notify(f"saved {path} (loads back with --preset {path})")
 
         self.app.push_screen(ValuePrompt("save the scenario as a preset TOML",
-                                         f"{self.settings.scenario.name}-saved.toml",
-                                         "the knobs and offered rate as they are now",
-                                         _dir_exists), done)
+                                         str(free_name(Path(f"{self.settings.scenario.name}"
+                                                            "-saved.toml"))),
+                                         "the knobs and offered rate as they are now; "
+                                         "never over an existing file", _new_file), done)
 
     def action_export(self) -> None:
         def done(text: str | None) -> None:
@@ -585,9 +647,12 @@ class Dashboard(Screen):
                                           export_dir=self.export_dir, live=self.live))
 
     def action_screenshot(self) -> None:
-        name = f"prfaas-{self.settings.scenario.name}.svg"
-        path = self.app.save_screenshot(name, str(Path.cwd()))
-        self.notify(f"saved {path}")
+        """An SVG of the screen under a name of its own (simulated time in it; never over an
+        earlier one)."""
+        at = int(self.tick.snapshot.sim_time) if self.tick is not None else 0
+        path = free_name(Path.cwd() / f"prfaas-{self.settings.scenario.name}-{at}s.svg")
+        saved = self.app.save_screenshot(path.name, str(path.parent))
+        self.notify(f"saved {saved}")
 
 
 def _positive_seconds(text: str) -> str | None:
@@ -606,6 +671,9 @@ def _parent_exists(text: str) -> str | None:
     return None if p.parent.is_dir() else f"no such directory: {p.parent}"
 
 
-def _dir_exists(text: str) -> str | None:
+def _new_file(text: str) -> str | None:
+    """A file that does not exist yet, in a folder that does."""
     p = Path(text).expanduser()
+    if p.exists():
+        return f"{p} exists: type another name (nothing is overwritten)"
     return None if p.parent.is_dir() else f"no such directory: {p.parent}"

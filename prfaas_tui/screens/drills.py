@@ -166,14 +166,16 @@ METRICS = (  # scorecard key, label, format
     ("peak_ttft_p90", "peak TTFT p90", format_duration),
     ("ttft_p90_during", "TTFT p90 during incidents", format_duration),
     ("unfinished_during", "unfinished from incidents", str),
-    ("recovery_seconds", "recovery", format_duration),
+    ("recovery_seconds", "recovery (served = offered)", format_duration),
     ("conversions", "prefill/decode conversions", str),
 )
 
 
-def scorecard_rows(card: dict) -> list[tuple[str, str, str, bool | None]]:
+def scorecard_rows(card: dict, slo: float | None = None) -> list[tuple[str, str, str, bool | None]]:
     """(label, value, bar, passed) per metric; passed is None where the drill sets no bar.
-    A missing value reads 'never' for recovery and '-' otherwise."""
+    A missing value reads 'never' for recovery and '-' otherwise. Recovery is the throughput's
+    (served back to offered); with `slo` (P90 TTFT target, s), an in-incident P90 above it
+    says so beside it, so a 0 ms recovery is not read as latency back within the SLO."""
     expect = card.get("expectations", {})
     rows = []
     for key, label, fmt in METRICS:
@@ -183,7 +185,10 @@ def scorecard_rows(card: dict) -> list[tuple[str, str, str, bool | None]]:
         text = "never" if val is None and key == "recovery_seconds" else "-" if val is None else fmt(val)
         bar = expect.get(key)
         bar_text = "" if bar is None else ("≥ " if key == "slo_attainment" else "≤ ") + fmt(bar["bar"])
-        rows.append((label, text, bar_text, None if bar is None else bool(bar["ok"])))
+        passed = None if bar is None else bool(bar["ok"])
+        if key == "ttft_p90_during" and bar is None and slo is not None and val is not None:
+            bar_text, passed = f"SLO ≤ {format_duration(slo)}", val <= slo
+        rows.append((label, text, bar_text, passed))
     if isinstance(card.get("peak_queue"), dict):
         rows.append(("peak queues", " · ".join(f"{k} {v}" for k, v in card["peak_queue"].items()),
                      "", None))
@@ -197,16 +202,16 @@ class ScorecardScreen(ModalScreen[None]):
     CSS_PATH = "dialogs.tcss"
     BINDINGS = [Binding("escape,enter,q", "dismiss(None)", "Close", id="scorecard-close")]
 
-    def __init__(self, name: str, card: dict) -> None:
+    def __init__(self, name: str, card: dict, slo: float | None = None) -> None:
         super().__init__(classes="dialog")
-        self.drill, self.card = name, card
+        self.drill, self.card, self.slo = name, card, slo
 
     def compose(self) -> ComposeResult:
         ok, bad = color(self, "text-success"), color(self, "text-error")
         table = Table(box=None, padding=(0, 2, 0, 0), header_style="bold")
         for col, just in (("metric", "left"), ("value", "right"), ("bar", "right"), ("", "left")):
             table.add_column(col, justify=just)  # type: ignore[arg-type]
-        for label, value, bar, passed in scorecard_rows(self.card):
+        for label, value, bar, passed in scorecard_rows(self.card, self.slo):
             mark = Text("" if passed is None else "✓ pass" if passed else "✗ fail",
                         style=ok if passed else bad)
             table.add_row(label, value, bar, mark)
@@ -218,8 +223,9 @@ class ScorecardScreen(ModalScreen[None]):
         with Vertical(classes="frame"):
             yield Label(head)
             yield Static(table)
+            # the close hint above the decisions: on a short terminal they run off the bottom
+            yield Static("enter/esc: close (the emulator stays paused at the end)",
+                         classes="help")
             yield Static(Text(f"scheduler decisions ({len(decisions)}), latest last:\n" +
                               "\n".join(decisions[-10:]) if decisions else
                               "no scheduler decisions"), id="decisions")
-            yield Static("enter/esc: close (the emulator stays paused at the end)",
-                         classes="help")

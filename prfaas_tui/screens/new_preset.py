@@ -1,6 +1,8 @@
 """The dashboard's `n` form: `prfaas-tui new` as a dialog. It calls the same builder
 (prfaas_tui.preset_builder.write_preset), shows a refused value under the form and stays open,
-and on success returns the written preset, loaded, for the dashboard to open."""
+and on success returns the written preset, loaded, for the dashboard to open. It never writes
+over an existing file (as `new` without --force), lists the shipped cards, and keeps what was
+typed for the next time it opens (`typed`, owned by the dashboard)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
-from emulator.cards import CardError
+from emulator.cards import CardError, gpu, model_card
 from emulator.scenario import presets
 from emulator.scenario.reader import PresetError
 from emulator.scenario.scenario import Scenario
@@ -36,12 +38,26 @@ FIELDS = {
 }
 
 
+def free_name(path: Path) -> Path:
+    """`path`, or the first of STEM-2, STEM-3, ... beside it that does not exist yet."""
+    stem, n, out = path.stem, 2, path
+    while out.exists():
+        out, n = path.with_name(f"{stem}-{n}{path.suffix}"), n + 1
+    return out
+
+
 class NewPresetScreen(ModalScreen[Scenario | None]):
     CSS_PATH = "dialogs.tcss"
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="new-cancel")] + FIELD_KEYS
 
-    def __init__(self) -> None:
+    def __init__(self, typed: dict[str, str] | None = None) -> None:
         super().__init__(classes="dialog")
+        self.typed = {} if typed is None else typed  # field -> value, kept across openings
+
+    def _initial(self, key: str, default: str) -> str:
+        if key in self.typed:
+            return self.typed[key]
+        return str(free_name(Path(default))) if key == "out" else default
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="frame"):
@@ -49,7 +65,10 @@ class NewPresetScreen(ModalScreen[Scenario | None]):
             for key, (label, default) in FIELDS.items():
                 with Horizontal(classes="row"):
                     yield Label(f"{label:>44} ", classes="help")
-                    yield steady_input(self, default, id=f"new-{key}")
+                    yield steady_input(self, self._initial(key, default), id=f"new-{key}")
+            yield Static(f"GPU cards: {', '.join(gpu.shipped())}\n"
+                         f"model cards: {', '.join(model_card.shipped())}",
+                         id="new-cards", classes="help")
             yield Static("Enter or Write: build, solve and open it (the optimum is its knobs)",
                          classes="help")
             yield Button("Write and open", id="new-write", variant="primary")
@@ -73,8 +92,10 @@ class NewPresetScreen(ModalScreen[Scenario | None]):
                            prfaas_gpus=self._whole("prfaas_gpus"), local_gpus=self._whole("local_gpus"),
                            bandwidth=self._value("bandwidth"), lengths=work if is_law else None,
                            trace=None if is_law else work)
-            out = Path(self._value("out") or "new-preset.toml")
-            answer = write_preset(spec, out, force=True)
+            out = Path(self._value("out") or "new-preset.toml").expanduser()
+            if out.exists():
+                raise UsageError(f"{out} exists: type another name (nothing is overwritten)")
+            answer = write_preset(spec, out)  # refuses an existing file: nothing is overwritten
             sc = presets.load(out)
         except (CardError, UsageError, TraceError, PresetError, UnitError) as exc:
             self.query_one("#error", Static).update(f"✗ {exc}")
@@ -82,6 +103,10 @@ class NewPresetScreen(ModalScreen[Scenario | None]):
         for note in uncalibrated_notes(answer):
             self.app.notify(note, severity="warning", timeout=10)
         self.dismiss(sc)
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id and event.input.id.startswith("new-"):
+            self.typed[event.input.id.removeprefix("new-")] = event.value
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()

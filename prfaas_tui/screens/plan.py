@@ -199,7 +199,9 @@ class PlanScreen(ModalScreen[PlanChoice | None]):
         if self.plan is None:
             self.query_one("#path", Input).focus()
             if not self.path:
-                self.query_one("#summary", Static).update("no plan open")
+                self.query_one("#summary", Static).update(
+                    "no plan open: make one with  prfaas-tui plan --preset NAME --out "
+                    "plan.json  (a sweep of paradigms, splits and t), then type its path below")
 
     def open(self, path: str) -> bool:
         """Show another results file; a bad one keeps what is shown and says why."""

@@ -17,6 +17,7 @@ from emulator.paradigm import Paradigm, Stage
 from emulator.units import format_duration, format_tokens, to_gbps
 from prfaas_tui.live import Tick
 from prfaas_tui.modelview import LatencyView, ModelView, live_latency
+from prfaas_tui.pictures import binding_stage
 from prfaas_tui.widgets.theme import SizedStatic, color
 
 STAGE_LABELS = {"prfaas": "PrfaaS", "pd-p": "PD-P", "pd-d": "PD-D", "link": "link"}
@@ -86,7 +87,7 @@ class ModelPanel(Static):
                 row.append(Text(num(live.effective[other].ceilings[st]), style=dim))
             if live.degraded:
                 row.append(Text(num(nom.ceilings[st]), style=dim))
-            row.append(Text("◀ binds", style=hot) if binds else Text(""))
+            row.append(Text(_binds_note(op), style=hot) if binds else Text(""))
             table.add_row(*row)
         lines: list[Any] = [head, table]
         load = s.rate / op.lambda_max if op.lambda_max > 0 else math.inf
@@ -120,9 +121,11 @@ class ModelPanel(Static):
         if best is not None:
             t, n_p, n_d = targets_for(best, state)
             applied = (n_p, n_d) == (state.n_p, state.n_d) and abs(t - state.t) < 0.5
+            idle = s.scenario.system.local_pool - n_p - n_d  # more would not raise Λ*
             opt = Text.assemble(("optimum now ", "bold"),
                                 f"t* {format_tokens(t)} · N_p/N_d {n_p}/{n_d}"
-                                f" · Λ* {best.lambda_max:.2f}\n")
+                                + (f" ({idle} idle)" if idle > 0 else "")
+                                + f" · Λ* {best.lambda_max:.2f}\n")
             opt.append("✓ applied" if applied else "[o] apply it",
                        style=good if applied else "bold")
             if (so := lt.slo_optimum) is not None:
@@ -145,9 +148,14 @@ class ModelPanel(Static):
             lines.append(Text("t, N_p, N_d do not apply to this paradigm", style=dim))
         # One line that fits the 46-column panel and never wraps mid-phrase (the panel's height
         # is fixed: a second line pushed the SLO optimum off it during an incident).
-        line = Text.assemble(("TTFT ", "bold"), f"P50 {num(lt.p50)} · P90 {num(lt.p90)} s · ",
-                             (f"SLO≤{lt.target:g}s {lt.slo_rate:.2f}/s",
-                              hot if settings_over(s.rate, lt.slo_rate) else dim))
+        slo = (f"SLO≤{lt.target:g}s {lt.slo_rate:.2f}/s",
+               hot if settings_over(s.rate, lt.slo_rate) else dim)
+        if math.isfinite(lt.p90):
+            line = Text.assemble(("TTFT ", "bold"), f"P50 {num(lt.p50)} · P90 {num(lt.p90)} s · ",
+                                 slo)
+        else:  # never a number or a dash for a queue that grows: say so, and why
+            line = Text.assemble(("TTFT ", "bold"), ("∞ unstable: ", hot),
+                                 (unstable_why(lt, s.rate, op.lambda_max), hot), " · ", slo)
         line.no_wrap, line.overflow = True, "ellipsis"
         lines.append(line)
         return lines
@@ -163,8 +171,8 @@ class ModelPanel(Static):
         theta = {"prfaas": op.theta_prfaas, "pd-p": op.theta_pdp, "pd-d": op.theta_pdd}
         for st in ("prfaas", "pd-p", "pd-d"):
             binds = st == op.binding
-            note = Text("◀ binds", style=hot) if binds else Text("")
-            if st == "prfaas" and op.p > 0:
+            note = Text(_binds_note(op), style=hot) if binds else Text("")
+            if st == "prfaas" and op.p > 0 and not (binds and binding_stage(op) == "link"):
                 note.append(f" {op.prfaas_term}" + ("" if binds else "-bound"), style=dim)
             table.add_row(Text(STAGE_LABELS[st], style="bold" if binds else ""), num(theta[st]),
                           Text(num(op.ceilings[st]), style=hot if binds else ""), note)
@@ -183,9 +191,11 @@ class ModelPanel(Static):
         lt = v.latency
         lines += self._residuals_and_latency(v, op, lt, hot, dim)
         b = v.optimum.best
+        idle = sc.system.local_pool - b.knobs.n_p - b.knobs.n_d
         opt = Text.assemble(("optimum ", "bold"),
                             f"t* {format_tokens(b.knobs.t)} · N_p*/N_d* {b.knobs.n_p}/{b.knobs.n_d}"
-                            f" · Λ* {b.lambda_max:.2f}\n")
+                            + (f" ({idle} idle)" if idle > 0 else "")
+                            + f" · Λ* {b.lambda_max:.2f}\n")
         opt.append("✓ applied" if v.at_optimum else "[o] apply it",
                    style=good if v.at_optimum else "bold")
         if (so := lt.slo_optimum) is not None:
@@ -194,6 +204,22 @@ class ModelPanel(Static):
             opt.append("[O]", style="bold")
         lines.append(opt)
         return Group(*lines)
+
+
+def unstable_why(lt: LatencyView, rate: float, lambda_max: float) -> str:
+    """Why the predicted TTFT is unbounded, in a few words: the offered rate against Λmax,
+    else the path whose queue grows."""
+    if lambda_max > 0 and rate >= lambda_max:
+        return f"{rate / lambda_max:.0%} Λmax"
+    paths = " and ".join(STAGE_LABELS.get(p, p) for p in lt.unstable) or "a"
+    return f"{paths} queue grows"
+
+
+def _binds_note(op: Any) -> str:
+    """The binding row's mark, in the strip's words ("link binds"): the PrfaaS row binds
+    through the link when its bandwidth term is the smaller (`binding_stage`). As short as
+    "◀ binds": the panel's table must not wrap."""
+    return "◀ link" if binding_stage(op) == "link" else "◀ binds"
 
 
 def settings_over(rate: float, slo_rate: float) -> bool:

@@ -25,6 +25,7 @@ from textual_plotext import PlotextPlot
 from emulator.figure5 import Figure5a, Figure5b
 from emulator.model import STAGES, OperatingPoint
 from emulator.units import K_TOKENS, format_bytes, format_duration, format_tokens, to_gbps
+from prfaas_tui.pictures import binding_stage
 from prfaas_tui.timeaxis import (
     DEFAULT_SPAN,
     SCALE_KNOBS,
@@ -187,7 +188,7 @@ class LiveSeries:
             served=arr(lambda s: s.served_rate), lam=np.array([o.lambda_max for o in ops]),
             egress_gbps=arr(lambda s: s.link.utilization) * cap, capacity_gbps=cap,
             ceilings=np.array([[o.ceilings[st] for o in ops] for st in STAGES]).reshape(3, len(h)),
-            binding=tuple(o.binding for o in ops),
+            binding=tuple(binding_stage(o) for o in ops),
             ttft_p50=arr(lambda s: _nan(s.ttft_p50)), ttft_p90=arr(lambda s: _nan(s.ttft_p90)),
             ttft_slo=ttft_slo,
             queues={st: arr(lambda s, st=st: s.stages[st].queue) for st in STAGES},

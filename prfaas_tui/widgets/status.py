@@ -12,6 +12,8 @@ and drops the command-palette key (help lists it), so nothing is cut mid-word.
 
 from __future__ import annotations
 
+import math
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Footer
@@ -49,10 +51,13 @@ def instances_down(snap) -> list[str]:
 class StatusLine(SizedStatic):
     DEFAULT_CSS = "StatusLine { height: 1; padding: 0 1; background: $panel; }"
 
-    def show(self, tick: Tick | None, note: str = "", banner: str | None = None) -> None:
+    def show(self, tick: Tick | None, note: str = "", banner: str | None = None,
+             slo: float | None = None) -> None:
         """`banner`: the stability report's ("unstable: PrfaaS backlog +0.09 req/s"), kept on
-        screen at any width: a growing queue is what the operator must see first."""
-        self.remember(tick, note, banner)
+        screen at any width: a growing queue is what the operator must see first. `slo`: the
+        P90 TTFT target; while the measured P90 (recent window) is above it, the line says so
+        ("⚠ P90 13.3s > SLO 10s")."""
+        self.remember(tick, note, banner, slo)
         if tick is None:
             self.update(Text(note or "starting the emulator…"), layout=False)
             return
@@ -71,11 +76,14 @@ class StatusLine(SizedStatic):
             parts.append((0, f"⚠ {banner}", f"bold {bad}"))
         if note:
             parts.append((0, note, bad))
-        if s.bottleneck:
-            parts.append((0, busiest_text(s.bottleneck), ""))
-        parts += [
-            (0, ("⏸ " if tick.paused else "▶ ") + f"sim {clock(s.sim_time)}", "bold"),
-            (0, f"lost {s.lost}", f"bold {bad if s.lost else ok}"),
+        p90 = s.ttft_p90
+        if slo is not None and p90 is not None and math.isfinite(p90) and p90 > slo:
+            parts.append((0, f"⚠ P90 {p90:.1f}s > SLO {slo:g}s", f"bold {bad}"))
+        if s.bottleneck:  # a measurement, not an alarm: it gives way on a narrow line
+            parts.append((1, busiest_text(s.bottleneck), ""))
+        parts += [  # ESSENTIAL: never dropped nor shortened (the clock, and lost must read 0)
+            (ESSENTIAL, ("⏸ " if tick.paused else "▶ ") + f"sim {clock(s.sim_time)}", "bold"),
+            (ESSENTIAL, f"lost {s.lost}", f"bold {bad if s.lost else ok}"),
             (2, pace, ""),
             (1, f"in flight {s.in_flight:,}", ""),
             (1, f"done {s.completed:,}", ""),
@@ -86,10 +94,11 @@ class StatusLine(SizedStatic):
         if s.decisions:
             parts.append((5, " ".join(s.decisions[-1].split()), "dim"))
         room = max(self.size.width - 2, 40)
+        parts = _shorten(parts, room)
         keep = set()
         used = 0
         for i in sorted(range(len(parts)), key=lambda i: parts[i][0]):
-            if used + len(parts[i][1]) + 3 <= room or parts[i][0] == 0:
+            if used + len(parts[i][1]) + 3 <= room or parts[i][0] <= 0:
                 keep.add(i)
                 used += len(parts[i][1]) + 3
         out = Text(no_wrap=True, overflow="ellipsis")
@@ -98,6 +107,28 @@ class StatusLine(SizedStatic):
                 out.append(" · " if len(out) else "")
                 out.append(text, style=style)
         self.update(out, layout=False)
+
+
+ESSENTIAL = -1  # a status part kept whole at any width
+MIN_PART = 12  # a what-is-wrong part is shortened to no less than this (with "…")
+
+
+def _shorten(parts: list[tuple[int, str, str]], room: int) -> list[tuple[int, str, str]]:
+    """The parts kept at any width must fit `room`: shorten the longest what-is-wrong ones
+    (priority 0: a long instability banner) with an ellipsis, never the essential ones, so
+    the clock and lost stay on the line."""
+    over = sum(len(t) + 3 for p, t, _ in parts if p <= 0) - room
+    out = list(parts)
+    while over > 0:
+        i = max((j for j, (p, t, _) in enumerate(out) if p == 0 and len(t) > MIN_PART),
+                key=lambda j: len(out[j][1]), default=None)
+        if i is None:
+            break
+        p, t, st = out[i]
+        cut = min(over, len(t) - MIN_PART)
+        out[i] = (p, t[:len(t) - cut - 1] + "…", st)
+        over -= cut
+    return out
 
 
 WIDE_ONLY_KEYS = frozenset({"full_stop", "c"})  # dropped from the footer below 130 columns
