@@ -67,6 +67,16 @@ class Emulation:
                  n_p: int | None = None, n_d: int | None = None,
                  cached_prefix: PrefixLookup | None = None, routing: str | None = None,
                  bound: RoutingBound | None = None):
+        self.loop = VirtualTimeLoop()
+        try:
+            self._build(scenario, seed, rate, load, duration, paradigm, trace, mode, n_p, n_d,
+                        cached_prefix, routing, bound)
+        except BaseException:  # a refused scenario leaves no open loop behind
+            self.loop.close()
+            raise
+
+    def _build(self, scenario: Scenario, seed, rate, load, duration, paradigm, trace, mode,
+               n_p, n_d, cached_prefix, routing, bound) -> None:
         paradigm = Paradigm(paradigm)
         if rate is not None and load is not None:
             raise ValueError("give a rate or a load, not both")
@@ -76,7 +86,7 @@ class Emulation:
         self.mode = mode
         self.seed = sim.seed if seed is None else int(seed)
         self.duration = sim.duration if duration is None else float(duration)
-        self.loop = loop = VirtualTimeLoop()
+        loop = self.loop
         self.topology: TopologyRuntime | None = None
         if scenario.declared_topology is not None:
             self._init_topology(scenario, rate, load, routing, bound, trace, paradigm,
