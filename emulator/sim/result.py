@@ -8,6 +8,7 @@ growth) come from the run's second half so that the empty start does not dilute 
 from __future__ import annotations
 
 import csv
+import math
 from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Protocol, TextIO
@@ -78,7 +79,6 @@ class RunResult:
             halfway = self.start
         late = window(halfway, end)
         self.bottleneck = bottleneck(halfway, end, late)
-        lat = emu.latencies
         if emu.topology is not None:
             self._model = {}
             self.json = self._topology_json(emu, accounting, whole, late)
@@ -107,21 +107,8 @@ class RunResult:
             "paradigm": emu.paradigm,
             "seed": emu.seed,
             "model_mode": emu.mode,
-            "simulated_seconds": self.simulated_seconds,
-            "events": self.events,
-            "offered_rate": whole.offered,
-            "target_rate": emu.workload.mean_rate,
-            "served_rate": whole.served,
-            "second_half": {"offered_rate": late.offered, "served_rate": late.served},
-            "bottleneck": self.bottleneck,
+            **self._totals(emu, accounting, whole, late),
             "link_utilization": whole.link,
-            "ttft": Latencies.summary(lat.ttft),
-            "tpot": Latencies.summary(lat.tpot),
-            "e2e": Latencies.summary(lat.e2e),
-            "slo": ({"ttft": _num(lat.slo_ttft), "tpot": _num(lat.slo_tpot),
-                     "attainment": lat.attainment()} if lat.has_slo else None),
-            "accounting": accounting.to_dict(),
-            "rerouted": emu.rerouted,
             "stages": stages,
             "link": {
                 "capacity_gbps": emu.link.capacity * 8e-9,
@@ -135,25 +122,30 @@ class RunResult:
             "model": None,  # to_json(): the closed form at these knobs (~2 ms, unread by probes)
             "cache": emu.cache.to_json() if emu.cache is not None else None,
             "prefill_backend": emu.torch.to_json() if emu.torch is not None else "profile",
-            # what the scheduler decided (null when off) and the incidents played
-            "scheduler": emu.scheduler.to_dict() if emu.scheduler is not None else None,
-            "incidents": [{"start": s, "end": e, "label": lbl} for s, e, lbl
-                          in emu.timeline.windows()],
         }
 
     def _topology_json(self, emu, accounting: Accounting, whole, late) -> dict:
         """A topology run: the totals over every region, and its regions, sites and links."""
-        lat = emu.latencies
         rt = emu.topology
         objs = run_objects(rt, emu.start_marks, emu._half_marks, marks(rt, self.end.t))
         return {
             "preset": emu.scenario.name,
             "routing": rt.routing,
             "seed": emu.seed,
+            **self._totals(emu, accounting, whole, late),
+            "lost": accounting.lost,
+            **objs,
+        }
+
+    def _totals(self, emu, accounting: Accounting, whole, late) -> dict:
+        """The keys a pair's and a topology's run object share: rates over every region's
+        arrivals, latencies, books, what the scheduler decided (null when off), incidents."""
+        lat = emu.latencies
+        return {
             "simulated_seconds": self.simulated_seconds,
             "events": self.events,
             "offered_rate": whole.offered,
-            "target_rate": sum(r.workload.mean_rate for r in rt.regions.values()),
+            "target_rate": math.fsum(wl.mean_rate for wl in emu.workloads),
             "served_rate": whole.served,
             "second_half": {"offered_rate": late.offered, "served_rate": late.served},
             "bottleneck": self.bottleneck,
@@ -163,9 +155,7 @@ class RunResult:
             "slo": ({"ttft": _num(lat.slo_ttft), "tpot": _num(lat.slo_tpot),
                      "attainment": lat.attainment()} if lat.has_slo else None),
             "accounting": accounting.to_dict(),
-            "lost": accounting.lost,
             "rerouted": emu.rerouted,
-            **objs,
             "scheduler": emu.scheduler.to_dict() if emu.scheduler is not None else None,
             "incidents": [{"start": s, "end": e, "label": lbl} for s, e, lbl
                           in emu.timeline.windows()],
