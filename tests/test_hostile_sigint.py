@@ -4,8 +4,9 @@ and leaves their files valid up to the last complete record.
 A real subprocess in its own session gets SIGINT on its whole process group (what a terminal's
 Ctrl-C does, plan's worker processes included) once its file holds a record. `run` writes to a
 FIFO, so the test waits on the rows themselves; `plan`'s resumable results file must be a
-regular file, which the test polls with a generous deadline (a real process). No test times the
-exit: benchmarks/bench_sigint.py measures it."""
+regular file, so its launcher announces each record on stdout once it is flushed and the test
+waits on that line (an event, no clock). No test times the exit: benchmarks/bench_sigint.py
+measures it."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -25,16 +25,34 @@ from emulator.sim.metrics import TimeSeries
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = "import sys; from prfaas_tui.cli import main; sys.exit(main())"
+# the same CLI, with "record" on stdout after each plan record is flushed to the results file
+RECORDED_CLI = """
+import sys
+from emulator.planner.store import ResultsFile
+from prfaas_tui.cli import main
+
+append = ResultsFile.append
+
+
+def announced(self, rec):
+    append(self, rec)
+    print("record", flush=True)
+
+
+ResultsFile.append = announced
+sys.exit(main())
+"""
 DEADLINE = 60.0  # generous, for a loaded machine: a hang fails here, it never times a pass
 
 pytestmark = [pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals"),
               pytest.mark.timeout(180)]
 
 
-def start(*argv: str) -> subprocess.Popen:
+def start(*argv: str, code: str = CLI) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-c", CLI, *argv], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    stdout = subprocess.PIPE if code is RECORDED_CLI else subprocess.DEVNULL
+    return subprocess.Popen([sys.executable, "-c", code, *argv], cwd=ROOT, env=env,
+                            stdout=stdout, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
 
 
@@ -87,27 +105,22 @@ def test_ctrl_c_during_run_csv(tmp_path):
     assert len(times) >= 1 and times == sorted(times) and times[-1] < 6e5
 
 
-def wait_for_records(proc: subprocess.Popen, path: Path, lines: int) -> None:
-    """Poll until `path` holds `lines` complete lines, with a generous deadline (the plan's
-    results file must be a regular file, resumable, so no FIFO here; this test drives a real
-    process). Fails if the command ends first."""
-    end = time.monotonic() + DEADLINE
-    while time.monotonic() < end:
-        if path.exists() and path.read_bytes().count(b"\n") >= lines:
+def wait_for_record(proc: subprocess.Popen) -> None:
+    """Block until the plan announces a record flushed to its results file (the launcher's
+    "record" line: an event, no clock; a hang is the test's timeout). Fails if the command
+    ends first."""
+    for line in proc.stdout:
+        if line.strip() == "record":
             return
-        if proc.poll() is not None:
-            pytest.fail(f"ended (rc {proc.returncode}) before writing a record: "
-                        f"{proc.stderr.read()}")
-        time.sleep(0.02)  # a polling interval, not the synchronisation
-    proc.kill()
-    pytest.fail(f"no record in {path} after {DEADLINE:.0f} s")
+    proc.wait()
+    pytest.fail(f"ended (rc {proc.returncode}) before writing a record: {proc.stderr.read()}")
 
 
 def test_ctrl_c_during_plan_out(tmp_path):
     path = tmp_path / "plan.jsonl"
     proc = start("plan", "--pool", "4:12", "--workers", "2", "--max-requests", "1e9",
-                 "--out", str(path))
-    wait_for_records(proc, path, 2)  # the header and a candidate
+                 "--out", str(path), code=RECORDED_CLI)
+    wait_for_record(proc)  # the header and a candidate are in the file
     ctrl_c(proc)
     err = ended(proc)
     assert_one_line(proc, err)
