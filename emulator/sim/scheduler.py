@@ -195,7 +195,10 @@ class Scheduler:
                 out.append(f"{stage} queue {now.queue[i]} >= {cfg.queue_high}")
         cap, n_pf, p = self._solved
         if abs(self.capacity - cap) > cfg.capacity_change * max(cap, self.capacity):
-            out.append(f"link {to_gbps(cap):.1f} -> {to_gbps(self.capacity):.1f} Gbps")
+            # the strip shows the link's capacity now; the estimate solved for lags it by tau
+            out.append(f"link {to_gbps(emu.link.capacity):.1f} Gbps now (estimate "
+                       f"{to_gbps(cap):.1f} -> {to_gbps(self.capacity):.1f} over "
+                       f"{cfg.capacity_tau:g} s)")
         if (alive := self._alive()) != n_pf:
             out.append(f"PrfaaS alive {n_pf} -> {alive}")
         xs = self._recent(cfg.history)
