@@ -75,7 +75,7 @@ def model_paper() -> None:
         ["Table 5 Phi_kv 1K/8K/32K/128K (Gbps)", "3.61 / 3.59 / 3.19 / 2.62",
          " / ".join(f"{x:.2f}" for x in phi)],
         ["p(19.4K), E[L \\| L > 19.4K]", "0.496, ~44K",
-         f"{d.p_above(19400):.4f}, {d.mean_above(19400) / 1000:.1f}K"],
+         f"{d.p_above(19400):.4f}, {d.mean_above(19400):,.0f} tokens"],
         ["optimum t, N_prfaas/N_p/N_d", "19.4K, 4/3/5",
          f"{best.knobs.t:,.0f} tokens, {best.knobs.n_prfaas}/{best.knobs.n_p}/{best.knobs.n_d}"],
         ["Λmax PrfaaS-PD / homogeneous / naive", "3.24 / 2.11 / 2.45",
@@ -139,14 +139,14 @@ def latency_brownout() -> None:
              "--out", str(path))
         screen = path.read_text(encoding="utf-8")
     ttft = re.search(r"TTFT P50 ([\d.]+) · P90 ([\d.]+) s · SLO≤(\S+) ([\d.]+)/s", screen)
-    opt = re.search(r"apply it\s+SLO ([\d.]+K) · (\d+/\d+) · ([\d.]+)/s", screen)
+    opt = re.search(r"apply it\s+SLO ([\d,]+) · (\d+/\d+) · ([\d.]+)/s", screen)
     if not (ttft and opt):
         raise SystemExit("latency_brownout: the model panel's TTFT or SLO line was not found")
     record("latency_brownout", source="python benchmarks/doc_figures.py --only latency_brownout",
            computed=True,
            values={"p90": f"P90 TTFT {ttft.group(2)} s (P50 {ttft.group(1)} s)",
                    "slo_rate": f"{ttft.group(4)} req/s within P90 <= {ttft.group(3)}",
-                   "optimum": f"t {opt.group(1)}, N_p/N_d {opt.group(2)} ({opt.group(3)} req/s)"})
+                   "optimum": f"t {opt.group(1)} tokens, N_p/N_d {opt.group(2)} ({opt.group(3)} req/s)"})
 
 
 FIGURES = {"model_paper": model_paper, "model_modes": model_modes, "drills": drills,

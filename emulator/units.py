@@ -84,8 +84,10 @@ def parse_bandwidth(value: str | float | int) -> float:
 
 
 def parse_tokens(value: str | float | int) -> float:
-    """'32K' -> 32768 tokens (K = 1024). Bare numbers are tokens."""
+    """'32K' -> 32768 tokens (K = 1024). Bare numbers are tokens; '19,400' (as printed) too."""
     if isinstance(value, str):
+        if re.fullmatch(r"\s*\d{1,3}(?:,\d{3})+\s*", value):
+            value = value.replace(",", "")
         m = re.match(rf"^\s*{_NUM}\s*([kKmM]?)\s*(?:tokens?)?\s*$", value)
         if not m:
             raise UnitError(f"expected a token count like '32K' or 19400, got {value!r}")
@@ -131,13 +133,25 @@ def format_bandwidth(bytes_per_second: float) -> str:
 
 
 def format_tokens(n: float) -> str:
-    """32768 -> '32K'; 19400 -> '18.9K'; small counts stay plain."""
+    """32768 -> '32,768'; 19400.4 -> '19,400'.
+
+    Printed counts are whole tokens with thousands separators: operators read a 'K' as 1,000,
+    so a binary K on screen beside exact counts said two things at once. Input still takes
+    '32K' = 32,768 (the paper's table headings), and the screen then shows what it meant.
+    """
+    if not math.isfinite(n):
+        return "inf" if n > 0 else "-inf" if n < 0 else "nan"
+    return f"{round(n):,}"
+
+
+def format_tokens_short(n: float) -> str:
+    """131072 -> '131k' (k = 1,000, SI): for axis ticks and cells too narrow for whole tokens."""
     if not math.isfinite(n):
         return "inf"
-    if abs(n) < K_TOKENS:
+    if abs(n) < 1000:
         return f"{n:.0f}"
-    k = n / K_TOKENS
-    return f"{k:.0f}K" if abs(k - round(k)) < 0.05 else f"{k:.1f}K"
+    k = n / 1000
+    return f"{k:.0f}k" if abs(k) >= 10 or abs(k - round(k)) < 0.05 else f"{k:.1f}k"
 
 
 def format_duration(seconds: float) -> str:

@@ -42,7 +42,7 @@ MAX_PRFAAS = 100_000  # presets.MAX_INSTANCES
 
 RANGES: dict[str, KnobRange] = {r.key: r for r in (
     KnobRange("t", "t", 0, None, "tokens", True,
-              "a whole number of tokens from 0 to the longest request, like 19400 or 32K"),
+              "a whole number of tokens from 0 to the longest request, like 19400 or 32K (= 32,768)"),
     KnobRange("n_prfaas", "N_prfaas", 0, MAX_PRFAAS, "instances", True,
               f"a whole number of PrfaaS instances from 0 to {MAX_PRFAAS}"),
     KnobRange("n_p", "N_p", 0, None, "instances", True,
@@ -111,8 +111,8 @@ def parse_threshold(text: str, t_max: float) -> float:
         raise KnobInputError(f"t is a whole number of tokens (got {typed}{value}: "
                              f"try {lo} or {lo + 1})")
     if not 0 <= t <= t_max:
-        raise KnobInputError(f"t is 0 to {format_tokens(t_max)} ({t_max:.0f}) tokens, the "
-                             f"longest request (got {t:.0f})")
+        raise KnobInputError(f"t is 0 to {format_tokens(t_max)} tokens, the "
+                             f"longest request (got {format_tokens(t)})")
     return t
 
 

@@ -10,6 +10,7 @@ from emulator.units import (
     format_bandwidth,
     format_bytes,
     format_tokens,
+    format_tokens_short,
     parse_bandwidth,
     parse_bytes,
     parse_duration,
@@ -38,10 +39,20 @@ def test_tokens_and_durations():
     assert parse_tokens("32K") == 32768
     assert parse_tokens("1K") == 1024
     assert parse_tokens(19400) == 19400
+    assert parse_tokens("19,400") == 19400  # what the screen prints parses back
+    with pytest.raises(UnitError):
+        parse_tokens("19,40")
     assert parse_tokens("128K") == 131072
     assert parse_duration("25 ms") == pytest.approx(0.025)
     assert parse_duration("10 min") == 600
-    assert format_tokens(32768) == "32K"
+    assert format_tokens(32768) == "32,768"  # printed: whole tokens, never a binary K
+    assert format_tokens(19400.4) == "19,400"
+    assert format_tokens(512) == "512"
+    assert format_tokens(parse_tokens("20K")) == "20,480"  # typed K = 1,024, shown exactly
+    assert format_tokens(float("inf")) == "inf"
+    assert format_tokens_short(131072) == "131k"  # axis ticks: SI k = 1,000
+    assert format_tokens_short(1500) == "1.5k"
+    assert format_tokens_short(999) == "999"
     assert format_bandwidth(1000 * MB) == "8.00 Gbps"
     assert to_gbps(parse_bandwidth("1000 MB/s")) == pytest.approx(8.0)
 

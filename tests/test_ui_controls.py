@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 
 import pytest
 from test_ui_support import dash, panel_text, screen_text, select_knob
@@ -51,7 +52,7 @@ async def test_change_t_moves_model_router_and_plots():
         assert emulator_knobs(app)["t"] == t  # the emulator's router got it
         text = screen_text(app)
         assert f"L > {format_tokens(t)} → PrfaaS" in text  # router panel, from the emulator
-        assert f"{format_tokens(t)} · {t}" in text  # the knob
+        assert re.search(rf"▸? t\s+{format_tokens(t)}\b", text)  # the knob, in whole tokens
         assert d.view.point.p < before["p"]
         assert f"p {d.view.point.p:.1%}" in text  # model panel
         assert not (d.query_one(CeilingsChart).data.ceilings[:, -1] == before["ceil"]).all()
@@ -70,7 +71,7 @@ async def test_type_exact_t_with_validation():
         assert isinstance(app.screen, ValuePrompt)
         assert "t is a token count like 19400 or 32K (got 'lots')" in screen_text(app)
         await pilot.press("ctrl+a", "ctrl+k", *"2M", "enter")
-        assert "tokens, the longest request (got 2097152)" in screen_text(app)
+        assert "tokens, the longest request (got 2,097,152)" in screen_text(app)
         await pilot.press("ctrl+a", "ctrl+k", *"2.5", "enter")  # not silently 2
         assert "t is a whole number of tokens (got 2.5: try 2 or 3)" in screen_text(app)
         await pilot.press("ctrl+a", "ctrl+k", *"20000", "enter")
@@ -373,5 +374,5 @@ async def test_a_move_inside_the_emulation_reaches_the_knobs_through_a_tick():
         assert d.settings.scenario.t == 8192.0 and d.driver.sent == 0
         assert d.view.point.to_dict() == paradigm_point(d.settings).to_dict()
         text = screen_text(app)
-        assert "8K · 8192" in text and "L > 8K → PrfaaS" in text
+        assert re.search(r"t\s+8,192 ", text) and "L > 8,192 → PrfaaS" in text
         assert f"p {d.view.point.p:.1%}" in text

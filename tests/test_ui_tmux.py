@@ -94,8 +94,8 @@ def test_default_preset_opens_running_and_answers_keys(tmux):
     t.keys("C-a", "C-k")  # clear the field (a binding: let it run before typing)
     t.wait(r"▊ +▎")  # the input row shows empty: typing now cannot race the clearing
     t.keys("25000", "Enter")
-    t.wait(r"24\.4K · 25000")
-    t.wait(r"L > 24\.4K → PrfaaS")  # the emulator's router took it
+    t.wait(r"t\s+25,000")
+    t.wait(r"L > 25,000 → PrfaaS")  # the emulator's router took it
     t.keys("Space")
     t.wait(r"▶ sim")
     t.keys("q")
@@ -127,7 +127,7 @@ def test_the_effective_ceiling_reads_true_during_a_brownout(tmux):
     t.wait(r"link 6\.0 of 30 Gbps", timeout=120)
     t.keys("space")
     screen = t.wait(r"⏸ sim", r"link 6\.0 of 30 Gbps")
-    tokens = float(re.search(r"▸? t\s+\S+ · (\d+)", screen).group(1))
+    tokens = float(re.search(r"▸? t\s+([\d,]+)", screen).group(1).replace(",", ""))
     row = re.search(r"PrfaaS\s+[\d.]+\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+◀?", screen)
     assert row, screen
     exact, nominal = float(row.group(1)), float(row.group(3))

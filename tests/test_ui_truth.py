@@ -291,3 +291,26 @@ async def test_scorecard_close_hint_shows_at_80x24():
         await pilot.pause()
         assert isinstance(app.screen, ScorecardScreen)
         assert "enter/esc: close" in screen_text(app)
+
+
+async def test_the_schedulers_link_note_names_the_capacity_the_strip_shows():
+    """link-brownout at 10 s steps (the scheduler's period): every decision that names the
+    link says the capacity the strip shows at that tick, its lagging estimate labelled as such."""
+    app = PrfaasApp(drill="link-brownout", live=False, at=1)
+    async with app.run_test(size=SIZE) as pilot:
+        d = dash(app)
+        d.session.step(589)
+        seen = 0
+        for _ in range(20):
+            before = len(d.tick.snapshot.decisions)
+            d.session.step(10)
+            d.sync()
+            await pilot.pause()
+            snap = d.tick.snapshot
+            strip = re.search(r"link (\d+(?:\.\d+)?)/", plain(d.query_one(TopologyStrip)))
+            for note in snap.decisions[before:]:
+                if m := re.search(r"link (\d+\.\d) Gbps now \(estimate", note):
+                    seen += 1
+                    assert float(m.group(1)) == pytest.approx(snap.link.capacity / GBPS, abs=0.05)
+                    assert float(m.group(1)) == pytest.approx(float(strip.group(1)), abs=0.5)
+        assert seen >= 1  # the brownout moved the estimate past capacity_change

@@ -102,7 +102,7 @@ class Snapshot:
     incident_windows: tuple[tuple[float, float | None, str], ...] = ()
     # the scheduler: None without one, else on/off; its last decision; the knobs pinned by hand
     scheduler_enabled: bool | None = None
-    scheduler_last: str | None = None  # "140.0s short: link 30.0 -> 6.0 Gbps -> t 18.9K -> ..."
+    scheduler_last: str | None = None  # "660.0s short: link 6.0 Gbps now (...) -> t 19,400 -> ..."
     pinned: tuple[str, ...] = ()
     # (q, seconds) of the TTFT distribution over the window (Latencies.ttft_cdf): the TTFT CDF
     ttft_cdf: tuple[tuple[float, float], ...] = ()

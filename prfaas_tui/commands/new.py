@@ -89,7 +89,7 @@ def render(answer: dict, console: Console) -> None:
     console.print(f"wrote [bold]{answer['preset']}[/] (open it: prfaas-tui --preset {answer['preset']})")
     for note in uncalibrated_notes(answer):
         console.print(note, style="yellow", highlight=False)
-    console.print(f"optimum: t = {format_tokens(b['t'])} ({b['t']:.0f} tokens), N_prfaas/N_p/N_d = "
+    console.print(f"optimum: t = {format_tokens(b['t'])} tokens, N_prfaas/N_p/N_d = "
                   f"{b['n_prfaas']}/{b['n_p']}/{b['n_d']}, p = {b['p']:.3f}, Lambda_max = "
                   f"[bold]{b['lambda_max']:.3f}[/] req/s ({b['binding']} binds, PrfaaS "
                   f"{b['prfaas_term']}-bound)")

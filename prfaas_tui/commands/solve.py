@@ -194,7 +194,7 @@ def render(out: dict, console: Console) -> None:
                       f"{' (incremental, after prefix reuse)' if tr['incremental'] else ''}; "
                       f"utilization at the optimum {_f(util, '{:.0%}')}")
     for title, d in (("operating point", out["operating_point"]), ("optimum", out["optimum"])):
-        t = Table(title=f"{title}: t = {format_tokens(d['t'])} ({d['t']:.0f} tokens), "
+        t = Table(title=f"{title}: t = {format_tokens(d['t'])} tokens, "
                         f"N_prfaas/N_p/N_d = {d['n_prfaas']}/{d['n_p']}/{d['n_d']}, p = {d['p']:.3f}",
                   title_justify="left")
         t.add_column("stage")

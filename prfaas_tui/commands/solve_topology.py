@@ -55,17 +55,22 @@ def render(topo: dict, console: Console) -> None:
     t = Table(title=f"regions: the best threshold policy, Lambda = {pol['lambda_max']:.3f} req/s "
                     f"(TTFT at {pol['ttft']['offered_rate']:.3f} req/s in total)",
               title_justify="left")
-    for col in ("region", "t", "N_p/N_d", "p", "PD-P", "PD-D", "TTFT s", "P90 s",
-                *(("SLO rate",) if pol["ttft"]["target_s"] else ()), ""):
-        t.add_column(col, justify="left" if col in ("region", "") else "right")
+    rows = []
     for name in topo["regions"]:
         s, lat = pol["regions"][name], ttft[name]
         slo = (_f(lat["slo_rate"]),) if pol["ttft"]["target_s"] else ()
-        t.add_row(name, format_tokens(s["t"]), f"{s['n_p']}/{s['n_d']}", f"{s['p']:.2f}",
-                  _f(util_p.get(f"pd-p:{name}"), "{:.0%}"), _f(util_p.get(f"pd-d:{name}"), "{:.0%}"),
-                  _f(lat["mean"], "{:.2f}"), _f(lat["p90"], "{:.2f}"), *slo,
-                  _binds(f"pd-p:{name}", {"binding": ()}, pol) or
-                  _binds(f"pd-d:{name}", {"binding": ()}, pol))
+        rows.append((name, format_tokens(s["t"]), f"{s['n_p']}/{s['n_d']}", f"{s['p']:.2f}",
+                     _f(util_p.get(f"pd-p:{name}"), "{:.0%}"),
+                     _f(util_p.get(f"pd-d:{name}"), "{:.0%}"),
+                     _f(lat["mean"], "{:.2f}"), _f(lat["p90"], "{:.2f}"), *slo,
+                     _binds(f"pd-p:{name}", {"binding": ()}, pol) or
+                     _binds(f"pd-d:{name}", {"binding": ()}, pol)))
+    marks = any(r[-1] for r in rows)  # an empty 'binds' column costs 80-column room
+    for col in ("region", "t", "N_p/N_d", "p", "PD-P", "PD-D", "TTFT s", "P90 s",
+                *(("SLO rate",) if pol["ttft"]["target_s"] else ()), *(("",) if marks else ())):
+        t.add_column(col, justify="left" if col in ("region", "") else "right")
+    for r in rows:
+        t.add_row(*(r if marks else r[:-1]))
     console.print(t)
     console.print("  utilization below: bound / policy")
     t = Table(title="sites", title_justify="left")

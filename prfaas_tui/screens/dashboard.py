@@ -398,7 +398,7 @@ class Dashboard(Screen):
 
         self.query_one(ControlPanel).select(knob.key)
         shown = knob.show(self.settings).split(" · ")[0]  # the part that parses back
-        if knob.key == "t":  # whole tokens (18.9K is 19353.6)
+        if knob.key == "t":  # whole tokens, no separators (t may be 19353.6)
             shown = f"{round(self.settings.scenario.t)}"
         self.app.push_screen(ValuePrompt(f"{knob.label} = ?", shown, knob.hint,
                                          validate), done)

@@ -8,19 +8,19 @@ from typing import Any
 
 import numpy as np
 
-from emulator.units import K_TOKENS, format_duration, format_tokens
+from emulator.units import format_duration, format_tokens
 from prfaas_tui.pictures import TTFTCDF, LengthCDF
 from prfaas_tui.widgets.plots import Chart, decimate
 
 
 class LengthCDFChart(Chart):
-    """P(L <= x) in K tokens (log x when the lengths span decades); t as a vertical line and
+    """P(L <= x) in thousands of tokens (log x when the lengths span decades); t as a vertical line and
     1 - p as a horizontal one: they cross on the curve."""
 
     def draw(self, plt: Any, d: LengthCDF) -> None:
         self.title(plt, f"lengths CDF · t {format_tokens(d.t)} · long share p {d.p:.1%} → PrfaaS",
                    f"CDF t {format_tokens(d.t)} p {d.p:.0%}")
-        x = np.maximum(d.x, 1.0) / K_TOKENS
+        x = np.maximum(d.x, 1.0) / 1000
         sel = decimate(len(x), self.width_points())
         xs, ys = x[sel], d.cdf[sel]
         if xs[-1] != x[-1]:
@@ -28,10 +28,10 @@ class LengthCDFChart(Chart):
         if x[-1] / max(x[0], 1e-9) > 20:
             plt.xscale("log")
         self.line(plt, xs, ys, "primary", "P(L ≤ x)")
-        plt.vline(max(d.t, 1.0) / K_TOKENS, color=self.c("error"))
+        plt.vline(max(d.t, 1.0) / 1000, color=self.c("error"))
         plt.hline(1.0 - d.p, color=self.c("warning"))
         plt.ylim(0, 1.05)
-        plt.xlabel("K tokens")
+        plt.xlabel("k tokens (k = 1,000)")
 
 
 class TTFTCDFChart(Chart):

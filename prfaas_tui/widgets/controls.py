@@ -93,8 +93,8 @@ class Knob:
 
 
 KNOBS: tuple[Knob, ...] = (
-    Knob("t", "t", f"threshold: {RANGES['t'].words} (K = 1024)",
-         lambda s: f"{format_tokens(s.scenario.t)} · {s.scenario.t:.0f}",
+    Knob("t", "t", f"threshold: {RANGES['t'].words}",
+         lambda s: f"{format_tokens(s.scenario.t)}",
          _t_step, _typed("t")),
     Knob("n_prfaas", "N_prfaas", RANGES["n_prfaas"].words,
          lambda s: str(s.scenario.system.n_prfaas),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from rich.text import Text
 
-from emulator.units import format_tokens
+from emulator.units import format_tokens, format_tokens_short
 from prfaas_tui.pictures import HeatMap, heat_cells
 from prfaas_tui.widgets.theme import SizedStatic
 
@@ -85,7 +85,7 @@ class HeatMapView(SizedStatic):
         line = [" "] * cols
         used = -1
         for c in range(0, len(t_cells), max(8, len(t_cells) // 6)):
-            label = "|" + format_tokens(hm.t_at(t_cells[c].start))
+            label = "|" + format_tokens_short(hm.t_at(t_cells[c].start))
             if c > used and c + len(label) <= cols:
                 line[c:c + len(label)] = label
                 used = c + len(label)

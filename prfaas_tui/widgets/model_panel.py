@@ -105,8 +105,11 @@ class ModelPanel(Static):
             lines.append(Text(line, style=warn if diffs else dim, no_wrap=True,
                               overflow="ellipsis"))
         if op.p > 0:
-            lines.append(Text(f"p {op.p:.1%}  l_long {format_tokens(op.l_long)}  "
-                              f"PrfaaS {op.prfaas_term}-bound", style=dim))
+            # one line (p and l_long are PrfaaS's traffic, the term its Eq. 3 term): the
+            # panel's height is fixed, and a wrap would push its last line off
+            lines.append(Text(f"p {op.p:.1%} · l_long {format_tokens(op.l_long)} · "
+                              f"{op.prfaas_term}-bound", style=dim, no_wrap=True,
+                              overflow="ellipsis"))
             cap = state.link_capacity
             util = op.egress() / cap if cap > 0 else math.inf
             lines.append(Text(f"egress {to_gbps(op.egress()):.1f} of {to_gbps(cap):.4g} Gbps "
@@ -182,8 +185,9 @@ class ModelPanel(Static):
                              hot if v.load > 1 else dim))
         lines.append(lam)
         if op.p > 0:
-            lines.append(Text(f"p {op.p:.1%}  l_long {format_tokens(op.l_long)}"
-                              f"  T {format_duration(op.t_long)}", style=dim))
+            lines.append(Text(f"p {op.p:.1%} · l_long {format_tokens(op.l_long)}"
+                              f" · T {format_duration(op.t_long)}", style=dim, no_wrap=True,
+                              overflow="ellipsis"))
             lines.append(Text(f"egress {to_gbps(op.egress()):.1f} of {to_gbps(op.knobs.bandwidth):.4g} "
                               f"Gbps ({num(op.link_utilization(), '{:.0%}')})"))
         else:
@@ -250,14 +254,20 @@ class RouterPanel(Static):
     def watch_tick(self) -> None:
         self.watch_view()
 
+    def on_resize(self) -> None:
+        self.watch_view()  # the router line's wording depends on the room
+
     def show(self, view: ModelView, snap: Any | None) -> None:
         dim = "dim"
         t = snap.knobs.t if snap is not None else view.scenario.t
         paradigm = Paradigm(snap.knobs.paradigm if snap is not None else view.settings.paradigm)
         out = Text(no_wrap=True, overflow="ellipsis")
-        out.append("router ", style="bold")
+        rule = f"L > {format_tokens(t)} → PrfaaS"
+        room = self.content_size.width
+        if not paradigm.threshold_routing or not room or room >= len("router " + rule):
+            out.append("router ", style="bold")  # at 80 columns the rule alone, never cut
         if paradigm.threshold_routing:
-            out.append(f"L > {format_tokens(t)} → PrfaaS")
+            out.append(rule)
         else:
             where = "all → PrfaaS" if Stage.PRFAAS in paradigm.stages else "all local"
             out.append(f"{where} ({paradigm.label})")

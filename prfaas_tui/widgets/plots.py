@@ -24,7 +24,7 @@ from textual_plotext import PlotextPlot
 
 from emulator.figure5 import Figure5a, Figure5b
 from emulator.model import STAGES, OperatingPoint
-from emulator.units import K_TOKENS, format_bytes, format_duration, format_tokens, to_gbps
+from emulator.units import format_bytes, format_duration, format_tokens, to_gbps
 from prfaas_tui.pictures import binding_stage
 from prfaas_tui.timeaxis import (
     DEFAULT_SPAN,
@@ -378,14 +378,14 @@ class CeilingsVsTChart(Chart):
     def draw(self, plt: Any, d: Figure5Data) -> None:
         f = d.b
         sel = decimate(len(f.t), self.width_points())
-        t = f.t[sel] / K_TOKENS
+        t = f.t[sel] / 1000
         lam = f.lambda_max[sel]
         top = max(1e-3, float(np.nanmax(np.where(np.isfinite(lam), lam, np.nan), initial=1.0))) * 2.0
-        self.title(plt, f"Fig. 5b: producer ceilings vs t (K) at N_p={d.n_p_now}",
-                   "ceilings vs t (K)")
+        self.title(plt, f"Fig. 5b: producer ceilings vs t (k) at N_p={d.n_p_now}",
+                   "ceilings vs t (k)")
         self.line(plt, t, finite(f.prfaas[sel], top), "warning", "PrfaaS")
         self.line(plt, t, finite(f.pdp[sel], top), "success", "PD-P")
-        plt.vline(d.t_now / K_TOKENS, color=self.c("error"))
+        plt.vline(d.t_now / 1000, color=self.c("error"))
         if d.t_star is not None:
-            plt.vline(d.t_star / K_TOKENS, color=self.c("primary"))
+            plt.vline(d.t_star / 1000, color=self.c("primary"))
         plt.ylim(0, top)
