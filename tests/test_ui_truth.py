@@ -290,7 +290,13 @@ async def test_scorecard_close_hint_shows_at_80x24():
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         assert isinstance(app.screen, ScorecardScreen)
-        assert "enter/esc: close" in screen_text(app)
+        text = screen_text(app)
+        assert "enter/esc: close" in text
+        # every metric on one line: a label or a figure split over two rows reads as two
+        q = app.screen.card["peak_queue"]
+        assert re.search(r"peak queues prfaas / pd-p / pd-d +" + " / ".join(map(str, q.values())),
+                         text)
+        assert "recovery (served = offered)" in text
 
 
 async def test_the_schedulers_link_note_names_the_capacity_the_strip_shows():

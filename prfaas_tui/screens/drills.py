@@ -190,8 +190,8 @@ def scorecard_rows(card: dict, slo: float | None = None) -> list[tuple[str, str,
             bar_text, passed = f"SLO ≤ {format_duration(slo)}", val <= slo
         rows.append((label, text, bar_text, passed))
     if isinstance(card.get("peak_queue"), dict):
-        rows.append(("peak queues", " · ".join(f"{k} {v}" for k, v in card["peak_queue"].items()),
-                     "", None))
+        q = card["peak_queue"]  # as the CLI's scorecard: names in the label, counts in the value
+        rows.append((f"peak queues {' / '.join(q)}", " / ".join(map(str, q.values())), "", None))
     return rows
 
 
