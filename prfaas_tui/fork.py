@@ -72,6 +72,15 @@ class Verdict:
                 f"{format_duration(self.first_mismatch or 0.0)} (not the parent's run)")
 
 
+    def short(self) -> str:
+        """`text` for a narrow screen."""
+        if self.ok:
+            return f"{self.checked:,}/{self.checked:,} checks identical ({self.wall_s:.1f} s)"
+        if self.checked == 0:
+            return "nothing to check against"
+        return f"{self.mismatched:,}/{self.checked:,} checks differ: not the run"
+
+
 def origin_of(parent: Session) -> Origin:
     """Read the parent's time, log and history at one instant (between two of its slices),
     and its record as the UI has it (no later than that instant)."""
