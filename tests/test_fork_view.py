@@ -159,3 +159,34 @@ async def test_live_the_fork_follows_the_runs_clock_and_a_kept_fork_runs_on_its_
         kept_at = d.tick.snapshot.sim_time
         await wait_for(pilot, lambda: d.tick.snapshot.sim_time > kept_at + 10)  # its own clock
         assert d.tick.snapshot.knobs.t == t_fork
+
+
+async def test_f_on_a_stopped_emulator_says_so_and_opens_nothing():
+    async with app().run_test(size=(80, 24)) as pilot:
+        d = dash(pilot.app)
+        d.session.driver.stop()
+        await pilot.press("f")
+        await pilot.pause()
+        assert isinstance(pilot.app.screen, Dashboard)
+        assert any("cannot fork" in str(n.message) for n in pilot.app._notifications)
+
+
+async def test_a_fork_kept_from_before_a_drills_end_gets_its_own_scorecard():
+    """The run reached the drill's end (and showed its scorecard) while the fork, changed
+    before the end, ran beside it: kept, the fork's own scorecard shows."""
+    from prfaas_tui.screens.drills import ScorecardScreen
+
+    async with PrfaasApp(drill="link-brownout", live=False, at=2370).run_test(
+            size=(160, 48)) as pilot:
+        d = dash(pilot.app)
+        d.step_seconds = 60.0
+        view = await open_fork(pilot)
+        await pilot.press("L")  # t up a lot, the fork alone
+        await pilot.press("full_stop")  # both reach the drill's end (2400 s) and stop there
+        assert view.session.tick.snapshot.sim_time == d.drill.duration
+        d.scored = True  # as a live dashboard has when the run's end went by
+        run_card = d.session.scorecard()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(pilot.app.screen, ScorecardScreen)
+        assert pilot.app.screen.card == d.session.scorecard() != run_card

@@ -614,13 +614,20 @@ class Dashboard(Screen):
             return
 
         def done(kept: bool | None) -> None:
+            if kept and self.drill is not None and screen.fork.origin.at < self.drill.duration:
+                self.scored = False  # the run's end scored is not the kept fork's: score it
             self.sync()
             if kept:
                 self.notify(f"kept the fork: the run goes on from it at "
                             f"{format_duration(self.tick.snapshot.sim_time)}")
             else:
                 self.notify("fork dropped: the run goes on as it was")
-        self.app.push_screen(ForkScreen(self.session, step_seconds=self.step_seconds), done)
+        try:
+            screen = ForkScreen(self.session, step_seconds=self.step_seconds)
+        except RuntimeError as exc:  # the emulator thread has stopped: nothing runs to fork
+            self.notify(f"cannot fork: {exc}", severity="error")
+            return
+        self.app.push_screen(screen, done)
 
     def action_save(self) -> None:
         def done(text: str | None) -> None:
