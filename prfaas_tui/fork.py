@@ -7,7 +7,8 @@ replayed unpaced to the parent's now. The emulation is deterministic, so the rep
 parent's run again; that is checked, not assumed: every snapshot of the parent's history and an
 even sample of its whole-run record is compared with the fork's at the same simulated time
 (exactly: the same `repr`, the same export row). At a change instant the parent may have
-snapshotted just before or just after the change, so either is accepted there.
+snapshotted before the change, after it, or between two changes made at that instant (keys
+pressed while the clock stood still), so any of those states is accepted there.
 
 Once ready the fork is led by the parent's clock (`Driver.follow`): it runs to each simulated
 time the parent snapshots, so both share one time axis, and a change made to the fork goes to
@@ -154,23 +155,24 @@ class Fork:
             if t > emu.now:
                 emu.run_until(t)
             wanted = expect.get(t, ())
-            before = emu.snapshot() if wanted else None
+            states = [emu.snapshot()] if wanted else []  # before, then after each change
             for entry in changes.get(t, ()):
                 try:
                     driver.perform(emu, entry.change)
                 except Exception:  # the parent took it: a refusal here is a divergence
                     bad, first = bad + 1, t if first is None else first
-            after = emu.snapshot() if wanted and t in changes else before
+                if wanted:
+                    states.append(emu.snapshot())
             kept = None
             for kind, want in wanted:
                 checked += 1
-                sides = [s for s in (before, after) if self._print(kind, s) == want]
+                sides = [s for s in states if self._print(kind, s) == want]
                 if not sides:
                     bad, first = bad + 1, t if first is None else first
                 elif kind == "snap" and kept is None:
                     kept = sides[0]
             if any(kind == "snap" for kind, _ in wanted):
-                driver.keep(kept or after)
+                driver.keep(kept or states[-1])
         self.verdict = Verdict(o.at, checked, bad, first, len(o.log),
                                time.perf_counter() - t0)
 

@@ -14,6 +14,7 @@ import pytest
 from emulator.scenario import presets
 from prfaas_tui.fork import Fork, diverged
 from prfaas_tui.live import END_ALL, Change, Driver, incident_catalog, load_drill
+from prfaas_tui.metrics_export import metric_row
 from prfaas_tui.modelview import Refused, Settings
 from prfaas_tui.session import Session
 
@@ -209,3 +210,29 @@ def test_a_led_driver_moves_only_when_its_leader_says_even_live():
             pass
     finally:
         d.stop()
+
+
+def test_several_changes_at_one_instant_replay_whatever_state_the_parent_recorded(monkeypatch):
+    """Keys pressed while the clock stands still land at one simulated time, and a live
+    parent may record any state between them (its record a middle one, its history the last:
+    a tick came between two of them). Each is the run, so each checks."""
+    s = Session(presets.load("paper-case-study"), live=False, **quiet())
+    s.start(120.0)
+    try:
+        s.request(t=s.settings.scenario.t + 1024.0)
+        middle = s.tick.snapshot  # after the first change, before the others
+        s.request(t=s.settings.scenario.t + 1024.0)
+        s.request(n_p=s.settings.scenario.n_p - 1)
+        s.step(60.0)
+        assert {e.at for e in s.driver.log} == {120.0} and len(s.driver.log) > 3
+        rows = s.record.rows
+        i = next(i for i, r in enumerate(rows) if r[0] == 120.0)
+        rows[i] = tuple(metric_row(middle, s.point_at(middle)).values())  # as a live one may
+        monkeypatch.setattr("prfaas_tui.fork.VERIFY_ROWS", len(rows))  # check that row too
+        fork = fork_of(s)
+        try:
+            assert fork.verdict.ok, fork.verdict.text()
+        finally:
+            fork.drop()
+    finally:
+        s.stop()
