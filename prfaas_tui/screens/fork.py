@@ -250,6 +250,8 @@ class ForkScreen(Screen[bool]):
             self.show()
 
     def _later(self) -> None:
+        if self.session.tick is None and self._failed is None:
+            return  # replaying: the screen says so, and its CPU is the replay's
         if self.run.live and self._redraw is not None:
             self._redraw()
         else:
