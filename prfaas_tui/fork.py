@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -183,12 +183,3 @@ class Fork:
             return repr(snap)
         return tuple(metric_row(snap, self.session.point_at(snap)).values())
 
-
-def diverged(a: Sequence[Any], b: Sequence[Any]) -> float | None:
-    """The first simulated time at which two histories sampled at the same times differ (None:
-    identical where both have a snapshot)."""
-    theirs = {s.sim_time: repr(s) for s in b}
-    for s in a:
-        if s.sim_time in theirs and theirs[s.sim_time] != repr(s):
-            return s.sim_time
-    return None

@@ -6,7 +6,8 @@ model and hands the whole new setting to the driver, which takes the emulation t
 (`live.apply_controls`). What the emulation runs comes back in ticks: when no change of ours is
 still on its way, the tick's knobs are the truth, so a scheduler's move (drills) shows on the
 knobs and in the model without being sent back. Screens and widgets read this object; they keep
-no copy of its state.
+no copy of its state. A what-if fork (`prfaas_tui.fork`) is a `branch` of it on a replay of its
+emulation; kept, this session `adopt`s it, so every screen's reference stays good.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import queue
 import pytest
 
 from emulator.scenario import presets
-from prfaas_tui.fork import Fork, diverged
+from prfaas_tui.fork import Fork
 from prfaas_tui.live import END_ALL, Change, Driver, incident_catalog, load_drill
 from prfaas_tui.metrics_export import metric_row
 from prfaas_tui.modelview import Refused, Settings
@@ -20,6 +20,13 @@ from prfaas_tui.session import Session
 
 FORK_AT = 1800.0  # 30 simulated minutes: the brownout (10 to 20 min) is over
 MOVED_AT = 400.0  # the parent's own change, before the brownout
+
+
+def diverged(a, b) -> float | None:
+    """The first simulated time at which two histories sampled at the same times differ."""
+    theirs = {s.sim_time: repr(s) for s in b}
+    return next((s.sim_time for s in a
+                 if s.sim_time in theirs and theirs[s.sim_time] != repr(s)), None)
 
 
 def quiet(**kw) -> dict:

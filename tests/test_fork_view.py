@@ -190,3 +190,17 @@ async def test_a_fork_kept_from_before_a_drills_end_gets_its_own_scorecard():
         await pilot.pause()
         assert isinstance(pilot.app.screen, ScorecardScreen)
         assert pilot.app.screen.card == d.session.scorecard() != run_card
+
+
+async def test_o_in_the_fork_view_applies_the_optimum_to_the_fork_alone():
+    async with app().run_test(size=(160, 48)) as pilot:
+        run = dash(pilot.app).session
+        before = run.settings
+        view = await open_fork(pilot)
+        await pilot.press("L", "L")  # far from the optimum first
+        await pilot.press("o")
+        t, n_p, n_d = view.session.optimum_targets()
+        sc = view.session.settings.scenario
+        assert (sc.t, sc.n_p, sc.n_d) == (t, n_p, n_d)
+        assert view.session.tick.snapshot.knobs.t == t
+        assert run.settings is before

@@ -25,6 +25,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from emulator.model import STAGES
+from emulator.paradigm import Paradigm
 from emulator.units import format_duration, format_tokens, to_gbps
 from prfaas_tui.fork import Fork
 from prfaas_tui.live import Tick
@@ -172,6 +173,8 @@ class ForkScreen(Screen[bool]):
         Binding("less_than_sign", "speed(-1)", "Slower", show=False, id="fork-slower"),
         Binding("t", "edit_t", "Set t", show=False, id="fork-set-t",
                 tooltip="Type an exact routing threshold t for the fork"),
+        Binding("o", "optimum", "Optimum", id="fork-optimum",
+                tooltip="Apply the optimum t*, N_p*/N_d* of the fork's live state to the fork"),
     ]
 
     def __init__(self, run: Session, *, step_seconds: float = 1.0) -> None:
@@ -336,6 +339,27 @@ class ForkScreen(Screen[bool]):
         self.app.push_screen(ValuePrompt("t = ? (the fork only)",
                                          f"{round(fork.settings.scenario.t)}", knob.hint,
                                          validate), done)
+
+    def action_optimum(self) -> None:
+        """The dashboard's `o`, on the fork: the optimum of its live state (what is alive in
+        it now), as PrfaaS-PD."""
+        fork = self.session
+        targets = fork.optimum_targets() if self.fork.ready else None
+        if targets is None:
+            self.notify("no optimum of the fork's live state yet", severity="warning")
+            return
+        t, n_p, n_d = targets
+        changes: dict[str, Any] = {"t": t, "n_p": n_p, "n_d": n_d}
+        if fork.settings.paradigm != Paradigm.PRFAAS_PD:
+            changes["paradigm"] = Paradigm.PRFAAS_PD
+        try:
+            fork.request(**changes)
+        except Refused as exc:
+            self.query_one(ForkControls).reason = str(exc)
+            return
+        self.show()
+        self.notify(f"the fork runs the optimum of its live state: t* = "
+                    f"{format_tokens(t)}, N_p/N_d = {n_p}/{n_d}")
 
     # -- the shared clock --------------------------------------------------------------------------
     def action_pause(self) -> None:
