@@ -125,6 +125,7 @@ async def test_the_fork_view_is_readable_at_both_sizes(size):
                       "Keep fork", "Drop fork"):
             assert label in text, label
         assert "⏎ type" not in text  # enter keeps; it does not type a value here
+        assert ("SLO attainment" in text) == (size[1] >= 40)  # more rows where there is room
 
 
 async def test_live_the_fork_follows_the_runs_clock_and_a_kept_fork_runs_on_its_own():

@@ -126,9 +126,9 @@ def queued(s: Any) -> float:
 
 
 def pair_table(run: Session, fork: Session, ready: bool,
-               colors: tuple[str, str] = ("", "")) -> Table:
+               colors: tuple[str, str] = ("", ""), more: bool = False) -> Table:
     """The run and the fork side by side: the knobs each runs and what each measures now
-    (headed in their series' `colors`)."""
+    (headed in their series' `colors`); `more` rows where there is room."""
     table = Table(box=None, padding=(0, 1, 0, 0), header_style="bold", expand=True)
     table.add_column("", no_wrap=True)
     table.add_column(Text("run", style=colors[0]), justify="right", no_wrap=True)
@@ -152,6 +152,11 @@ def pair_table(run: Session, fork: Session, ready: bool,
     row("TTFT P90 s", lambda s: num(s.ttft_p90))
     for st in STAGES:
         row(f"queued {STAGE_LABELS[st]}", lambda s, st=st: f"{s.stages[st].queue:,}")
+    if more:
+        row("egress Gbps", lambda s: f"{to_gbps(s.link.capacity) * s.link.utilization:.1f}")
+        row("SLO attainment", lambda s: num(s.slo_attainment, "{:.0%}"))
+        row("completed", lambda s: f"{s.completed:,}")
+        row("lost", lambda s: str(s.lost))
     return table
 
 
@@ -274,7 +279,8 @@ class ForkScreen(Screen[bool]):
         self.query_one("#fork-key", Static).update(self._key())
         self.query_one(ForkControls).view = fork.view
         self.query_one("#fork-table", Static).update(pair_table(
-            self.run, fork, ready, (f"bold {color(self, RUN)}", f"bold {color(self, FORK)}")))
+            self.run, fork, ready, (f"bold {color(self, RUN)}", f"bold {color(self, FORK)}"),
+            more=self.app.size.height >= 40))
         run_hist = self.leader.history if self.leader is not None else ()
         fork_hist = fork.tick.history if ready else ()
         data = Pair(run_hist, fork_hist, self.fork.origin.at,
