@@ -142,7 +142,6 @@ class Driver:
                  led: bool = False, sent: int = 0) -> None:
         self.settings = settings
         self.initial = settings  # what the emulation was built at (a replay starts there)
-        self.seed = seed
         self.live = live
         # led: the clock is another driver's; the emulation moves only by `follow`
         self.led = led

@@ -87,12 +87,15 @@ class PairChart(Chart):
     """One quantity of the run and of the fork over the shared window, the fork instant │."""
 
     def __init__(self, label: str, short: str, value: Callable[[Any], float], *,
-                 id: str | None = None) -> None:
+                 slo: bool = False, id: str | None = None) -> None:
         super().__init__(id=id)
         self.label, self.short, self.value = label, short, value
+        self.slo = slo  # draw the TTFT SLO as a line
 
     def draw(self, plt: Any, data: Pair) -> None:
-        self.title(plt, self.label, self.short)
+        slo = data.slo if self.slo else None
+        self.title(plt, self.label + (f" · SLO {slo:g} s ─" if slo is not None else ""),
+                   self.short)
         if not data.run:
             return
         w = data.window
@@ -101,16 +104,14 @@ class PairChart(Chart):
         for hist in (data.run, [s for s in data.fork if s.sim_time >= data.at]):
             x, y = clip(w, [s.sim_time for s in hist], [_finite(self.value(s)) for s in hist])
             series.append((x, y))
-        ys = np.concatenate([y[np.isfinite(y)] for _, y in series]) if series else np.array([])
-        top = max(float(ys.max()) if ys.size else 0.0, 1e-3)
-        if self.id == "fork-ttft" and data.slo is not None:
-            top = max(top, data.slo)
+        ys = np.concatenate([y[np.isfinite(y)] for _, y in series])
+        top = max(float(ys.max()) if ys.size else 0.0, slo or 0.0, 1e-3)
         top *= 1.15
         f = frame(w, last.incident_windows, ())
         self.time_axis(plt, f, top)
         plt.plot([data.at - w.hi] * 2, [0, top], marker="│", color=self.c("accent"))
-        if self.id == "fork-ttft" and data.slo is not None:
-            plt.hline(data.slo, color=self.c("error"))
+        if slo is not None:
+            plt.hline(slo, color=self.c("error"))
         for (x, y), col, label in zip(series, (RUN, FORK), ("run", "fork"), strict=True):
             self.line(plt, x, y, col, label)
         plt.ylim(0, top)
@@ -210,7 +211,7 @@ class ForkScreen(Screen[bool]):
                 yield PairChart("served req/s (Λ)", "served req/s",
                                 lambda s: s.served_rate, id="fork-served")
                 yield PairChart("TTFT P90 s", "TTFT P90 s", lambda s: s.ttft_p90,
-                                id="fork-ttft")
+                                slo=True, id="fork-ttft")
                 yield PairChart("queued requests (PrfaaS + PD-P + PD-D)", "queued",
                                 queued, id="fork-queues")
         yield Footer(compact=True)
