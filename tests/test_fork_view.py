@@ -138,7 +138,8 @@ async def test_live_the_fork_follows_the_runs_clock_and_a_kept_fork_runs_on_its_
         await wait_for(pilot, lambda: d.tick is not None and d.tick.snapshot.sim_time > 20)
         await pilot.press("f")
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, ForkScreen)
-                       and pilot.app.screen.session.tick is not None)
+                       and pilot.app.screen.session.tick is not None,
+                       within_sim=7200)  # the run goes on while the fork replays
         view = pilot.app.screen
         assert view.fork.verdict.ok, view.fork.verdict.text()
         at = view.fork.origin.at
