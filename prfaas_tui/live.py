@@ -8,7 +8,12 @@ that thread (its event loop must not meet Textual's). Two ways to run it:
 - synchronous (`live=False`): nothing moves unless asked; `run_to`, `step` and every change block
   until done and return the new `Tick`. Deterministic, for snapshots and tests.
 
-Changes queue as callables and apply between slices, so a keypress never waits for a slice.
+Changes queue and apply between slices, so a keypress never waits for a slice. Every change
+that alters the emulated system (settings, incidents, pins, the scheduler switch) is a `Change`,
+data rather than a callable, and the driver logs each one with the simulated time it took
+effect (`Driver.log`): the same scenario and seed with the log replayed runs the same run again
+(a what-if fork, `prfaas_tui.fork`). Pausing, stepping and the pace are not changes: they move
+the clock, not the system.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -82,6 +87,27 @@ def apply_controls(emu: Any, new: Settings) -> None:
     emu.apply(target)
 
 
+@dataclass(frozen=True)
+class Change:
+    """One change to the emulated system, as data (replayable, unlike a callable).
+
+    kind and value: "settings" (the whole new `Settings`), "incident" (an incident built by
+    hand, a catalog label, or END_ALL), "end" (the index of a hand-made incident, as
+    `Driver.hand_incidents`), "pin" ((knob, pinned)), "release" (None: every pin), "scheduler"
+    (on: bool)."""
+
+    kind: str
+    value: Any = None
+
+
+@dataclass(frozen=True)
+class Logged:
+    """A change and the simulated time the emulation took it."""
+
+    at: float
+    change: Change
+
+
 @dataclass
 class _Call:
     fn: Callable[[Any], Any]
@@ -111,15 +137,22 @@ class Driver:
                  on_error: Callable[[str, bool], None], live: bool = True,
                  seed: int | None = None, attach: Callable[[Any], None] | None = None,
                  stop_at: float | None = None, generation: int = 0,
-                 factory: Callable[..., Any] = make_emulation) -> None:
+                 factory: Callable[..., Any] = make_emulation,
+                 prepare: Callable[[Driver, Any], None] | None = None,
+                 led: bool = False, sent: int = 0) -> None:
         self.settings = settings
+        self.initial = settings  # what the emulation was built at (a replay starts there)
         self.live = live
+        # led: the clock is another driver's; the emulation moves only by `follow`
+        self.led = led
         self.generation = generation
         self.paused = False
         self._on_tick, self._on_error = on_tick, on_error
         self._factory = lambda: factory(settings, seed=seed)
         self._attach = attach  # e.g. a drill's scorecard recorder, on the new emulation
         self.attached: Any = None  # what `attach` returned
+        self._prepare = prepare  # run on the new emulation before the first tick (a replay)
+        self.log: list[Logged] = []  # every change taken, in order (appended on this thread)
         self.stop_at = stop_at  # a drill's end: a live run or a step pauses exactly there
         self._calls: queue.SimpleQueue[_Call] = queue.SimpleQueue()
         self._stop = threading.Event()
@@ -129,7 +162,8 @@ class Driver:
         self._rate = _Rate()
         self._rtf: float | None = None
         self._hold_until = 0.0
-        self._sent = self._applied = 0  # setting changes submitted / taken by the emulation
+        # setting changes submitted / taken by the emulation (`sent`: a replay's, owed)
+        self._sent, self._applied = sent, 0
         self._injected: list[Any] = []  # incidents started by hand (handles from emu.inject)
         self._busy = False  # the last slice cost more than BUSY_SLICE_S of wall time
         self._emu: Any = None
@@ -184,30 +218,13 @@ class Driver:
     def apply(self, new: Settings) -> Tick | None:
         """Take the running emulation to the new settings (validated by the caller)."""
         self.settings = new
-
-        def run(emu: Any) -> None:
-            self._speed = new.speed
-            try:
-                apply_controls(emu, new)
-            finally:
-                self._applied += 1
         self._sent += 1
-        return self.submit(run)
+        return self.change(Change("settings", new))
 
     def inject(self, incident: Any) -> Tick | None:
         """Start an incident now (built by hand: `at` None, `duration` None or set; or a
         catalog label: its ready-made one), or END_ALL: end the ones started here."""
-        def run(emu: Any) -> None:
-            if incident == END_ALL:
-                for act in self._injected:
-                    act.end()  # a no-op for one already over
-                self._injected.clear()
-                return
-            started = emu.inject(_catalog_entry(incident) if isinstance(incident, str)
-                                 else incident)
-            if started is not None:
-                self._injected.append(started)
-        return self.submit(run)
+        return self.change(Change("incident", incident))
 
     def hand_incidents(self) -> list[tuple[int, str]]:
         """(index, label) of the incidents started here that are still on, oldest first."""
@@ -216,7 +233,80 @@ class Driver:
 
     def end_incident(self, index: int) -> Tick | None:
         """End one incident started here (`hand_incidents` index); the others go on."""
-        return self.submit(lambda emu: self._injected[index].end())
+        return self.change(Change("end", index))
+
+    def pin(self, knob: str, pinned: bool = True) -> Tick | None:
+        """Pin (or release) a knob set by hand ("t", "split"): the scheduler leaves it alone."""
+        return self.change(Change("pin", (knob, pinned)))
+
+    def release_pins(self) -> Tick | None:
+        return self.change(Change("release"))
+
+    def set_scheduler(self, on: bool) -> Tick | None:
+        """Switch the emulation's scheduler on or off (no-op without one)."""
+        return self.change(Change("scheduler", on))
+
+    def change(self, change: Change) -> Tick | None:
+        """Queue a change to the emulated system (as `submit`); logged once it took effect."""
+        return self.submit(lambda emu: self.perform(emu, change))
+
+    def perform(self, emu: Any, change: Change) -> None:
+        """Make one change now and log it (the emulator thread only: a queued `change`, or a
+        replay). A refused one (KnobError: nothing changed) raises and is not logged."""
+        kind, value = change.kind, change.value
+        if kind == "settings":
+            self._speed = value.speed
+            try:
+                apply_controls(emu, value)
+            finally:
+                self._applied += 1
+        elif kind == "incident" and value == END_ALL:
+            for act in self._injected:
+                act.end()  # a no-op for one already over
+            self._injected.clear()
+        elif kind == "incident":
+            started = emu.inject(_catalog_entry(value) if isinstance(value, str) else value)
+            if started is not None:
+                self._injected.append(started)
+        elif kind == "end":
+            self._injected[value].end()
+        elif kind == "pin":
+            emu.pin(*value)
+        elif kind == "release":
+            for knob in emu.PINNABLE:
+                emu.pin(knob, False)
+        elif kind == "scheduler":
+            emu.scheduler_enabled = value
+        else:
+            raise ValueError(f"unknown change {kind!r}")
+        self.log.append(Logged(emu.now, change))
+
+    def origin(self) -> tuple[float, tuple[Logged, ...], tuple[Any, ...]]:
+        """The simulated time now, the change log and the history, read together between two
+        slices (what a fork replays and checks itself against)."""
+        return self.call(lambda emu: (emu.now, tuple(self.log), tuple(self._history)))
+
+    def keep(self, snap: Any) -> None:
+        """Add a snapshot to the history the plots read (the emulator thread only)."""
+        self._history.append(snap)
+
+    def follow(self, times: Iterable[float]) -> Tick | None:
+        """A led driver: run to each of these simulated times (the leader's snapshots) and
+        snapshot there, so both histories share one time axis; a tick follows."""
+        def run(emu: Any) -> None:
+            for t in times:
+                if t > emu.now:
+                    emu.run_until(t)
+                    self._history.append(emu.snapshot())
+        return self.submit(run)
+
+    def lead(self, paused: bool) -> Tick | None:
+        """A led driver takes its own clock (a fork kept): paced from now on, or paused."""
+        def run(emu: Any) -> None:
+            self.led = False
+            (self._pacer.pause if paused else self._pacer.resume)()
+        self.paused = paused
+        return self.submit(run)
 
     def pause(self, paused: bool | None = None) -> Tick | None:
         """Pause, resume, or (None) toggle."""
@@ -274,12 +364,18 @@ class Driver:
             if self._attach is not None:
                 self.attached = self._attach(emu)
             self._pacer = make_pacer(emu, self._speed)
+            if self._prepare is not None:
+                self._prepare(self, emu)
             if self.live:
                 self._on_tick(self._tick(emu))
             last = last_post = time.perf_counter()
             while not self._stop.is_set():
-                ran = self._drain(emu, timeout=TICK_S if self.live else None)
+                ran = self._drain(emu, timeout=TICK_S if self.live and not self.led else None)
                 if self._stop.is_set() or not self.live:
+                    continue
+                if self.led:  # moved only by `follow` and changes: tell the UI of each
+                    self._on_tick(self._tick(emu))
+                    last = time.perf_counter()
                     continue
                 now = time.perf_counter()
                 wall_dt, last = min(now - last, MAX_SLICE_S), now
@@ -306,7 +402,7 @@ class Driver:
     def _drain(self, emu: Any, timeout: float | None) -> bool:
         """Run queued calls; wait up to `timeout` for the first (None: forever, 0 when running
         flat out). True if any ran."""
-        if self.live and not self.paused and math.isinf(self._speed):
+        if self.live and not self.led and not self.paused and math.isinf(self._speed):
             timeout = max(0.0, self._hold_until - time.perf_counter()) if self._busy else 0.0
         deadline = None if timeout is None else time.perf_counter() + timeout
         ran = False

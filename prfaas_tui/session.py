@@ -6,11 +6,13 @@ model and hands the whole new setting to the driver, which takes the emulation t
 (`live.apply_controls`). What the emulation runs comes back in ticks: when no change of ours is
 still on its way, the tick's knobs are the truth, so a scheduler's move (drills) shows on the
 knobs and in the model without being sent back. Screens and widgets read this object; they keep
-no copy of its state.
+no copy of its state. A what-if fork (`prfaas_tui.fork`) is a `branch` of it on a replay of its
+emulation; kept, this session `adopt`s it, so every screen's reference stays good.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 from collections import deque
 from collections.abc import Callable
@@ -79,6 +81,7 @@ class Session:
         self.report: StabilityReport | None = None  # queue trends over the last window
         self._rows: deque[Row] = deque(maxlen=ROWS)
         self.record = SeriesRecord()  # the whole run's series, for export
+        self._listeners: list[Callable[[Tick], None]] = []  # see `listen`
 
     @property
     def drill(self) -> Drill | None:
@@ -90,22 +93,64 @@ class Session:
         return self.run.base or self.run.scenario
 
     # -- the emulation ---------------------------------------------------------------------------
-    def start(self, at: float | None = None) -> None:
+    def start(self, at: float | None = None, *, initial: Settings | None = None,
+              prepare: Callable[[Driver, Any], None] | None = None, led: bool = False,
+              sent: int = 0) -> None:
         """Start the emulation of the current run; not live, run it to `at` (or just build it)
-        and take the first tick. Raises what the emulation's construction raised."""
+        and take the first tick. Raises what the emulation's construction raised. A fork
+        (`prfaas_tui.fork`) builds it at the parent's `initial` settings, `prepare`s it (the
+        replay) and has it `led` by the parent's clock."""
         gen, drill = self.generation, self.run.drill
         self.driver = Driver(
-            self.settings, live=self.live, seed=self.seed, generation=gen,
+            initial or self.settings, live=self.live, seed=self.seed, generation=gen,
             attach=attach_recorder if drill else None,
             stop_at=drill.duration if drill else None,
             factory=partial(make_emulation, split=self.run.split),
-            on_tick=self._post_tick,
+            prepare=prepare, led=led, sent=sent,
+            on_tick=self._emit,
             on_error=lambda text, fatal: self._post_error(text, gen))
         self.driver.start()
         if at:
             self.take(self.driver.run_to(at))
         elif not self.live:
             self.take(self.driver.current())
+
+    def _emit(self, tick: Tick) -> None:
+        """A live tick, on the emulator thread: to the UI, and to whoever listens (a fork
+        follows its parent's clock)."""
+        self._post_tick(tick)
+        for fn in tuple(self._listeners):
+            fn(tick)
+
+    def listen(self, fn: Callable[[Tick], None]) -> Callable[[], None]:
+        """Also hand every live tick to `fn` (on the emulator thread); returns the undo."""
+        self._listeners.append(fn)
+        return lambda: self._listeners.remove(fn) if fn in self._listeners else None
+
+    def branch(self, *, post_tick: Callable[[Tick], None],
+               post_error: Callable[[str, int], None]) -> Session:
+        """A new session on this run, at the same settings and mode, holding this one's record
+        and stability rows so far; not started (a fork starts it on a replay of this one's
+        emulation, `prfaas_tui.fork`). Its ticks are a generation of their own."""
+        other = Session(self.run.scenario, post_tick=post_tick, post_error=post_error,
+                        live=self.live, seed=self.seed, speed=self.settings.speed,
+                        drill=self.run.drill)
+        other.run, other.mode = self.run, self.mode
+        other.settings, other.view = self.settings, self.view
+        other.generation = self.generation + 1
+        other._rows = deque(self._rows, maxlen=ROWS)
+        other.record = copy.copy(self.record)
+        other.record.rows = list(self.record.rows)
+        return other
+
+    def adopt(self, other: Session) -> None:
+        """Carry on as `other` (a fork kept): its run, settings, emulation, history and
+        record become this session's, and its ticks come here; this one's emulation stops.
+        The screens keep their reference to this object."""
+        self.stop()
+        other._post_tick, other._post_error = self._post_tick, self._post_error
+        other._listeners = self._listeners = []
+        vars(self).update(vars(other))
 
     def load(self, scenario: Scenario, drill: Drill | None = None, *,
              paradigm: Paradigm = Paradigm.PRFAAS_PD, split: tuple[int, int] | None = None,
@@ -225,16 +270,16 @@ class Session:
     def pin(self, knob: str, pinned: bool = True) -> None:
         """A knob set by hand ("t", "split"): the scheduler leaves it alone until released."""
         if self.driver is not None:
-            self.take(self.driver.submit(lambda emu: emu.pin(knob, pinned)))
+            self.take(self.driver.pin(knob, pinned))
 
     def release_pins(self) -> None:
         if self.driver is not None:
-            self.take(self.driver.submit(lambda emu: [emu.pin(k, False) for k in emu.PINNABLE]))
+            self.take(self.driver.release_pins())
 
     def set_scheduler(self, on: bool) -> None:
         """Switch the emulation's scheduler on or off live (no-op without one)."""
         if self.driver is not None:
-            self.take(self.driver.submit(lambda emu: setattr(emu, "scheduler_enabled", on)))
+            self.take(self.driver.set_scheduler(on))
 
     def pause(self) -> None:
         if self.driver is not None:

@@ -112,6 +112,8 @@ class Dashboard(Screen):
                 tooltip="Inject an incident by hand: its depth, duration, count (drill ranges)"),
         Binding("c", "compare", "Compare", id="compare",
                 tooltip="Compare paradigms on the same seeded workload"),
+        Binding("f", "fork", "Fork", show=False, id="fork",
+                tooltip="What-if: fork the run (replayed to now), change the fork alone"),
         Binding("v", "toggle_view", "Model", id="view",  # in the footer below 130 columns
                 tooltip="Narrow terminals: switch between live charts and the model"),
         Binding("g", "toggle_pictures", "Pictures: gauges, heat map, CDFs", show=False,
@@ -601,6 +603,31 @@ class Dashboard(Screen):
     def action_compare(self) -> None:
         self.app.push_screen(CompareScreen(self.settings, live=self.live, seed=self.session.seed,
                                            drill=self.drill))
+
+    def action_fork(self) -> None:
+        """A what-if fork of the live run beside it (screens.fork); kept, the dashboard carries
+        on with the fork's run, history and record."""
+        from prfaas_tui.screens.fork import ForkScreen
+
+        if self.driver is None or self.tick is None:
+            self.notify("nothing runs to fork yet", severity="warning")
+            return
+
+        def done(kept: bool | None) -> None:
+            if kept and self.drill is not None and screen.fork.origin.at < self.drill.duration:
+                self.scored = False  # the run's end scored is not the kept fork's: score it
+            self.sync()
+            if kept:
+                self.notify(f"kept the fork: the run goes on from it at "
+                            f"{format_duration(self.tick.snapshot.sim_time)}")
+            else:
+                self.notify("fork dropped: the run goes on as it was")
+        try:
+            screen = ForkScreen(self.session, step_seconds=self.step_seconds)
+        except RuntimeError as exc:  # the emulator thread has stopped: nothing runs to fork
+            self.notify(f"cannot fork: {exc}", severity="error")
+            return
+        self.app.push_screen(screen, done)
 
     def action_save(self) -> None:
         def done(text: str | None) -> None:

@@ -140,6 +140,8 @@ class ControlPanel(Widget, can_focus=True):
         Binding("enter", "edit", "Type value", show=False, id="knob-edit"),
     ]
 
+    HINT = "↑↓ knob  ←→ step  ⏎ type"  # the keys line under the knobs (a variant's own)
+
     cursor: reactive[int] = reactive(0)
     reason: reactive[str] = reactive("", layout=True)
     view: reactive[ModelView | None] = reactive(None)  # bound to the screen's
@@ -197,7 +199,7 @@ class ControlPanel(Widget, can_focus=True):
         out.append(f"pool {sc.n_p}+{sc.n_d} = {used} of {pool}", style="dim")
         if used < pool:
             out.append(f" ({pool - used} idle)", style="dim")
-        out.append("\n↑↓ knob  ←→ step  ⏎ type", style="dim")
+        out.append(f"\n{self.HINT}", style="dim")
         if self.reason:
             out.append("\n")
             out.append(f"✗ {self.reason}", style=f"bold {color(self, 'text-error')}")
