@@ -181,10 +181,8 @@ class SelectionChart(Chart):
         if len(xs) < 2:
             return
         colors = ("primary", "warning")
-        top = 0.0
+        top = max((y for ys in series.values() for y in ys if math.isfinite(y)), default=0.0)
+        plt.xlabel("simulated seconds before now")  # before the y axis: it takes a row
+        self.y_axis(plt, max(top, 1e-9) * 1.15)
         for (label, ys), col in zip(series.items(), colors, strict=False):
             self.line(plt, xs, ys, col, label)
-            finite = [y for y in ys if math.isfinite(y)]
-            top = max([top, *finite])
-        plt.ylim(0, max(top, 1e-9) * 1.15)
-        plt.xlabel("simulated seconds before now")
