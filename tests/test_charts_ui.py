@@ -249,3 +249,31 @@ async def test_incidents_and_changes_lie_behind_the_data_and_the_legend():
                     assert with_marks[r][c] in " │"
         assert drawn > 50
         assert "1 offered" in with_marks[top + 1] and "│" in "".join(with_marks[top + 1:bottom])
+
+
+async def test_the_topology_views_chart_takes_the_same_controls():
+    from test_topology_view import TWO_BROWNOUT
+
+    app = PrfaasApp(None, live=False, at=120.0, drill=TWO_BROWNOUT)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        (chart,) = [c for c in shown_charts(pilot.app) if c.id == "topology-chart"]
+
+        def x_left() -> float:
+            rows = chart.render().plain.splitlines()
+            return float(rows[rows.index(next(r for r in rows if "└" in r)) + 1].split()[0])
+
+        assert x_left() < -100  # the whole two minutes
+        first = color_of(chart, "primary")
+        assert first in data_colors(chart)
+        await pilot.press("w", "w", "w")  # 5m -> 30m -> all -> 1m
+        await pilot.pause()
+        assert -61 <= x_left() < -50 and "1m" in chart.render().plain.split("\n")[0]
+        await pilot.press("1")
+        await pilot.pause()
+        assert first not in data_colors(chart) and color_of(chart, "warning") in data_colors(chart)
+        await pilot.press("y")
+        await pilot.pause()
+        rows = chart.render().plain.split("\n")
+        assert {lb for _, lb in y_labels(rows)} <= POWERS and "log" in rows[0]
+        check_chart(chart)
