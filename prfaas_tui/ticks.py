@@ -70,9 +70,10 @@ def _nice(lo: float, need: float, rows: int, *, integer: bool) -> tuple[float, f
     fewest = 4 if rows >= 13 else 3 if rows >= 7 else 2
     best: tuple | None = None
     k0 = math.floor(math.log10(span / (rows - 1))) - 1
-    k1 = math.ceil(math.log10(span)) + 1
+    k1 = max(math.ceil(math.log10(span)) + 1, 0 if integer else -400)  # decades: a step >= 1
     for step in _steps(k0, k1, integer):
-        base = math.floor(lo / step + 1e-9) * step
+        # decades start at the data's own (whole) decade; linear ticks at multiples of the step
+        base = lo if integer else math.floor(lo / step + 1e-9) * step
         for gap in range(1, rows):
             n = (rows - 1) // gap + 1
             top = base + step * (rows - 1) / gap
@@ -83,7 +84,9 @@ def _nice(lo: float, need: float, rows: int, *, integer: bool) -> tuple[float, f
             key = (round(score, 9), -n)
             if best is None or key < best[0]:
                 best = (key, base, top, step)
-    assert best is not None  # a step >= span, ticks (rows - 1) // (fewest - 1) apart, fits
+    if best is None:  # an axis across zero on two rows: from lo itself, one step per row
+        step = next(s for s in _steps(k0, k1 + 1, integer) if s * (rows - 1) >= span)
+        return float(lo), lo + step * (rows - 1), step
     return best[1], best[2], best[3]
 
 

@@ -123,3 +123,16 @@ def test_controls_cycle_the_window_and_toggle_scale_and_series():
     assert c.toggle(2).toggle_log() == ChartControls()
     with pytest.raises(ValueError):
         c.toggle(5)
+
+
+def test_a_log_axis_over_less_than_a_decade_has_a_whole_decade_step():
+    ax = log_ticks([1.0, 1.015625], 2)  # hypothesis found it: no integer step was tried
+    assert ax.labels == ("1", "10")
+
+
+@settings(max_examples=200, deadline=None)
+@given(lo=st.floats(-1e4, 0.0), span=st.floats(1e-3, 1e5), rows=st.integers(2, 60))
+def test_an_axis_across_zero_covers_its_data_on_whole_rows(lo, span, rows):
+    ax = linear_ticks(lo, lo + span, rows)
+    check_axis(ax, rows)
+    assert ax.lo <= lo + 1e-9 * span and ax.hi >= (lo + span) - 1e-9 * span
