@@ -189,13 +189,16 @@ class Chart(PlotextPlot):
     def _overlay(self, body: Text, f: Frame) -> Text:
         """Incidents and changes drawn behind the data: an incident span as a tint on the
         plot's cells and a heavy ━ on the bottom frame; a knob change as │ on the empty cells
-        of its column; a scheduler decision as ▾ on the top frame. The legend is left alone."""
-        lines = body.split("\n", allow_blank=True)
-        plain = [ln.plain for ln in lines]
+        of its column; a scheduler decision as ▾ on the top frame. The legend is left alone.
+        In place, at offsets into the whole text (splitting it into lines costs more)."""
+        plain = body.plain.split("\n")
         top = next((i for i, r in enumerate(plain) if "┌" in r), None)
         bottom = next((i for i, r in enumerate(plain) if "└" in r), None)
         if top is None or bottom is None or bottom - top < 2:
             return body
+        at = [0]
+        for row in plain:
+            at.append(at[-1] + len(row) + 1)
         left, right = plain[top].index("┌") + 1, plain[top].rindex("┐")
         width = right - left
         lo, span = f.window.lo - f.window.hi, f.window.span or 1.0
@@ -210,19 +213,20 @@ class Chart(PlotextPlot):
         def free(r: int, c: int) -> bool:
             return not (r in legend_rows and c < left + legend_w)
 
-        # a quarter of the warning color over the plot's own background: data stay readable
+        # a sixth of the warning color over the plot's own background: data stay readable
         shade = TColor(*self.c("surface")).blend(TColor(*self.c("warning")), SPAN_TINT)
         tint = Style(bgcolor=Color.from_rgb(*shade.rgb))
         band = Style(color=Color.from_rgb(*self.c("warning")))
+        puts: dict[int, tuple[str, Style]] = {}  # offset -> (char, style)
         for sp in f.spans:
             a, b = col(sp.x0), col(sp.x1)
             for r in range(top + 1, bottom):
                 start = max(a, left + legend_w) if r in legend_rows else a
                 if start <= b:
-                    lines[r].stylize(tint, start, b + 1)
+                    body.stylize(tint, at[r] + start, at[r] + b + 1)
             for c in range(a, b + 1):
                 if plain[bottom][c] == "─":
-                    lines[bottom] = _put(lines[bottom], c, "━", band)
+                    puts[at[bottom] + c] = ("━", band)
         knob = Style(color=Color.from_rgb(*self.c("accent")))
         sched = Style(color=Color.from_rgb(*self.c("secondary")))
         for m in sorted(f.markers, key=lambda m: m.kind == "knob"):  # knob changes win a column
@@ -230,26 +234,20 @@ class Chart(PlotextPlot):
             if m.kind == "knob":
                 for r in range(top + 1, bottom):
                     if plain[r][c] == " " and free(r, c):
-                        lines[r] = _put(lines[r], c, "│", knob)
-            if plain[top][c] in "─▾":
-                lines[top] = _put(lines[top], c, "┬" if m.kind == "knob" else "▾",
-                                  knob if m.kind == "knob" else sched)
-        return Text("\n").join(lines)
+                        puts[at[r] + c] = ("│", knob)
+            if plain[top][c] == "─":
+                puts[at[top] + c] = ("┬", knob) if m.kind == "knob" else ("▾", sched)
+        if puts:  # the same length keeps every span (a tint behind a cell stays)
+            chars = list(body.plain)
+            for i, (char, _) in puts.items():
+                chars[i] = char
+            body.plain = "".join(chars)
+            for i, (_, style) in puts.items():
+                body.stylize(style, i, i + 1)
+        return body
 
     def width_points(self) -> int:
         return max(2 * self.size.width, 16)
-
-
-def _put(line: Text, col: int, char: str, style: Style) -> Text:
-    """`line` with the cell at `col` replaced by `char` in `style` (over the cell's own style,
-    so a tint behind it stays)."""
-    cell = line[col:col + 1]
-    cell.plain = char
-    cell.stylize(style)
-    out = line[:col]
-    out.append_text(cell)
-    out.append_text(line[col + 1:])
-    return out
 
 
 def decimate(n: int, width: int) -> slice:
