@@ -343,7 +343,13 @@ async def test_help_lists_the_topology_keys_and_quit_during_a_drill_asks_first()
         from prfaas_tui.commands.snapshot import normalize, screen_text
 
         text = screen_text(normalize(app.export_screenshot()))
+        from textual.containers import VerticalScroll
+
+        app.screen.query_one(VerticalScroll).scroll_end(animate=False)  # the terms, below the keys
+        await pilot.pause()
+        text += screen_text(normalize(app.export_screenshot()))
         assert "Select the next site, region or link" in text and "re-solved" in text
+        assert "Chart: cycle the time window" in text
         await pilot.press("escape")
         await pilot.pause()
         await pilot.press("q")

@@ -94,7 +94,6 @@ class ServedChart(Chart):
             h = v.tick.history
             x, y = clip(window, [s.sim_time for s in h], [s.served_rate for s in h])
             self.line(plt, x, y, col, v.label)
-        plt.ylim(0, top)
 
 
 def driving_point(v: Variant) -> Any:

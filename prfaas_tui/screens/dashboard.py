@@ -119,6 +119,13 @@ class Dashboard(Screen):
         Binding("g", "toggle_pictures", "Pictures: gauges, heat map, CDFs", show=False,
                 id="pictures",
                 tooltip="Pictures: gauges, Λmax heat map over (t, N_p), length and TTFT CDFs"),
+        Binding("w", "chart_window", "Window", show=False, id="chart-window",
+                tooltip="Charts: cycle the time window 1m / 5m / 30m / all"),
+        Binding("y", "chart_scale", "Scale", show=False, id="chart-scale",
+                tooltip="Charts: switch the y scale between auto (linear) and log"),
+        *(Binding(str(n), f"chart_series({n})", f"Series {n}", show=False, id=f"chart-series-{n}",
+                  tooltip=f"Charts: hide or show each chart's series {n} (numbered in the legends)")
+          for n in range(1, 5)),
         Binding("ctrl+s", "save", "Save", show=False, id="save-preset",
                 tooltip="Save the current scenario as a preset TOML"),
         Binding("e", "export", "Export", show=False, id="export-metrics",
@@ -500,6 +507,18 @@ class Dashboard(Screen):
         self.call_after_refresh(self._show_model)  # the model column, when it shows again
         if not pictures.display:  # a narrow screen hid the knobs with the pictures
             self.query_one(ControlPanel).focus()
+
+    def action_chart_window(self) -> None:
+        charts = self.query_one(LiveCharts)
+        charts.control(charts.controls.next_window())
+
+    def action_chart_scale(self) -> None:
+        charts = self.query_one(LiveCharts)
+        charts.control(charts.controls.toggle_log())
+
+    def action_chart_series(self, n: int) -> None:
+        charts = self.query_one(LiveCharts)
+        charts.control(charts.controls.toggle(n))
 
     def action_presets(self) -> None:
         def load(sc: Scenario) -> None:

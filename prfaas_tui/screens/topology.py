@@ -98,6 +98,14 @@ class TopologyScreen(Screen):
                 tooltip="Apply the routing bound's split of the live state, with lp routing"),
         Binding("d", "drills", "Drills", id="topology-drills",
                 tooltip="Run a drill in the topology view; a scorecard per region at its end"),
+        Binding("w", "chart_window", "Window", show=False, id="topology-chart-window",
+                tooltip="Chart: cycle the time window 1m / 5m / 30m / all"),
+        Binding("y", "chart_scale", "Scale", show=False, id="topology-chart-scale",
+                tooltip="Chart: switch the y scale between auto (linear) and log"),
+        *(Binding(str(n), f"chart_series({n})", f"Series {n}", show=False,
+                  id=f"topology-chart-series-{n}",
+                  tooltip=f"Chart: hide or show the selected element's series {n} (the title "
+                          "names them in order)") for n in (1, 2)),
         Binding("P", "plan", "Plan", show=False, id="topology-plan",
                 tooltip="Open a topology plan's results (prfaas-tui plan --out FILE) and "
                         "view any candidate"),
@@ -299,6 +307,19 @@ class TopologyScreen(Screen):
         return True
 
     # -- actions --------------------------------------------------------------------------------
+    def _chart(self, change: str, *args: int) -> None:
+        chart = self.query_one(SelectionChart)
+        chart.control(getattr(chart.controls, change)(*args))
+
+    def action_chart_window(self) -> None:
+        self._chart("next_window")
+
+    def action_chart_scale(self) -> None:
+        self._chart("toggle_log")
+
+    def action_chart_series(self, n: int) -> None:
+        self._chart("toggle", n)
+
     def action_pause(self) -> None:
         self.session.pause()
         self.redraw()

@@ -27,11 +27,11 @@ class LengthCDFChart(Chart):
             xs, ys = np.append(xs, x[-1]), np.append(ys, d.cdf[-1])
         if x[-1] / max(x[0], 1e-9) > 20:
             plt.xscale("log")
+        plt.xlabel("k tokens (k = 1,000)")  # before the y axis: it takes a row
+        self.y_axis(plt, 1.0)
         self.line(plt, xs, ys, "primary", "P(L ≤ x)")
         plt.vline(max(d.t, 1.0) / 1000, color=self.c("error"))
-        plt.hline(1.0 - d.p, color=self.c("warning"))
-        plt.ylim(0, 1.05)
-        plt.xlabel("k tokens (k = 1,000)")
+        self.hline(plt, 1.0 - d.p, "warning")
 
 
 class TTFTCDFChart(Chart):
@@ -49,17 +49,17 @@ class TTFTCDFChart(Chart):
         medium = f"TTFT P90 {p90} · {met} ≤ SLO {format_duration(d.slo)}{model}"
         self.title(plt, full if len(full) <= self.size.width - 2 else medium,
                    f"TTFT P90 {p90} · {met} ≤ SLO {format_duration(d.slo)}")
+        plt.xlabel("seconds")  # before the y axis: it takes a row
+        self.y_axis(plt, 1.0)
         self.line(plt, d.seconds, d.q, "primary", "emulated")
         # the scale is the emulated TTFTs' and the SLO's: a model P90 far out near saturation
         # (minutes at 99% load) stays in the title instead of squashing the curve
-        right = max(d.slo * 1.2, *(d.seconds[-1:] * 1.05))
+        right = max([d.slo * 1.2, *(d.seconds[-1:] * 1.05)])  # no TTFT yet: the SLO's
         if steady:
             pts = [(x, q) for x, q in ((d.model_p50, 0.5), (d.model_p90, 0.9)) if x <= right]
             if pts:
                 plt.scatter([x for x, _ in pts], [q for _, q in pts], color=self.c("success"),
                             marker="●", label="model P50/P90" if self.roomy else None)
         plt.vline(d.slo, color=self.c("error"))
-        plt.hline(0.9, color=self.c("warning"))
+        self.hline(plt, 0.9, "warning")
         plt.xlim(0, right)
-        plt.ylim(0, 1.05)
-        plt.xlabel("seconds")

@@ -3,6 +3,7 @@
 Rebuilding a chart costs tens of milliseconds, so when live it rebuilds one chart per timer tick
 (each at PLOT_HZ), none shortly after a keypress (answering the key comes first), and builds the
 series once per tick for all of them. Not live, everything redraws at once (snapshots).
+The chart controls (`w` window, `1`-`4` series, `y` scale) redraw every chart at once.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from textual.app import ComposeResult
 from textual.containers import Grid, Vertical
 
 from emulator.model import OperatingPoint
+from prfaas_tui.chart_controls import ChartControls
 from prfaas_tui.live import Tick
 from prfaas_tui.timeaxis import YAxis
 from prfaas_tui.widgets.plots import (
@@ -54,6 +56,8 @@ class LiveCharts(Vertical):
         self._next = -1
         self._scales: dict[str, YAxis] = {}  # each chart's y range, kept across ticks
         self._generation = -1  # the emulation the scales belong to
+        self.controls = ChartControls()  # window, scale, hidden series: the operator's
+        self._controlled = 0  # control changes so far (each redraws every chart)
 
     def compose(self) -> ComposeResult:
         with Grid():
@@ -81,16 +85,25 @@ class LiveCharts(Vertical):
             # about two points a column); not the charts' own widths, which are 0 before the
             # first layout (a snapshot's first tick would be decimated differently)
             series = LiveSeries.of(tick.history, self.model, self.app.size.width or 160,
-                                   self.ttft_slo)
+                                   self.ttft_slo, span=self.controls.window)
             if tick.generation != self._generation:  # a new run: its own scales
                 self._scales, self._generation = {}, tick.generation
             self._scales = live_scales(self._scales, series, tick.snapshot.decisions)
-            self._series = replace(series, note=self.note,
+            self._series = replace(series, note=self.note, controls=self.controls,
                                    tops={k: ax.top for k, ax in self._scales.items()})
             self._series_seq = self._seq
             self.query_one(QueueStrip).show(self._series)
         for cls in charts:
-            self.query_one(cls).set_data(self._series, key=self._seq)
+            self.query_one(cls).set_data(self._series, key=(self._seq, self._controlled))
+
+    def control(self, controls: ChartControls) -> None:
+        """New chart controls: every chart redrawn now, its y range found afresh (a scale
+        kept from another window or series would not fit)."""
+        self.controls = controls
+        self._controlled += 1
+        self._scales = {}
+        self._series_seq = -1
+        self.redraw(CHARTS)
 
     def _next_chart(self) -> None:
         if time.perf_counter() - self.last_input < INPUT_QUIET_S:

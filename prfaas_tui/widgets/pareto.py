@@ -44,5 +44,5 @@ class ParetoChart(Chart):
             plt.scatter([sel["cost_per_hour"]], [sel["goodput"]], color=self.c("error"),
                         marker="◆", label="selected" if big else None)
         top = max(r["goodput"] for r in d.priced)
-        plt.ylim(0, max(top, 1e-3) * 1.15)
-        plt.xlabel("cost per hour")
+        plt.xlabel("cost per hour")  # before the y axis: it takes a row
+        self.y_axis(plt, max(top, 1e-3) * 1.15)

@@ -18,14 +18,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from rich.color import Color
+from rich.style import Style
 from rich.text import Text
+from textual.color import Color as TColor
 from textual.widgets import Sparkline, Static
 from textual_plotext import PlotextPlot
 
 from emulator.figure5 import Figure5a, Figure5b
 from emulator.model import STAGES, OperatingPoint
 from emulator.units import format_bytes, format_duration, format_tokens, to_gbps
+from prfaas_tui.chart_controls import ChartControls
 from prfaas_tui.pictures import binding_stage
+from prfaas_tui.ticks import YTicks, linear_ticks, log_ticks
 from prfaas_tui.timeaxis import (
     DEFAULT_SPAN,
     SCALE_KNOBS,
@@ -40,9 +45,15 @@ from prfaas_tui.timeaxis import (
 from prfaas_tui.widgets.model_panel import STAGE_LABELS
 from prfaas_tui.widgets.theme import rgb
 
+SPAN_TINT = 0.16  # an incident span's background: this share of the warning color
+
 
 class Chart(PlotextPlot):
-    """A plotext chart drawn from immutable data by `draw`; rebuilt only when needed."""
+    """A plotext chart drawn from immutable data by `draw`; rebuilt only when needed.
+
+    `y_axis` gives plotext round ticks on whole rows (`prfaas_tui.ticks`) and `line`/`hline`
+    hold the data inside that axis; `time_axis` notes the shared frame, whose incidents and
+    changes are laid over the built text behind the data (`_overlay`)."""
 
     DEFAULT_CSS = "Chart { height: 1fr; width: 1fr; min-height: 5; }"
 
@@ -54,6 +65,9 @@ class Chart(PlotextPlot):
         self._key: tuple | None = None
         self._text = Text()
         self._title = ""
+        self._ax: YTicks | None = None  # the y axis of the chart being built
+        self._frame: Frame | None = None  # its time axis, when it has one
+        self._legend: list[str] = []  # the labels plotext draws in the legend
 
     def set_data(self, data: Any, key: Any = None) -> None:
         """New data; with a `key` equal to the last one the chart is not rebuilt."""
@@ -68,12 +82,14 @@ class Chart(PlotextPlot):
         if key != self._key:
             plt = self.plt
             plt.clear_figure()
-            self._title = ""
+            self._title, self._ax, self._frame, self._legend = "", None, None, []
             height = self.size.height - 1  # the first row: the title
             try:
                 if self.data is not None and self.size.width > 10 and height > 3:
                     self.draw(plt, self.data)
                 body = self._build(height)
+                if self._frame is not None:
+                    body = self._overlay(body, self._frame)
             except (IndexError, ValueError, ZeroDivisionError):  # plotext on odd data: no chart
                 plt.clear_figure()
                 body = self._build(height)
@@ -102,36 +118,133 @@ class Chart(PlotextPlot):
         """Room for a legend beside the data."""
         return self.size.height >= 12 and self.size.width >= 30
 
-    def title(self, plt: Any, full: str, short: str) -> None:
-        """The chart's first row: `full` where it fits, else `short` (cut with an ellipsis)."""
-        self._title = full if len(full) <= self.size.width else short
+    def title(self, plt: Any, full: str, short: str, state: tuple[str, str] | None = None,
+              changed: bool = False) -> None:
+        """The chart's first row: `full` where it fits, else `short` (cut with an ellipsis).
+        `state` (long, compact): the chart controls' state, appended where it fits; once the
+        operator `changed` it, it goes before the full wording."""
+        if state:
+            tries = [f"{full} · {state[0]}", f"{full} · {state[1]}"]
+            rest = [f"{short} · {state[0]}", f"{short} · {state[1]}"]
+            tries += rest + [full] if changed else [full] + rest
+        else:
+            tries = [full]
+        self._title = next((t for t in tries if len(t) <= self.size.width), short)
 
-    def time_axis(self, plt: Any, f: Frame, top: float) -> None:
-        """The shared time axis under the data: incident spans shaded ░ up to `top`, knob
-        changes │ and scheduler decisions ┊ as vertical lines, ticks labelled -5m ... now.
-        Call before drawing the data, which then lies over them."""
+    def plot_rows(self) -> int:
+        """The rows plotext draws data on: the widget less the title, the frame's two rows,
+        the x tick labels and an x label if set (call after plt.xlabel)."""
+        xlabel = getattr(self.plt, "monitor", None)
+        below = 1 if xlabel is not None and xlabel.xlabel[0] is not None else 0
+        return max(self.size.height - 4 - below, 2)
+
+    def y_axis(self, plt: Any, top: float, *, lo: float = 0.0, log: bool = False,
+               values: Any = ()) -> YTicks:
+        """Round ticks evenly on the plot's rows from `lo` past `top` (log: decades covering
+        the positive `values` and `top`); later `line`s and `hline`s are held inside it."""
+        rows = self.plot_rows()
+        ax = log_ticks(values, rows, need=top) if log else linear_ticks(lo, top, rows)
+        plt.ylim(ax.lo, ax.hi)
+        plt.yticks(list(ax.ticks), list(ax.labels))
+        self._ax = ax
+        return ax
+
+    def time_axis(self, plt: Any, f: Frame, top: float | None = None) -> None:
+        """The shared time axis: ticks labelled -5m ... now, and `f`'s incident spans and
+        changes laid over the built chart (`_overlay`); with `top`, the y axis to it."""
+        self._frame = f
         lo = f.window.lo - f.window.hi
-        cols = max(self.size.width, 2)
-        for sp in f.spans:
-            n = max(2, int((sp.x1 - sp.x0) / (f.window.span or 1.0) * cols * 2) + 2)
-            plt.plot(np.linspace(sp.x0, sp.x1, n), np.full(n, top), fillx=True, marker="░",
-                     color=self.c("warning-muted"))
-        for m in f.markers:
-            plt.plot([m.x, m.x], [0, top], marker="│" if m.kind == "knob" else "┊",
-                     color=self.c("accent" if m.kind == "knob" else "secondary"))
         ticks = relative_ticks(f.window, max_ticks=max(2, min(6, (self.size.width - 4) // 5)))
         plt.xlim(min(lo, -1e-9), 0)
         plt.xticks([x for x, _ in ticks], [label for _, label in ticks])
+        if top is not None and self._ax is None:
+            self.y_axis(plt, top)
 
     def line(self, plt: Any, x: Any, y: Any, color: str, label: str, marker: str = "braille") -> None:
-        """A series without its undefined points (plotext fails on an all-NaN series); legends
-        only where there is room for them beside the data."""
+        """A series without its undefined points (plotext fails on an all-NaN series), held
+        inside the y axis; legends only where there is room for them beside the data."""
         x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+        if self._ax is not None:
+            y = self._ax.map(y)
         ok = np.isfinite(x) & np.isfinite(y)
         if not ok.any():
             return
         big = self.roomy
+        if big:
+            self._legend.append(label)
         plt.plot(x[ok], y[ok], color=self.c(color), label=label if big else None, marker=marker)
+
+    def hline(self, plt: Any, y: float, color: str) -> None:
+        """A level line, only where it lies on the axis (plotext draws one outside over the
+        frame and the labels)."""
+        ax = self._ax
+        if ax is not None:
+            if ax.log and not y > 0:
+                return
+            y = math.log10(y) if ax.log else y
+            if not ax.lo <= y <= ax.hi:
+                return
+        plt.hline(y, color=self.c(color))
+
+    def _overlay(self, body: Text, f: Frame) -> Text:
+        """Incidents and changes drawn behind the data: an incident span as a tint on the
+        plot's cells and a heavy ━ on the bottom frame; a knob change as │ on the empty cells
+        of its column; a scheduler decision as ▾ on the top frame. The legend is left alone.
+        In place, at offsets into the whole text (splitting it into lines costs more)."""
+        plain = body.plain.split("\n")
+        top = next((i for i, r in enumerate(plain) if "┌" in r), None)
+        bottom = next((i for i, r in enumerate(plain) if "└" in r), None)
+        if top is None or bottom is None or bottom - top < 2:
+            return body
+        at = [0]
+        for row in plain:
+            at.append(at[-1] + len(row) + 1)
+        left, right = plain[top].index("┌") + 1, plain[top].rindex("┐")
+        width = right - left
+        lo, span = f.window.lo - f.window.hi, f.window.span or 1.0
+
+        def col(x: float) -> int:
+            return left + min(max(math.floor(0.5 + (width - 1) * (x - lo) / span), 0), width - 1)
+
+        legend_w = 3 + max((len(lb) + 2 for lb in self._legend), default=0) if self._legend else 0
+        fits = legend_w <= width and len(self._legend) <= bottom - top - 1  # as plotext decides
+        legend_rows = range(top + 1, top + 1 + len(self._legend)) if fits else range(0)
+
+        def free(r: int, c: int) -> bool:
+            return not (r in legend_rows and c < left + legend_w)
+
+        # a sixth of the warning color over the plot's own background: data stay readable
+        shade = TColor(*self.c("surface")).blend(TColor(*self.c("warning")), SPAN_TINT)
+        tint = Style(bgcolor=Color.from_rgb(*shade.rgb))
+        band = Style(color=Color.from_rgb(*self.c("warning")))
+        puts: dict[int, tuple[str, Style]] = {}  # offset -> (char, style)
+        for sp in f.spans:
+            a, b = col(sp.x0), col(sp.x1)
+            for r in range(top + 1, bottom):
+                start = max(a, left + legend_w) if r in legend_rows else a
+                if start <= b:
+                    body.stylize(tint, at[r] + start, at[r] + b + 1)
+            for c in range(a, b + 1):
+                if plain[bottom][c] == "─":
+                    puts[at[bottom] + c] = ("━", band)
+        knob = Style(color=Color.from_rgb(*self.c("accent")))
+        sched = Style(color=Color.from_rgb(*self.c("secondary")))
+        for m in sorted(f.markers, key=lambda m: m.kind == "knob"):  # knob changes win a column
+            c = col(m.x)
+            if m.kind == "knob":
+                for r in range(top + 1, bottom):
+                    if plain[r][c] == " " and free(r, c):
+                        puts[at[r] + c] = ("│", knob)
+            if plain[top][c] == "─":
+                puts[at[top] + c] = ("┬", knob) if m.kind == "knob" else ("▾", sched)
+        if puts:  # the same length keeps every span (a tint behind a cell stays)
+            chars = list(body.plain)
+            for i, (char, _) in puts.items():
+                chars[i] = char
+            body.plain = "".join(chars)
+            for i, (_, style) in puts.items():
+                body.stylize(style, i, i + 1)
+        return body
 
     def width_points(self) -> int:
         return max(2 * self.size.width, 16)
@@ -168,6 +281,7 @@ class LiveSeries:
     frame: Frame
     note: str | None = None  # why served exceeds Λmax (emulator.stability.served_note)
     tops: dict[str, float] = field(default_factory=dict)  # y-axis tops by chart (live_scales)
+    controls: ChartControls = ChartControls()  # window, scale, hidden series (chart_controls)
 
     @classmethod
     def of(cls, history: Sequence[Any], model: Callable[[Any], OperatingPoint],
@@ -226,69 +340,105 @@ def _nan(x: float | None) -> float:
     return math.nan if x is None else x
 
 
-class ThroughputChart(Chart):
+class LiveChart(Chart):
+    """A chart on the shared time axis drawn from `LiveSeries`, its series numbered 1-4 for the
+    `1`-`4` toggles (`ChartControls`) and the controls' state in its title."""
+
+    SERIES: tuple[str, ...] = ()
+
+    def title(self, plt: Any, full: str, short: str, d: LiveSeries | None = None) -> None:
+        """Chart.title with the controls' state of `d` (before the full wording once the
+        operator changed them from the defaults)."""
+        if d is None:
+            super().title(plt, full, short)
+            return
+        c = d.controls
+        super().title(plt, full, short, (c.describe(self.SERIES), c.describe(self.SERIES, True)),
+                      changed=c != ChartControls())
+
+    def axes(self, plt: Any, d: LiveSeries, top: float, *ys: np.ndarray) -> None:
+        """The time axis and the y axis to `top` (log: decades over `ys`)."""
+        self.time_axis(plt, d.frame)
+        self.y_axis(plt, top, log=d.controls.log,
+                    values=np.concatenate([np.ravel(y) for y in ys]) if ys else ())
+
+    def series(self, plt: Any, d: LiveSeries, n: int, y: Any, color: str,
+               marker: str = "braille") -> None:
+        """Series `n` (1-based, named SERIES[n - 1]) unless the operator hid it."""
+        if d.controls.shows(n):
+            self.line(plt, d.t, y, color, f"{n} {self.SERIES[n - 1]}", marker=marker)
+
+
+class ThroughputChart(LiveChart):
+    SERIES = ("offered", "served", "Λmax")
+
     def draw(self, plt: Any, d: LiveSeries) -> None:
         if d.note:  # served above Λmax: say why, or it reads as capacity
             head = d.note.split(":")[0]
             self.title(plt, d.note, head + (": unsustainable" if "grows" in d.note else
-                                            ": backlog drains" if "drains" in d.note else ""))
+                                            ": backlog drains" if "drains" in d.note else ""),
+                       d)
         else:
             self.title(plt, f"throughput req/s · served {d.served[-1]:.2f} of offered "
                             f"{d.offered[-1]:.2f} · Λmax {d.lam[-1]:.2f}",
-                       f"req/s served {d.served[-1]:.2f} Λ {d.lam[-1]:.2f}")
+                       f"req/s served {d.served[-1]:.2f} Λ {d.lam[-1]:.2f}", d)
         top = d.top("throughput", max(1e-3, float(np.nanmax([d.offered.max(), d.served.max(),
                                                                 d.lam.max()]))) * 1.15)
-        self.time_axis(plt, d.frame, top)
-        self.line(plt, d.t, d.offered, "foreground", "offered")
-        self.line(plt, d.t, d.served, "primary", "served")
-        self.line(plt, d.t, d.lam, "error", "Λmax")
-        plt.ylim(0, top)
+        self.axes(plt, d, top, d.offered, d.served, d.lam)
+        self.series(plt, d, 1, d.offered, "foreground")
+        self.series(plt, d, 2, d.served, "primary")
+        self.series(plt, d, 3, d.lam, "error")
 
 
-class LinkChart(Chart):
+class LinkChart(LiveChart):
+    SERIES = ("capacity", "egress")
+
     def draw(self, plt: Any, d: LiveSeries) -> None:
         u = d.egress_gbps[-1] / d.capacity_gbps[-1] if d.capacity_gbps[-1] > 0 else 0
         self.title(plt, f"link Gbps · egress {d.egress_gbps[-1]:.1f} of {d.capacity_gbps[-1]:.4g}"
-                        f" ({u:.0%})", f"link {d.egress_gbps[-1]:.1f}/{d.capacity_gbps[-1]:.4g} Gbps")
+                        f" ({u:.0%})", f"link {d.egress_gbps[-1]:.1f}/{d.capacity_gbps[-1]:.4g} Gbps",
+                   d)
         top = d.top("link", max(1e-3, float(d.capacity_gbps.max())) * 1.1)
-        self.time_axis(plt, d.frame, top)
-        self.line(plt, d.t, d.capacity_gbps, "error", "capacity")
-        self.line(plt, d.t, d.egress_gbps, "primary", "egress")
-        plt.ylim(0, top)
+        self.axes(plt, d, top, d.capacity_gbps, d.egress_gbps)
+        self.series(plt, d, 1, d.capacity_gbps, "error")
+        self.series(plt, d, 2, d.egress_gbps, "primary")
 
 
-class CeilingsChart(Chart):
+class CeilingsChart(LiveChart):
     """The three ceilings over time; the binding one (the minimum) drawn over them in the
-    highlight color."""
+    highlight color. An unbounded ceiling rides along the top of the axis."""
+
+    SERIES = (*(STAGE_LABELS[st] for st in STAGES), "binding")
 
     def draw(self, plt: Any, d: LiveSeries) -> None:
         top = float(np.nanmax(np.where(np.isfinite(d.ceilings), d.ceilings, np.nan), initial=1.0))
         top = d.top("ceilings", max(top, 1e-3) * 1.15)
         self.title(plt, f"ceilings req/s · binding: {STAGE_LABELS[d.binding[-1]]}",
-                   f"binds: {STAGE_LABELS[d.binding[-1]]}")
-        self.time_axis(plt, d.frame, top)
-        for st, row, col in zip(STAGES, d.ceilings, ("warning", "success", "foreground"), strict=True):
+                   f"binds: {STAGE_LABELS[d.binding[-1]]}", d)
+        self.axes(plt, d, top, *(np.where(np.isfinite(r), r, np.nan) for r in d.ceilings))
+        for n, (row, col) in enumerate(zip(d.ceilings, ("warning", "success", "foreground"),
+                                           strict=True), start=1):
             if np.isfinite(row).any():
-                self.line(plt, d.t, finite(row, top), col, STAGE_LABELS[st])
-        self.line(plt, d.t, finite(d.ceilings.min(axis=0), top), "error", "binding", marker="hd")
-        plt.ylim(0, top)
+                self.series(plt, d, n, row, col)  # ∞ held at the top
+        self.series(plt, d, 4, d.ceilings.min(axis=0), "error", marker="hd")
 
 
-class TTFTChart(Chart):
+class TTFTChart(LiveChart):
+    SERIES = ("p50", "p90", "SLO")
+
     def draw(self, plt: Any, d: LiveSeries) -> None:
         p50, p90 = d.ttft_p50[-1], d.ttft_p90[-1]
         txt = "-" if math.isnan(p90) else f"{format_duration(p50)} / {format_duration(p90)}"
         slo = f" · SLO {format_duration(d.ttft_slo)}" if d.ttft_slo else ""
-        self.title(plt, f"TTFT s · p50/p90 {txt}{slo}", f"TTFT {txt}")
+        self.title(plt, f"TTFT s · p50/p90 {txt}{slo}", f"TTFT {txt}", d)
         vals = np.concatenate([d.ttft_p50, d.ttft_p90])
         top = float(np.nanmax(vals)) if np.isfinite(vals).any() else 1.0
         top = d.top("ttft", max(top, d.ttft_slo or 0.0) * 1.15)
-        self.time_axis(plt, d.frame, top)
-        self.line(plt, d.t, d.ttft_p50, "primary", "p50")
-        self.line(plt, d.t, d.ttft_p90, "warning", "p90")
-        if d.ttft_slo:
-            plt.hline(d.ttft_slo, color=self.c("error"))
-        plt.ylim(0, top)
+        self.axes(plt, d, top, d.ttft_p50, d.ttft_p90, np.array([d.ttft_slo or np.nan]))
+        self.series(plt, d, 1, d.ttft_p50, "primary")
+        self.series(plt, d, 2, d.ttft_p90, "warning")
+        if d.ttft_slo and d.controls.shows(3):
+            self.hline(plt, d.ttft_slo, "error")
 
 
 def queue_label(stage: str, value: str, width: int) -> str:
@@ -360,6 +510,7 @@ class LambdaVsNpChart(Chart):
     def draw(self, plt: Any, d: Figure5Data) -> None:
         f = d.a
         self.title(plt, f"Fig. 5a: Λmax vs N_p at t={format_tokens(d.t_now)}", "Λmax vs N_p")
+        self.y_axis(plt, max(1e-3, float(np.nanmax(f.lambda_max))) * 1.2)
         self.line(plt, f.n_p, f.lambda_max, "primary", "Λmax")
         big = self.roomy
         plt.scatter([f.n_p_star], [f.best], color=self.c("success"), marker="●",
@@ -368,7 +519,6 @@ class LambdaVsNpChart(Chart):
             plt.scatter([f.now], [f.lambda_max[f.now]], color=self.c("error"), marker="◆",
                         label="now" if big else None)
         plt.xticks(list(f.n_p))
-        plt.ylim(0, max(1e-3, float(np.nanmax(f.lambda_max))) * 1.2)
 
 
 class CeilingsVsTChart(Chart):
@@ -383,9 +533,9 @@ class CeilingsVsTChart(Chart):
         top = max(1e-3, float(np.nanmax(np.where(np.isfinite(lam), lam, np.nan), initial=1.0))) * 2.0
         self.title(plt, f"Fig. 5b: producer ceilings vs t (k) at N_p={d.n_p_now}",
                    "ceilings vs t (k)")
+        self.y_axis(plt, top)
         self.line(plt, t, finite(f.prfaas[sel], top), "warning", "PrfaaS")
         self.line(plt, t, finite(f.pdp[sel], top), "success", "PD-P")
         plt.vline(d.t_now / 1000, color=self.c("error"))
         if d.t_star is not None:
             plt.vline(d.t_star / 1000, color=self.c("primary"))
-        plt.ylim(0, top)

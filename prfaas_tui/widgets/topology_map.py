@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from rich.text import Text
 
 from emulator.topology.live import element_of
 from emulator.units import format_tokens
+from prfaas_tui.chart_controls import ChartControls
 from prfaas_tui.topology_text import (
     MAP_MIN_WIDTH,
     Element,
@@ -167,24 +169,38 @@ def selection_series(history: tuple, el: Element) -> tuple[list[float], dict[str
 
 class SelectionChart(Chart):
     """The selected element over the recent history: a link's carried Gbps and capacity now, a
-    site's utilization and egress use, a region's TTFT P90 and P50 (the window's, per sample)."""
+    site's utilization and egress use, a region's TTFT P90 and P50 (the window's, per sample).
+    The dashboard's chart controls apply (`controls`: window, series 1-2, auto / log)."""
 
     DEFAULT_CSS = "SelectionChart { height: 1fr; min-height: 6; }"
     MIN_ROWS = 6  # below this there is no chart (the map and the detail come first)
+
+    controls = ChartControls()
+
+    def control(self, controls: ChartControls) -> None:
+        self.controls = controls
+        self._version += 1  # the same data, drawn anew
+        self.refresh()
 
     def draw(self, plt, data) -> None:
         el, xs, series = data
         kind, name = el
         units = {label: unit for label, _, _, unit in SERIES[kind]}
+        c = self.controls
+        names = tuple(series)
         self.title(plt, f"{name}: " + " · ".join(f"{k} ({units[k]})" for k in series),
-                   name)
-        if len(xs) < 2:
+                   name, (c.describe(names), c.describe(names, compact=True)),
+                   changed=c != ChartControls())
+        x = np.asarray(xs, dtype=float)
+        keep = x >= -c.window
+        if keep.sum() < 2:
             return
-        colors = ("primary", "warning")
-        top = 0.0
-        for (label, ys), col in zip(series.items(), colors, strict=False):
-            self.line(plt, xs, ys, col, label)
-            finite = [y for y in ys if math.isfinite(y)]
-            top = max([top, *finite])
-        plt.ylim(0, max(top, 1e-9) * 1.15)
-        plt.xlabel("simulated seconds before now")
+        shown = {k: np.asarray(v, dtype=float)[keep] for n, (k, v) in enumerate(series.items(), 1)
+                 if c.shows(n)}
+        vals = np.concatenate([*shown.values(), [np.nan]])
+        top = float(np.nanmax(vals)) if np.isfinite(vals).any() else 0.0
+        plt.xlabel("simulated seconds before now")  # before the y axis: it takes a row
+        self.y_axis(plt, max(top, 1e-9) * 1.15, log=c.log, values=vals)
+        for label, col in zip(series, ("primary", "warning"), strict=False):
+            if label in shown:
+                self.line(plt, x[keep], shown[label], col, label)
