@@ -5,7 +5,7 @@ drill asks first, incidents injected by hand take parameters checked as a drill 
 from __future__ import annotations
 
 import pytest
-from test_ui_support import burst, dash, screen_text
+from test_ui_support import burst, dash, screen_text, wait_for
 
 from emulator.scenario.drills import drill_from_dict
 from emulator.scenario.presets import list_presets, presets_dir
@@ -255,7 +255,9 @@ async def test_the_measured_busiest_stage_is_not_called_what_the_model_binds():
 
     app = PrfaasApp(drill="prfaas-loss", live=False, at=MID)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
+        # the status line is drawn after the first tick: wait for it, on the app (a loaded
+        # machine can take the screenshot before it is painted)
+        await wait_for(pilot, lambda: "(measured)" in screen_text(app).splitlines()[-2])
         d = dash(app)
         *_, status, _footer = screen_text(app).splitlines()
         measured, binding = d.tick.snapshot.bottleneck, d.session.effective.point.binding

@@ -320,3 +320,20 @@ async def test_the_schedulers_link_note_names_the_capacity_the_strip_shows():
                     assert float(m.group(1)) == pytest.approx(snap.link.capacity / GBPS, abs=0.05)
                     assert float(m.group(1)) == pytest.approx(float(strip.group(1)), abs=0.5)
         assert seen >= 1  # the brownout moved the estimate past capacity_change
+
+
+async def test_a_redraw_owed_as_the_dashboard_is_taken_down_draws_nothing():
+    """Textual removes a screen's widgets before the screen's own unmount cancels the throttled
+    redraw: a tick arriving then (a live run at app exit) must not look for them."""
+    from prfaas_tui.widgets.status import StatusLine
+
+    app = PrfaasApp("paper-case-study", live=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        d = dash(app)
+        await pilot.pause()
+        await d.query_one(StatusLine).remove()
+        d._pruning = True  # as App._prune marks every node it takes down
+        d.session.step(30.0)  # a tick: the throttled redraw runs, owed to a screen going away
+        await pilot.pause()
+        d.sync()
+        assert d.tick is not d.session.tick  # nothing mirrored, nothing raised

@@ -232,7 +232,11 @@ class Dashboard(Screen):
         self.sync()
 
     def sync(self) -> None:
-        """Mirror the session's model view and tick (the watchers and bound panels redraw)."""
+        """Mirror the session's model view and tick (the watchers and bound panels redraw).
+        Not once the screen is being taken down (app exit, a switch): Textual removes its
+        widgets before its own unmount cancels the throttled redraw that may call this."""
+        if self._pruning:
+            return
         if self.view is not self.session.view:
             self.view = self.session.view
         if self.tick is not self.session.tick:

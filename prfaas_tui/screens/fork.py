@@ -277,6 +277,8 @@ class ForkScreen(Screen[bool]):
 
     # -- drawing -----------------------------------------------------------------------------------
     def show(self) -> None:
+        if self._pruning:  # being taken down: its widgets go first (see Dashboard.sync)
+            return
         fork, ready = self.session, self.fork.ready and self.session.tick is not None
         self.query_one("#fork-title", Static).update(self._title(ready))
         self.query_one("#fork-key", Static).update(self._key())
