@@ -18,6 +18,9 @@ from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from results import record  # noqa: E402
 
 from emulator.scenario.presets import load  # noqa: E402
 from prfaas_tui.fork import Fork  # noqa: E402
@@ -56,7 +59,7 @@ def main() -> None:
     print(f"parent: {args.hours:g} h of paper-case-study in {time.perf_counter() - t0:.1f} s wall, "
           f"{snap.events:,} events, {len(parent.tick.history)} snapshots in the history, "
           f"{len(parent.record):,} record rows, {len(parent.driver.log)} logged changes")
-    readies, replays, bare = [], [], []
+    readies, replays, bare, checks = [], [], [], ""
     for _ in range(args.repeat):
         # the replay alone, same path: the log without the parent's snapshots to check
         fork = Fork(parent, post_tick=lambda tick: None, post_error=lambda text, gen: None)
@@ -70,6 +73,7 @@ def main() -> None:
         readies.append(time.perf_counter() - t0)
         replays.append(fork.verdict.wall_s)
         print(f"  fork ready in {readies[-1]:.2f} s wall; {fork.verdict.text()}")
+        checks = f"{fork.verdict.checked:,} of {fork.verdict.checked:,}"
         if not fork.verdict.ok:
             sys.exit("the fork is not the parent's run")
         fork.drop()
@@ -77,6 +81,10 @@ def main() -> None:
     print(f"fork of a {args.hours:g} h run: ready in {statistics.median(readies):.2f} s wall "
           f"(median of {args.repeat}; replay and checks {statistics.median(replays):.2f} s, "
           f"the replay alone {statistics.median(bare):.2f} s)")
+    record("fork_speed", source=f"python benchmarks/bench_fork.py --hours {args.hours:g} "
+           f"--repeat {args.repeat}",
+           values={"ready": f"{statistics.median(readies):.1f} s",
+                   "replay": f"{statistics.median(bare):.1f} s", "checks": checks})
 
 
 if __name__ == "__main__":
