@@ -337,3 +337,34 @@ async def test_a_redraw_owed_as_the_dashboard_is_taken_down_draws_nothing():
         await pilot.pause()
         d.sync()
         assert d.tick is not d.session.tick  # nothing mirrored, nothing raised
+
+
+async def test_live_charts_redraw_together_when_the_live_state_changes():
+    """Live, the charts rebuild one at a time; a tick at a new live state (the brownout starts:
+    the strip reads the new capacity at once) brings every chart to it at the next timer tick,
+    so no chart title keeps the old capacity beside the strip's new one."""
+    from emulator.units import to_gbps
+    from prfaas_tui.widgets.live_charts import CHARTS, LiveCharts
+
+    app = PrfaasApp(drill="link-brownout", live=False, at=590)
+    async with app.run_test(size=SIZE) as pilot:
+        d = dash(app)
+        await pilot.pause()
+        charts = d.query_one(LiveCharts)
+        charts.live = True  # as a live dashboard draws (its timer driven by hand here)
+        for _ in CHARTS:  # the first state drawn, and the rest after it
+            charts._next_chart()
+        d.session.step(20.0)  # the brownout starts at 600 s
+        d.sync()
+        keys = lambda: [charts.query_one(cls)._data_key for cls in CHARTS]  # noqa: E731
+        before = keys()
+        charts._next_chart()
+        assert all(k != b for k, b in zip(keys(), before, strict=True))
+        capacity = d.tick.snapshot.link.capacity
+        assert charts.query_one(CHARTS[1]).data.capacity_gbps[-1] == to_gbps(capacity)
+        d.session.step(5.0)  # the same live state: one chart at a time again, after a rest
+        d.sync()              # that keeps the cost at one rebuild per timer tick
+        before = keys()
+        for _ in CHARTS:
+            charts._next_chart()
+        assert sum(k != b for k, b in zip(keys(), before, strict=True)) == 1

@@ -2,7 +2,12 @@
 
 Rebuilding a chart costs tens of milliseconds, so when live it rebuilds one chart per timer tick
 (each at PLOT_HZ), none shortly after a keypress (answering the key comes first), and builds the
-series once per tick for all of them. Not live, everything redraws at once (snapshots).
+series once per tick for all of them. A tick at a new live state (a knob, an instance lost, the
+link's capacity: what the strip and the model panel show at once) redraws all four at the next
+timer tick instead, so no chart title keeps the old state's numbers beside the strip's new ones;
+the next three timer ticks then rest, so the charts never cost more than one rebuild per tick
+(at 200x the scheduler can move t every few ticks).
+Not live, everything redraws at once (snapshots).
 The chart controls (`w` window, `1`-`4` series, `y` scale) redraw every chart at once.
 """
 
@@ -16,6 +21,7 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.containers import Grid, Vertical
 
+from emulator.effective import LiveState
 from emulator.model import OperatingPoint
 from prfaas_tui.chart_controls import ChartControls
 from prfaas_tui.live import Tick
@@ -58,6 +64,9 @@ class LiveCharts(Vertical):
         self._generation = -1  # the emulation the scales belong to
         self.controls = ChartControls()  # window, scale, hidden series: the operator's
         self._controlled = 0  # control changes so far (each redraws every chart)
+        self._state: LiveState | None = None  # the live state of the latest tick
+        self._all_owed = False  # a new live state came: every chart at the next timer tick
+        self._rest = 0  # timer ticks left to skip after redrawing every chart
 
     def compose(self) -> ComposeResult:
         with Grid():
@@ -72,6 +81,9 @@ class LiveCharts(Vertical):
     def show(self, tick: Tick) -> None:
         self._tick = tick
         self._seq += 1
+        state = LiveState.of(tick.snapshot)
+        if state != self._state:
+            self._state, self._all_owed = state, True
         if not self.live:
             self.redraw(CHARTS)
 
@@ -107,6 +119,14 @@ class LiveCharts(Vertical):
 
     def _next_chart(self) -> None:
         if time.perf_counter() - self.last_input < INPUT_QUIET_S:
+            return
+        if self._rest > 0:
+            self._rest -= 1
+            return
+        if self._all_owed:
+            self._all_owed = False
+            self._rest = len(CHARTS) - 1
+            self.redraw(CHARTS)
             return
         self._next = (self._next + 1) % len(CHARTS)
         self.redraw((CHARTS[self._next],))
