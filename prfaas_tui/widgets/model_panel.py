@@ -98,7 +98,10 @@ class ModelPanel(Static):
             lam.append(f" of {nom.lambda_max:.2f}", style=warn)
         lam.append(f" · offered {load:.0%}", style=hot if load > 1 else dim)
         lines.append(lam)
-        diffs = [d.text for d in live.differences if d.what != "lambda"]
+        # the link's line first and whole: the binding ceiling moves with it, and a joined
+        # line ("PD-D 4 of 4 alive (1 draining) · link 6.0 of…") cut it off at 160 columns
+        found = [d for d in live.differences if d.what != "lambda"]
+        diffs = [d.text for d in sorted(found, key=lambda d: d.what != "link")]
         if len(diffs) > 2:  # the panel's height is fixed: at most two lines of them
             diffs = [diffs[0], " · ".join(diffs[1:])]
         for line in diffs or ["nothing down: effective = nominal"]:
