@@ -157,7 +157,8 @@ def test_run_json_on_a_topology(capsys):
 
 @pytest.mark.parametrize("argv, says", [
     (["--np", "2"], "--np: a topology preset"),
-    (["--routing", "best-cache"], "--routing: best-cache routes by the prefix caches"),
+    (["--routing", "best-cache"],
+     "--routing: best-cache routes by what the prefix caches hold: the preset needs a [cache]"),
     (["--trace", "x.jsonl"], "--trace: runs on single-pair presets only"),
 ])
 def test_pair_flags_on_a_topology_are_one_line(capsys, argv, says):

@@ -25,8 +25,6 @@ from emulator.scenario.lengths import parse_lengths
 from emulator.scenario.reader import Reader, non_negative, one_of, positive, setting
 from emulator.units import parse_duration, parse_tokens
 
-CLUSTERS = ("prfaas", "pd")
-
 
 class Cancellable(Protocol):
     def cancel(self) -> None: ...
@@ -485,10 +483,10 @@ class LengthShift(Incident):
 
 @dataclass(frozen=True)
 class CacheFlush(Incident):
-    """The prefix cache of `cluster` ("prfaas", "pd"; None: both) is emptied at once
-    (counted even without a [cache])."""
+    """The prefix cache of `cluster` (a pair's "prfaas" or "pd", a topology's site or region;
+    None: every one) is emptied at once (counted even without a [cache])."""
 
-    cluster: str | None = setting(None, parse=str, check=one_of(*CLUSTERS))
+    cluster: str | None = setting(None, parse=str)
     kind: ClassVar[str] = "cache-flush"
     describe: ClassVar[str] = "empty the prefix caches"
     instant: ClassVar[bool] = True
@@ -601,6 +599,8 @@ def target_problem(inc: Incident, sites: tuple[str, ...], regions: tuple[str, ..
         return "kind", "instance-loss names a single pair's stage: on a topology use site-loss"
     if not pair and inc.changes_lengths:
         return "kind", f"{inc.kind} re-weights the pair's one length mix: not on a topology"
-    if not pair and isinstance(inc, CacheFlush):
-        return "kind", "cache-flush: a topology has no [cache]"
+    if isinstance(inc, CacheFlush) and inc.cluster is not None \
+            and inc.cluster not in sites + regions:
+        return "cluster", (f"no site or region named {inc.cluster!r} (defined: "
+                           f"{', '.join(sites + regions)})")
     return None

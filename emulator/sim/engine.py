@@ -218,18 +218,19 @@ class Emulation:
         sim = scenario.sim
         topo = scenario.declared_topology
         for what, given in (("--trace / workload.replay", trace is not None or sim.replay),
-                            ("[cache]", sim.cache is not None or cached_prefix is not None),
-                            ("[workload] sessions", sim.sessions is not None),
+                            ("a cached_prefix hook", cached_prefix is not None),
                             ("[prefill] backend", sim.prefill is not None),
                             ("--paradigm", paradigm != Paradigm.PRFAAS_PD)):
             if given:
                 raise KnobError("topology", f"{what}: runs on single-pair presets only")
         routing = topo.routing if routing is None else routing
-        if routing == "best-cache":
-            raise KnobError("routing", "best-cache routes by the prefix caches' contents, and "
-                            "the topology emulator runs no prefix caches yet ([cache] and "
-                            "prefix-carrying workloads are single-pair only): use "
-                            "best-bandwidth, lp or threshold")
+        if routing == "best-cache" and (sim.cache is None or sim.sessions is None):
+            missing = " and ".join(w for w, gone in (("a [cache] section", sim.cache is None),
+                                                    ("[workload] sessions",
+                                                     sim.sessions is None)) if gone)
+            raise KnobError("routing", f"best-cache routes by what the prefix caches hold: "
+                            f"the preset needs {missing} (prompts that share prefixes); "
+                            "or use best-bandwidth, lp or threshold")
         if routing == "lp" and bound is None:
             raise KnobError("routing", "lp needs the routing bound (emulator.topology.bound)")
         self.routing = routing
@@ -261,7 +262,7 @@ class Emulation:
         self.cache = self.reverse_link = self.torch = None
         self.scheduler = None
         self.topology = rt = TopologyRuntime(self.loop, topo, sim, self.seed, rate, routing,
-                                             bound)
+                                             bound, self.duration, self.note)
         # each request is recorded once, in its region; the totals merge them when read
         self.latencies = LatencyGroup([r.latencies for r in rt.regions.values()])
         self.regions = rt.regions
@@ -678,6 +679,12 @@ class Emulation:
         block and state snapshot goes, pinned transfer blocks stay. Counts the flush even
         without a [cache]. Returns how many caches were emptied."""
         self.cache_flushes += 1
+        if self.topology is not None and self.topology.cache is not None:
+            tc = self.topology.cache
+            blocks = tc.flush(cluster)
+            self.note(f"prefix cache flushed ({cluster or 'every site and region'}): "
+                      f"{blocks} blocks")
+            return 1 if cluster else len(tc.caches)
         if self.cache is None:
             return 0
         blocks = self.cache.flush(cluster)

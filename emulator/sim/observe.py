@@ -115,6 +115,8 @@ class Observer:
             for r in emu.regions.values():
                 n += r.pdp.holding + r.pdd.holding + r.rdma.propagating_flows
             n += sum(lk.propagating_flows for lk in emu.wan_links)
+            if (tc := emu.topology.cache) is not None:  # cache moves (sent and on the wire)
+                n += sum(tc.holding(r) for r in emu.regions.values())
         if emu.cache is not None:  # cache moves and KV tails the transfer cache holds
             n += emu.cache.holding + emu.reverse_link.propagating_flows
         return n

@@ -30,6 +30,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from emulator.profiles import Profile
+from emulator.sim.kv_index import KvIndex
 from emulator.traces import MOONCAKE_BLOCK_TOKENS
 from emulator.units import K_TOKENS
 
@@ -120,6 +121,9 @@ class PrefixCache:
         self._next_handle = 1
         self._used = 0
         self._pinned = 0
+        self._index: KvIndex | None = None  # a topology's global index, told of every change
+        self._bit = 0
+        self._gnode: dict[int, int] = {}  # node -> the index's node
         self._c = dict.fromkeys(("lookups", "hits", "lookup_tokens", "hit_tokens", "inserted_blocks",
                                  "evicted_blocks", "evicted_states", "transfers",
                                  "transfer_failures"), 0)
@@ -128,6 +132,16 @@ class PrefixCache:
     def for_profile(cls, profile: Profile, capacity_bytes: float,
                     block_tokens: int = MOONCAKE_BLOCK_TOKENS, name: str = "") -> PrefixCache:
         return cls(capacity_bytes, kv_layout(profile), block_tokens, name)
+
+    def attach_index(self, index: KvIndex) -> None:
+        """Report every block and snapshot to `index` from now on (the cache must be empty)."""
+        if self._lru or self._index is not None:
+            raise ValueError(f"{self.name}: attach the index to an empty cache, once")
+        if index.block_tokens != self.block_tokens:
+            raise ValueError(f"{self.name}: the index counts {index.block_tokens}-token blocks, "
+                             f"this cache {self.block_tokens}")
+        self._index = index
+        self._bit = index.register(self.name, needs_state=self.state_blocks > 0)
 
     # -- occupancy -----------------------------------------------------------------------------
     @property
@@ -229,6 +243,10 @@ class PrefixCache:
             self._next_node += 1
             children[(parent, hash_ids[i])] = node
             nodes[node] = (parent, hash_ids[i])
+            if self._index is not None:
+                g = self._index.node(self._gnode[parent] if parent else 0, hash_ids[i])
+                self._gnode[node] = g
+                self._index.added(g, self._bit)
             chain.append(node)
             parent = node
         for node in reversed(chain):  # parents end more recent than their children
@@ -250,6 +268,8 @@ class PrefixCache:
             elif self.free_blocks >= self.state_blocks:
                 lru[key] = self.state_blocks
                 self._used += self.state_blocks
+                if self._index is not None:
+                    self._index.added(self._gnode[-key], self._bit, state=True)
         for depth in range(len(chain), 0, -1):
             if -chain[depth - 1] in lru:
                 return depth * bt
@@ -262,8 +282,11 @@ class PrefixCache:
         while self.free_blocks < want_free and len(lru) > keep:
             key, blocks = lru.popitem(last=False)
             self._used -= blocks
+            index = self._index
             if key < 0:
                 c["evicted_states"] += 1
+                if index is not None:
+                    index.removed(self._gnode[-key], self._bit, state=True)
                 continue
             parent, h = self._nodes.pop(key)
             del self._children[(parent, h)]
@@ -272,6 +295,11 @@ class PrefixCache:
             if snap is not None:
                 self._used -= snap
                 c["evicted_states"] += 1
+            if index is not None:
+                g = self._gnode.pop(key)
+                if snap is not None:
+                    index.removed(g, self._bit, state=True)
+                index.removed(g, self._bit)
 
     def clear(self) -> int:
         """A cache flush: drop every prefix block and snapshot (counted as evictions); pinned

@@ -135,6 +135,7 @@ class RunResult:
             **self._totals(emu, accounting, whole, late),
             "lost": accounting.lost,
             **objs,
+            "cache": rt.cache.to_json() if rt.cache is not None else None,
         }
 
     def _totals(self, emu, accounting: Accounting, whole, late) -> dict:

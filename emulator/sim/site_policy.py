@@ -9,8 +9,13 @@ policy per region (`routing`, `--routing`):
   best-bandwidth  long requests (above t) go wherever they finish first now: queue wait plus
                   max(prefill, KV transfer at the link's current rate), plus the link's delay;
                   PD-P is one of the candidates (its RDMA transfer is not the bottleneck).
-  best-cache      (not in the emulator yet: it needs prefix caches at every site and region,
-                  which the topology emulator does not run; refused in one line)
+  best-cache      the paper's rule on the incremental length with the best cache in reach
+                  (emulator.sim.topology_cache: a prefix cache per site and region, one global
+                  index): a request whose uncached part is at most t prefills at its PD-P,
+                  with the longest prefix any of its sites holds moved over when that link has
+                  headroom; a longer one goes to the site holding the longest usable prefix
+                  (its own, or the region's moved over while the link has headroom; ties: the
+                  one that finishes first). With no prefix anywhere it is best-bandwidth.
 
 A policy only picks; the region's admission control and the stages do the rest.
 """
@@ -24,6 +29,7 @@ from collections.abc import Sequence
 from emulator.sim.link import Link
 from emulator.sim.prefill import PrefillStage
 from emulator.sim.request import Request
+from emulator.sim.topology_cache import Move, TopologyCache
 
 POLICIES = ("threshold", "lp", "best-bandwidth", "best-cache")
 
@@ -128,3 +134,67 @@ class BestBandwidthPolicy:
             if f < top:
                 best, top = stage, f
         return best
+
+
+class BestCachePolicy:
+    """Route on the longest usable prefix in reach (see the module docstring)."""
+
+    name = "best-cache"
+
+    def __init__(self, t: float, region: str, local: PrefillStage, sites: Sequence[str],
+                 stages: Sequence[PrefillStage], links: Sequence[Link], cache: TopologyCache):
+        self.t = float(t)
+        self.region = region
+        self.local = local
+        self.cache = cache
+        self.sites = list(zip(sites, stages, links, strict=True))
+        self.mask = cache.mask([region, *sites])
+        self.fallback = BestBandwidthPolicy(t, local, stages, links)
+
+    def pick(self, req: Request) -> PrefillStage:
+        req.incr = req.length
+        req.route = None
+        if not req.hash_ids or not self.sites:
+            return self.fallback.pick(req)
+        length = int(req.length)
+        found = self.cache.index.usable(req.hash_ids, length, self.mask)
+        if not found:
+            return self.fallback.pick(req)
+        region, cache = self.region, self.cache
+        own = found.get(region, 0)
+        # PD-P: its own prefix, or the longest a site holds, moved over a link with headroom
+        best, src, link = own, None, None
+        for site, _, lk in self.sites:
+            p = found.get(site, 0)
+            if p > best and cache.link(site, region).headroom:
+                best, src, link = p, site, lk
+        if length - best <= self.t:
+            if src is not None:
+                req.route = Move(src, region, best, own, link)
+            return self.local
+        # a site: the longest usable prefix (its own, or the region's moved over), ties by the
+        # earliest finish; an unusable site (no instance up) is never the choice
+        top, pick, move = -1, None, None
+        top_finish = math.inf
+        for site, stage, lk in self.sites:
+            p, m = found.get(site, 0), None
+            lc = cache.link(site, region)
+            if own > p and lc.headroom:
+                p, m = own, Move(region, site, own, found.get(site, 0), lc.reverse)
+            finish = self.finish(stage, lk, req, p)
+            if not math.isfinite(finish):
+                continue
+            if p > top or (p == top and finish < top_finish):
+                top, pick, move, top_finish = p, stage, m, finish
+        if pick is None or top == 0:
+            return self.fallback.pick(req)
+        req.route = move
+        return pick
+
+    @staticmethod
+    def finish(stage: PrefillStage, link: Link, req: Request, prefix: int) -> float:
+        """Seconds from now to the KV at the decode side, prefilling all but `prefix` there."""
+        service = stage.costs.t_prefill(req.length - prefix)
+        rate = link.capacity / (len(link.flows) + 1)
+        transfer = stage.costs.s_kv(req.length) / rate if rate > 0 else math.inf
+        return stage.expected_wait() + max(service, transfer) + link.latency

@@ -11,11 +11,13 @@ incidents' targets resolve here: a link by its name "site->region", a site or a 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
+from dataclasses import replace
 from typing import Protocol
 
 import numpy as np
 
+from emulator.scenario.cache import SessionWorkload
 from emulator.scenario.sim import SimConfig
 from emulator.sim.accounting import AccountingError
 from emulator.sim.costs import Costs
@@ -25,13 +27,16 @@ from emulator.sim.metrics import Latencies
 from emulator.sim.pool import Pool
 from emulator.sim.prefill import PrefillStage
 from emulator.sim.region import Region
+from emulator.sim.sessions import generate_sessions, to_trace
 from emulator.sim.site import Site, SiteLink
 from emulator.sim.site_policy import (
     BestBandwidthPolicy,
+    BestCachePolicy,
     LpPolicy,
     ThresholdPolicy,
 )
-from emulator.sim.workload import SyntheticSource, Workload
+from emulator.sim.topology_cache import TopologyCache
+from emulator.sim.workload import SyntheticSource, TraceSource, Workload
 from emulator.topology.bound import Bound, routing_bound
 from emulator.topology.spec import Topology
 
@@ -55,7 +60,8 @@ class TopologyRuntime:
     """See the module docstring."""
 
     def __init__(self, loop, topo: Topology, sim: SimConfig, seed: int, rate: float,
-                 routing: str, lp: RoutingBound | None = None):
+                 routing: str, lp: RoutingBound | None = None, duration: float = 0.0,
+                 note: Callable[[str], None] | None = None):
         self.loop = loop
         self.topo = topo
         self.routing = routing
@@ -99,13 +105,24 @@ class TopologyRuntime:
                 region.links[k.site] = link
                 self.links[k.name] = link
             rngs = [np.random.default_rng(s) for s in streams[i].spawn(4)]
-            source = SyntheticSource(rngs[:3], sim.arrival, sim.cv, spec.lengths, dec.l_out,
-                                     sim.output_lengths)
+            if sim.sessions is not None:  # a fifth stream: the first four unchanged
+                ses = np.random.default_rng(streams[i].spawn(1)[0])
+                source = session_source(sim.sessions, ses, duration, self.rate * spec.share)
+            else:
+                source = SyntheticSource(rngs[:3], sim.arrival, sim.cv, spec.lengths, dec.l_out,
+                                         sim.output_lengths)
             region.workload = Workload(loop, region.arrive, source, self.rate * spec.share)
             region.burst_rng = rngs[3]
             self.regions[spec.name] = region
         for site in self.sites.values():
             site.egress.rebalance()
+        self.cache: TopologyCache | None = None
+        if sim.cache is not None:
+            profiles = {s.name: s.profile for s in topo.sites}
+            profiles.update((r.name, r.profile) for r in topo.regions)
+            self.cache = TopologyCache(loop, sim.cache, self.sites, self.regions, profiles, note)
+            for region in self.regions.values():
+                region.cache = self.cache
         for spec in topo.regions:
             self.regions[spec.name].policy = self._policy(spec, routing, lp)
         # the incidents' contributions by key, per target (composed like the pair's)
@@ -125,6 +142,10 @@ class TopologyRuntime:
         if routing == "lp":
             edges, weights = _lp_routing(lp, spec.name, [k.site for k in links])
             return LpPolicy(edges, [region.pdp, *stages], weights)
+        if routing == "best-cache" and self.cache is not None:
+            return BestCachePolicy(spec.threshold, spec.name, region.pdp,
+                                   [k.site for k in links], stages,
+                                   [region.links[k.site] for k in links], self.cache)
         raise TopologyError(f"routing: {routing!r} is not available in the emulator")
 
     def start(self, sim: SimConfig) -> None:
@@ -181,6 +202,8 @@ class TopologyRuntime:
         n = region.pdp.holding + region.pdd.holding + region.rdma.propagating_flows
         for site, link in region.links.items():
             n += self.sites[site].stage.held_by(region.name) + link.propagating_flows
+        if self.cache is not None:
+            n += self.cache.holding(region)
         return n
 
     def check(self) -> None:
@@ -197,6 +220,24 @@ class TopologyRuntime:
     @property
     def site_stages(self) -> list[PrefillStage]:
         return [s.stage for s in self.sites.values()]
+
+
+def session_source(work: SessionWorkload, rng: np.random.Generator, duration: float,
+                   rate: float) -> TraceSource:
+    """A region's chat sessions as its arrival stream. Sessions set the shape (turns, think
+    time, lengths); the region's share of the total offered rate sets how many start: a pilot
+    draw measures the turns per second one session rate gives, the real draw is scaled to
+    `rate` (so think times stay as written, and the replay's time scale stays near 1). The
+    draw covers 1.25 x the run: arrivals end when the sessions do (a long surge may get there)."""
+    span = max(duration, 1.0) * 1.25
+    if rate <= 0:
+        return TraceSource(to_trace(generate_sessions(work, rng, n_sessions=1)))
+    pilot = generate_sessions(replace(work, session_rate=rate / work.mean_turns), rng,
+                              duration=span)
+    got = len(pilot) / span
+    scaled = work.session_rate if got <= 0 else rate / work.mean_turns * rate / got
+    reqs = generate_sessions(replace(work, session_rate=scaled), rng, duration=span)
+    return TraceSource(to_trace(reqs if reqs else pilot))
 
 
 def _keyed(table: dict, key: Hashable, value: float | None) -> None:

@@ -320,6 +320,15 @@ def _topology_summary(out: dict) -> None:
               f"{format_duration(out['simulated_seconds'])} simulated · "
               f"offered {out['offered_rate']:.3f} / served {out['served_rate']:.3f} req/s · "
               f"{acc['arrived']:,} arrived · {acc['lost']} lost")
+    if (cache := out.get("cache")) is not None:
+        hits = " · ".join(f"{n} {v['token_hit_rate']:.1%}"
+                          for n, v in {**cache["sites"], **cache["regions"]}.items())
+        moves = " · ".join(f"{n} {v['moves']['to_region']} in, {v['moves']['to_site']} out"
+                           f"{'' if v['headroom'] else ' (no headroom now)'}"
+                           for n, v in cache["links"].items())
+        con.print(f"prefix cache: {cache['prefill_tokens']['saved']:.1%} of prefill tokens "
+                  f"saved · token hits {hits}\ncache moves (towards the region, towards the "
+                  f"site): {moves}")
     rt = Table(title="regions", title_justify="left")
     for col in ("region", "offered", "served", "in flight", "rejected", "TTFT mean", "TTFT p90"):
         rt.add_column(col, justify="left" if col == "region" else "right")
