@@ -115,9 +115,10 @@ class BestBandwidthPolicy:
         self.sites = list(zip(sites, links, strict=True))
 
     @staticmethod
-    def finish(stage: PrefillStage, link: Link, req: Request) -> float:
-        """Seconds from now to the request's KV at its decode side if it went to `stage`."""
-        service = stage.costs.t_prefill(req.length)
+    def finish(stage: PrefillStage, link: Link, req: Request, prefix: int = 0) -> float:
+        """Seconds from now to the request's KV at its decode side if it went to `stage`
+        (prefilling all but a cached `prefix` there)."""
+        service = stage.costs.t_prefill(req.length - prefix)
         kv = stage.costs.s_kv(req.length)
         rate = link.capacity / (len(link.flows) + 1)  # its fair share if it joined now
         transfer = kv / rate if rate > 0 else math.inf
@@ -181,7 +182,7 @@ class BestCachePolicy:
             lc = cache.link(site, region)
             if own > p and lc.headroom:
                 p, m = own, Move(region, site, own, found.get(site, 0), lc.reverse)
-            finish = self.finish(stage, lk, req, p)
+            finish = BestBandwidthPolicy.finish(stage, lk, req, p)
             if not math.isfinite(finish):
                 continue
             if p > top or (p == top and finish < top_finish):
@@ -190,11 +191,3 @@ class BestCachePolicy:
             return self.fallback.pick(req)
         req.route = move
         return pick
-
-    @staticmethod
-    def finish(stage: PrefillStage, link: Link, req: Request, prefix: int) -> float:
-        """Seconds from now to the KV at the decode side, prefilling all but `prefix` there."""
-        service = stage.costs.t_prefill(req.length - prefix)
-        rate = link.capacity / (len(link.flows) + 1)
-        transfer = stage.costs.s_kv(req.length) / rate if rate > 0 else math.inf
-        return stage.expected_wait() + max(service, transfer) + link.latency
