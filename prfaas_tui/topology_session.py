@@ -184,7 +184,8 @@ class TopologySession:
         spec, bound = self.driver.call(lambda emu: (running_spec(emu.emu),
                                                     emu.emu.bound is not None))
         if kind == "region":
-            tk.check_region(spec, name, has_bound=bound, **knobs)
+            tk.check_region(spec, name, has_bound=bound,
+                            cache_problem=tk.best_cache_problem(self.scenario.sim), **knobs)
         elif kind == "site":
             tk.check_site(spec, name, **knobs)
         else:

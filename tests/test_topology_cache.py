@@ -165,3 +165,19 @@ def test_no_prefix_anywhere_is_the_best_bandwidth_rule(emu):
     req = _req(emu, "east", 40, 40 * BT)
     assert region.policy.pick(req) is region.policy.fallback.pick(_req(emu, "east", 40, 40 * BT))
     assert req.route is None
+
+
+def test_a_region_switches_to_best_cache_live_only_where_caches_run(chat, tmp_path):
+    from emulator.sim.site_policy import BestCachePolicy
+    from emulator.sim.topology_live import set_region
+
+    with Emulation(load(str(chat), topology=True), duration=60.0) as emu:
+        emu.run_until(30.0)
+        set_region(emu, "east", routing="best-cache")
+        assert isinstance(emu.regions["east"].policy, BestCachePolicy)
+        emu.run()
+        assert emu.topology.cache.to_json()["links"]["hub->east"]["moves"]["to_region"] > 0
+    bare = chat_preset(tmp_path, cache="", sessions=False)
+    with Emulation(load(str(bare), topology=True), duration=60.0) as emu:
+        with pytest.raises(KnobError, match="needs a \\[cache\\] section and"):
+            set_region(emu, "east", routing="best-cache")

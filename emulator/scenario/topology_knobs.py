@@ -8,9 +8,20 @@ from __future__ import annotations
 from dataclasses import replace
 
 from emulator.scenario.knobs import Controls, KnobError
-from emulator.topology.spec import Topology
+from emulator.topology.spec import ROUTINGS, Topology
 
-EMULATED_ROUTINGS = ("threshold", "lp", "best-bandwidth")  # site policies the engine runs
+
+def best_cache_problem(sim) -> str | None:
+    """Why best-cache routing cannot run on a preset with this [emulator]/[workload] config
+    (None: it can): it routes by what the prefix caches hold, so it needs caches and prompts
+    that share prefixes."""
+    missing = [w for w, gone in (("a [cache] section", sim.cache is None),
+                                 ("[workload] sessions", sim.sessions is None)) if gone]
+    if not missing:
+        return None
+    return (f"best-cache routes by what the prefix caches hold: the preset needs "
+            f"{' and '.join(missing)} (prompts that share prefixes); or use best-bandwidth, lp "
+            f"or threshold")
 
 
 def _pair(topo: Topology, region: str, site: str | None = None) -> Controls:
@@ -25,7 +36,8 @@ def _pair(topo: Topology, region: str, site: str | None = None) -> Controls:
 
 def check_region(topo: Topology, region: str, *, t: float | None = None, n_p: int | None = None,
                  n_d: int | None = None, routing: str | None = None,
-                 has_bound: bool = True, shares: dict[str, float] | None = None) -> None:
+                 has_bound: bool = True, shares: dict[str, float] | None = None,
+                 cache_problem: str | None = None) -> None:
     """KnobError unless the region can run at these settings (None: unchanged)."""
     r = topo.region(region)
     c = _pair(topo, region)
@@ -33,11 +45,13 @@ def check_region(topo: Topology, region: str, *, t: float | None = None, n_p: in
                 n_d=r.n_d if n_d is None else n_d)
     c.validate(topo.pair_system(region))
     if routing is not None:
-        if routing not in EMULATED_ROUTINGS:
-            raise KnobError("routing", f"routing must be one of {', '.join(EMULATED_ROUTINGS)} "
+        if routing not in ROUTINGS:
+            raise KnobError("routing", f"routing must be one of {', '.join(ROUTINGS)} "
                                        f"(got {routing!r})")
         if routing == "lp" and not has_bound:
             raise KnobError("routing", "lp needs the routing bound")
+        if routing == "best-cache" and cache_problem is not None:
+            raise KnobError("routing", cache_problem)
 
 
 def check_site(topo: Topology, site: str, instances: int) -> None:

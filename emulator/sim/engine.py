@@ -30,6 +30,7 @@ from emulator.paradigm import Paradigm
 from emulator.scenario.incidents import Incident
 from emulator.scenario.knobs import Controls, KnobError
 from emulator.scenario.scenario import Scenario
+from emulator.scenario.topology_knobs import best_cache_problem
 from emulator.sim.accounting import Accounting
 from emulator.sim.cache_runtime import CacheRuntime
 from emulator.sim.costs import Costs
@@ -224,13 +225,8 @@ class Emulation:
             if given:
                 raise KnobError("topology", f"{what}: runs on single-pair presets only")
         routing = topo.routing if routing is None else routing
-        if routing == "best-cache" and (sim.cache is None or sim.sessions is None):
-            missing = " and ".join(w for w, gone in (("a [cache] section", sim.cache is None),
-                                                    ("[workload] sessions",
-                                                     sim.sessions is None)) if gone)
-            raise KnobError("routing", f"best-cache routes by what the prefix caches hold: "
-                            f"the preset needs {missing} (prompts that share prefixes); "
-                            "or use best-bandwidth, lp or threshold")
+        if routing == "best-cache" and (why := best_cache_problem(sim)) is not None:
+            raise KnobError("routing", why)
         if routing == "lp" and bound is None:
             raise KnobError("routing", "lp needs the routing bound (emulator.topology.bound)")
         self.routing = routing

@@ -30,8 +30,9 @@ from emulator.sim.link import Link
 from emulator.sim.prefill import PrefillStage
 from emulator.sim.request import Request
 from emulator.sim.topology_cache import Move, TopologyCache
+from emulator.topology.spec import ROUTINGS
 
-POLICIES = ("threshold", "lp", "best-bandwidth", "best-cache")
+POLICIES = ROUTINGS  # every one runs in the emulator
 
 
 class RoundRobin:

@@ -16,7 +16,12 @@ import math
 from dataclasses import replace
 
 from emulator.scenario.knobs import KnobError
-from emulator.scenario.topology_knobs import check_link, check_region, check_site
+from emulator.scenario.topology_knobs import (
+    best_cache_problem,
+    check_link,
+    check_region,
+    check_site,
+)
 from emulator.sim.site_policy import ThresholdPolicy
 from emulator.topology.live import LiveState
 from emulator.topology.spec import Topology
@@ -82,7 +87,8 @@ def set_region(emu, region: str, *, t: float | None = None, n_p: int | None = No
     r = rt.region(region)
     spec = running_spec(emu)
     check_region(spec, region, t=t, n_p=n_p, n_d=n_d, routing=routing,
-                 has_bound=emu.bound is not None)
+                 has_bound=emu.bound is not None,
+                 cache_problem=best_cache_problem(emu.scenario.sim))
     now = spec.region(region)
     if routing is not None and routing != region_routing(emu, region):
         r.policy = rt._policy(replace(now, threshold=now.threshold if t is None else t),

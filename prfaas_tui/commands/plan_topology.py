@@ -24,7 +24,8 @@ from emulator.planner.topology_plan import (
     plan_topology,
 )
 from emulator.scenario.reader import positive
-from emulator.scenario.topology_knobs import EMULATED_ROUTINGS
+from emulator.scenario.topology_knobs import best_cache_problem
+from emulator.topology.spec import ROUTINGS
 from emulator.units import GBPS, parse_duration
 from prfaas_tui.commands.common import caps_from_args
 from prfaas_tui.errors import UsageError, parse_flag
@@ -40,7 +41,7 @@ def add_topology_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--link", action="append", metavar="SITE->REGION=LIST",
                    help="topology presets: a link's bandwidths in Gbps, e.g. hub->west=20,40")
     p.add_argument("--routing", metavar="LIST",
-                   help=f"topology presets: routing policies to try ({', '.join(EMULATED_ROUTINGS)}"
+                   help=f"topology presets: routing policies to try ({', '.join(ROUTINGS)}"
                         "; default the preset's)")
     p.add_argument("--price", action="append", metavar="NAME=X",
                    help="topology presets: a site's or region's price per instance-hour")
@@ -111,8 +112,10 @@ def build(args: argparse.Namespace, sc) -> tuple[TopologySpace, Prices, Topology
         links[name] = tuple(g * GBPS for g in _floats("--link", name, text))
     routings = tuple(x.strip() for x in (args.routing or topo.routing).split(","))
     for r in routings:
-        if r not in EMULATED_ROUTINGS:
-            raise UsageError(f"--routing: {r!r} is not one of {', '.join(EMULATED_ROUTINGS)}")
+        if r not in ROUTINGS:
+            raise UsageError(f"--routing: {r!r} is not one of {', '.join(ROUTINGS)}")
+        if r == "best-cache" and (why := best_cache_problem(sc.sim)) is not None:
+            raise UsageError(f"--routing: {why}")
     prices_kw = {n: _floats("--price", n, v)[0] for n, v in _pairs("--price", args.price).items()}
     per_tb = {n: _floats("--price-per-tb", n, v, positive_only=False)[0]
               for n, v in _pairs("--price-per-tb", args.price_per_tb).items()}

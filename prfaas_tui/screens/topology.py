@@ -49,7 +49,8 @@ if TYPE_CHECKING:
 
 TOPOLOGY_KNOBS = (
     ("region", "t N_p/N_d routing, any part: 32K 4/4 best-bandwidth (threshold, lp, "
-               "best-bandwidth); N_p + N_d within its pool, N_d >= 1"),
+               "best-bandwidth, best-cache with a [cache] and sessions); N_p + N_d within its "
+               "pool, N_d >= 1"),
     ("site", "its PrfaaS prefill instances"),
     ("link", "its bandwidth knob in Gbps or with a unit; an incident keeps taking its share"),
 )
@@ -244,8 +245,8 @@ class TopologyScreen(Screen):
             r = spec.region(name)
             return (f"region {name}: t  N_p/N_d  routing = ?",
                     f"{round(r.threshold)} {r.n_p}/{r.n_d} {self.session.region_policy(name)}",
-                    "e.g. 32K 4/4 best-bandwidth (threshold, lp, best-bandwidth); "
-                    "any part may be left out")
+                    "e.g. 32K 4/4 best-bandwidth (threshold, lp, best-bandwidth, "
+                    "best-cache); any part may be left out")
         if kind == "site":
             return (f"site {name}: instances = ?", str(spec.site(name).instances),
                     "prefill instances at the site")
