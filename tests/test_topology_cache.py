@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from emulator.scenario.knobs import KnobError
 from emulator.scenario.presets import load
@@ -178,6 +180,28 @@ def test_a_region_switches_to_best_cache_live_only_where_caches_run(chat, tmp_pa
         emu.run()
         assert emu.topology.cache.to_json()["links"]["hub->east"]["moves"]["to_region"] > 0
     bare = chat_preset(tmp_path, cache="", sessions=False)
-    with Emulation(load(str(bare), topology=True), duration=60.0) as emu:
-        with pytest.raises(KnobError, match="needs a \\[cache\\] section and"):
-            set_region(emu, "east", routing="best-cache")
+    with Emulation(load(str(bare), topology=True), duration=60.0) as emu, \
+            pytest.raises(KnobError, match="needs a \\[cache\\] section and"):
+        set_region(emu, "east", routing="best-cache")
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 10_000), routing=st.sampled_from(["threshold", "best-bandwidth",
+                                                              "best-cache"]),
+       capacity=st.sampled_from(["2 GB", "20 GB", "200 GB"]),
+       pin=st.sampled_from(["auto", "abundant"]), loss=st.booleans())
+def test_nothing_is_lost_with_small_caches_moves_and_a_site_loss(tmp_path_factory, seed, routing,
+                                                                capacity, pin, loss):
+    """Evictions (a 2 GB pool holds a handful of prompts), forced moves and the hub losing an
+    instance mid-prefill: every region's books still balance."""
+    extra = ('\n[[incidents]]\nkind = "site-loss"\nsite = "hub"\ncount = 1\nat = "20 s"\n'
+             'duration = "20 s"\n') if loss else ""
+    path = chat_preset(tmp_path_factory.mktemp("h"), extra=extra,
+                       cache=f'capacity = "{capacity}"\nrouting = "{pin}"')
+    with Emulation(load(str(path), topology=True), seed=seed, routing=routing,
+                   duration=60.0) as emu:
+        out = emu.run().to_json()
+        for cache in emu.topology.cache.caches.values():
+            cache.check()
+    assert out["lost"] == 0
+    assert all(r["lost"] == 0 for r in out["regions"].values())
