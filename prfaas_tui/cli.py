@@ -16,6 +16,7 @@ from emulator.budget import BudgetError
 from emulator.cards import CardError
 from emulator.files import FileRefused, printable
 from emulator.scenario.reader import PresetError
+from emulator.topology.errors import BoundError
 from emulator.torch_prefill import TorchUnavailable
 from emulator.traces import TraceError
 from emulator.units import UnitError
@@ -110,6 +111,12 @@ def main(argv: list[str] | None = None) -> int:
     except (PresetError, TraceError, UnitError, UsageError, TorchUnavailable, BudgetError,
             CardError, FileRefused) as exc:
         print(f"prfaas-tui: {printable(str(exc))}", file=sys.stderr)  # one line, always
+        return 2
+    except BoundError as exc:  # numbers out of the solver's range (a prefill of 10^15 s)
+        where = getattr(args, "preset", None) or "the preset"
+        print(f"prfaas-tui: {printable(str(where))}: the routing bound has no answer for these "
+              f"numbers ({printable(str(exc))}): check the profiles' times and sizes, the "
+              "bandwidths and the rates for values off by orders of magnitude", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("prfaas-tui: interrupted", file=sys.stderr)

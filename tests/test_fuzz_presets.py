@@ -308,3 +308,18 @@ def test_fuzz_preset_and_drill_cli_for_a_budget(request, tmp_path, capsys):
 
     assert long_profile(request, "preset and drill CLI runs", make, counter, batch=50) >= \
         fuzz_budget(request.config)
+
+
+@pytest.mark.parametrize("command", ["solve", "run"])
+def test_a_topology_the_solver_cannot_take_is_one_line(workdir, capsys, command):
+    """Found by the fuzzer: a prefill of 2^53 + 1 seconds at 1K made HiGHS report a model error,
+    which reached the user as a traceback."""
+    text = (presets.presets_dir() / "toy-two-regions.toml").read_text().replace(
+        'seconds = [0.5, 2.0]', 'seconds = [9007199254740993, 2.0]')
+    path = workdir / "huge.toml"
+    path.write_text(text)
+    argv = [command, "--preset", str(path), "--json"] + (["--duration", "5"] if command == "run"
+                                                          else [])
+    assert cli_runs_or_one_line(capsys, argv) == 2
+    assert main(argv) == 2
+    assert "huge.toml: the routing bound has no answer" in capsys.readouterr().err

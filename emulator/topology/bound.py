@@ -33,6 +33,7 @@ from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
 from emulator.topology.bins import MAX_BINS, Bins, length_bins
+from emulator.topology.errors import BoundError
 from emulator.topology.spec import Topology
 from emulator.units import GBPS
 
@@ -42,9 +43,6 @@ PLUS_RESOLVES = 12  # +1% re-solves per answer (each an LP of the whole topology
 MIP_GAP = 1e-9  # HiGHS stops at 1e-4 by default: a bound must not stop short of the best split
 
 
-class BoundError(RuntimeError):
-    """HiGHS did not return an optimum (a numerical failure, never an infeasible program: Lambda
-    = 0 with nothing routed is always feasible)."""
 
 
 @dataclass(frozen=True)
