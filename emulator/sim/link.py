@@ -172,22 +172,12 @@ class Link:
         return self._saturated
 
     # -- internals ---------------------------------------------------------------------------
-    def _account(self, now: float) -> None:
+    def _account(self, now: float, flows: bool = True) -> None:
+        """Integrals and token bucket up to `now`; with `flows`, every flow's bytes too (the
+        timer walks the flows itself, see `_on_timer`)."""
         dt = now - self._t
         if dt <= 0:
             return
-        self._account_link(dt)
-        if not self._fast:
-            for f in self.flows.values():
-                if not f.paced:
-                    s = f.sent + f.rate * dt
-                    # f.produced(now), inlined: this loop runs over every flow per event
-                    p = f.size if now >= f.prod_end else f.prod_rate * (now - f.start)
-                    f.sent = s if s < p else p
-        self._t = now
-
-    def _account_link(self, dt: float) -> None:
-        """The link's own integrals and token bucket over the `dt` seconds since `_t`."""
         used = self.used
         self._sent += used * dt
         self._cap_area += self.capacity * dt
@@ -196,6 +186,14 @@ class Link:
         if self.burst:
             tok = self.tokens + (self.capacity - used) * dt
             self.tokens = self.burst if tok > self.burst else (tok if tok > self.burst * _REL else 0.0)
+        if flows and not self._fast:
+            for f in self.flows.values():
+                if not f.paced:
+                    s = f.sent + f.rate * dt
+                    # f.produced(now), inlined: this loop runs over every flow per event
+                    p = f.size if now >= f.prod_end else f.prod_rate * (now - f.start)
+                    f.sent = s if s < p else p
+        self._t = now
 
     def _general(self, now: float) -> None:
         """Leave the fast mode: flows share one timer and get explicit rates."""
@@ -290,9 +288,7 @@ class Link:
         now = self.loop.now
         self._timer = None
         dt = now - self._t
-        if dt > 0:
-            self._account_link(dt)
-            self._t = now
+        self._account(now, flows=False)
         done = []
         for f in self.flows.values():
             if f.paced:
