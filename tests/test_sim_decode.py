@@ -4,6 +4,8 @@ decode-bound runs at the model's Theta_pdd."""
 import tomllib
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 
 from emulator.scenario.presets import from_dict, load, presets_dir
 from emulator.scenario.sim import StepProfile
@@ -170,3 +172,43 @@ def test_decode_keys_parse_strictly():
     with pytest.raises(PresetError, match="decode.step.d: unknown key"):
         from_dict(tomllib.loads(text.replace("l_out = 100", 'l_out = 100\nstep = { a = 1, d = 2 }')))
     assert load("toy").sim.step is None
+
+
+
+def _least_loaded(dec):
+    """The pick rule before the load heap: min() over the accepting instances in index order."""
+    if not dec._accepting:
+        return None
+    best = min(dec._accepting, key=lambda w: w.n)
+    return best if best.n < dec.bs_max else None
+
+
+@settings(max_examples=60, deadline=None)
+@given(hs.lists(hs.tuples(hs.sampled_from(["submit", "step", "fail", "restore", "split"]),
+                          hs.integers(0, 7), hs.integers(1, 40)), max_size=120))
+def test_load_heap_picks_what_min_picked(ops):
+    """The heap `_pick` reads (stale entries dropped lazily, compaction) picks the instance the
+    old min() rule picked after any mix of admissions, completions, failures, restores and
+    resizes."""
+    loop = VirtualTimeLoop()
+    dec = DecodeStage(loop, 0.025, 3, None, lambda r, now: None, mean_out=10)
+    pool = Pool(loop, "local", {"pd-d": dec})
+    pool.resize(8)
+    pool.set_counts({"pd-d": 8}, immediate=True)
+    rid = 0
+    for op, k, out in ops:
+        if op == "submit":
+            rid += 1
+            r = Request(rid, loop.now, 1000, out)
+            r.kv = 1.0
+            dec.submit(r)
+        elif op == "step":
+            loop.run_until(loop.now + 0.025 * out)
+        elif op == "fail":
+            pool.fail(k)
+        elif op == "restore":
+            pool.restore(k)
+        else:
+            pool.set_counts({"pd-d": k + 1}, immediate=k % 2 == 0)
+        assert dec._pick(0.0) is _least_loaded(dec), (op, k, loop.now)
+        assert len(dec._loads) <= 4 * len(dec._accepting) + 65

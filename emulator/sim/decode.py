@@ -23,7 +23,6 @@ from emulator.sim.request import Request
 from emulator.sim.stage import Stage, Worker
 
 _STEP_TOL = 1e-6  # a time within this fraction of a step from a boundary is on it
-_load = attrgetter("n")
 _index = attrgetter("idx")
 
 
@@ -63,6 +62,10 @@ class DecodeStage(Stage):
         self.complete = complete  # (request, now): the last token is out
         self.step = step
         self._accepting: list[DecodeWorker] = []  # accepting and up, by index
+        # (load, index) of accepting instances, pushed at every load change: the least-loaded
+        # pick is the first entry that still matches its worker (a min() over a region's 100+
+        # instances per request cost more than the rest of the admission)
+        self._loads: list[tuple[int, int]] = []
         self._admit = self._admit_constant if step is None else self._admit_stepped
 
     def _slots(self, w) -> int:
@@ -72,6 +75,7 @@ class DecodeStage(Stage):
         """Keep `_accepting` in index order (the least-loaded pick breaks ties by index)."""
         if accepting:
             bisect.insort(self._accepting, w, key=_index)
+            self._load_changed(w)
         else:
             del self._accepting[bisect.bisect_left(self._accepting, w.idx, key=_index)]
 
@@ -108,14 +112,28 @@ class DecodeStage(Stage):
         if not self._accepting:
             return None
         bs, budget = self.bs_max, self.kv_budget
-        if budget == math.inf:  # slots only: the least loaded one decides (C-level min)
-            best = min(self._accepting, key=_load)
-            return best if best.n < bs else None
+        if budget == math.inf:  # slots only: the least loaded one decides (the heap's head)
+            loads, workers = self._loads, self.workers
+            while True:
+                n, idx = loads[0]
+                w = workers[idx]
+                if w.n == n and w.counted[0]:
+                    return w if n < bs else None
+                heapq.heappop(loads)  # stale: the load changed or the worker left
         best = None
         for w in self._accepting:
             if w.n < bs and w.kv + kv <= budget and (best is None or w.n < best.n):
                 best = w
         return best
+
+    def _load_changed(self, w: DecodeWorker) -> None:
+        """Record `w`'s load for `_pick`; the stale entries are dropped as they reach the head,
+        and all of them once they outnumber the live ones 3 to 1 (the heap stays O(workers))."""
+        loads = self._loads
+        heapq.heappush(loads, (w.n, w.idx))
+        if len(loads) > 4 * len(self._accepting) + 64:
+            loads[:] = [(a.n, a.idx) for a in self._accepting]
+            heapq.heapify(loads)
 
     def _take(self, w: DecodeWorker, req: Request) -> None:
         w.n += 1
@@ -123,6 +141,7 @@ class DecodeStage(Stage):
         w.reqs[req.rid] = req
         req.worker = w
         self.in_service += 1
+        self._load_changed(w)
 
     def _admit_constant(self, w: DecodeWorker, req: Request, now: float) -> None:
         td = self.t_decode
@@ -152,6 +171,7 @@ class DecodeStage(Stage):
         req.timer = None
         self.in_service -= 1
         self.done += 1
+        self._load_changed(w)
         self.sojourn_sum += self.loop.now - req.t_enq
 
     def _after_release(self, w: DecodeWorker, now: float) -> None:
@@ -286,6 +306,7 @@ class DecodeStage(Stage):
         self.in_service -= len(lost)
         w.reqs.clear()
         w.n, w.kv, w.batch, w.ctx = 0, 0.0, 0, 0.0
+        self._load_changed(w)
         w.finish, w.pending = [], []
         if w.timer is not None:
             w.timer.cancel()

@@ -24,6 +24,7 @@ reaches the other side `latency` seconds later (`on_delivered`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 INF = float("inf")
@@ -171,7 +172,9 @@ class Link:
         return self._saturated
 
     # -- internals ---------------------------------------------------------------------------
-    def _account(self, now: float) -> None:
+    def _account(self, now: float, flows: bool = True) -> None:
+        """Integrals and token bucket up to `now`; with `flows`, every flow's bytes too (the
+        timer walks the flows itself, see `_on_timer`)."""
         dt = now - self._t
         if dt <= 0:
             return
@@ -183,11 +186,12 @@ class Link:
         if self.burst:
             tok = self.tokens + (self.capacity - used) * dt
             self.tokens = self.burst if tok > self.burst else (tok if tok > self.burst * _REL else 0.0)
-        if not self._fast:
+        if flows and not self._fast:
             for f in self.flows.values():
                 if not f.paced:
                     s = f.sent + f.rate * dt
-                    p = f.produced(now)
+                    # f.produced(now), inlined: this loop runs over every flow per event
+                    p = f.size if now >= f.prod_end else f.prod_rate * (now - f.start)
                     f.sent = s if s < p else p
         self._t = now
 
@@ -217,7 +221,7 @@ class Link:
             self._set_timer(INF)
             return
         cap = self._current_capacity()
-        paced = sorted((f for f in flows.values() if f.paced), key=_by_rate)
+        paced = sorted([f for f in flows.values() if f.paced], key=_by_rate)
         remaining = cap
         n = len(flows)
         satisfied = 0
@@ -249,10 +253,13 @@ class Link:
                 f.rate = share
                 if share <= 0:
                     continue
-                t = now + (f.size - f.sent) / share
-                if f.prod_end > now and share > f.prod_rate:
-                    t_catch = now + (f.produced(now) - f.sent) / (share - f.prod_rate)
-                    if t_catch < f.prod_end:
+                sent = f.sent
+                t = now + (f.size - sent) / share
+                end = f.prod_end
+                if end > now and share > f.prod_rate:
+                    # f.produced(now) inlined (now < prod_end here)
+                    t_catch = now + (f.prod_rate * (now - f.start) - sent) / (share - f.prod_rate)
+                    if t_catch < end:
                         t = t_catch
             if t < t_next:
                 t_next = t
@@ -275,22 +282,34 @@ class Link:
             self._timer = self.loop.call_at(when, self._on_timer)
 
     def _on_timer(self) -> None:
+        """The general mode's one timer (only it sets one): bring every flow's bytes up to
+        now, as `_account` does, and in the same pass find the flows that are done or caught
+        up with their production (one walk over the flows instead of two)."""
         now = self.loop.now
         self._timer = None
-        self._account(now)
+        dt = now - self._t
+        self._account(now, flows=False)
         done = []
         for f in self.flows.values():
             if f.paced:
                 if now >= f.prod_end - _DT:
                     done.append(f)
                 continue
-            rem = f.size - f.sent
-            if rem <= f.size * _REL or rem <= f.rate * _DT:
+            size = f.size
+            producing = now < f.prod_end
+            p = f.prod_rate * (now - f.start) if producing else size  # f.produced(now)
+            if dt > 0:
+                s = f.sent + f.rate * dt
+                f.sent = sent = s if s < p else p
+            else:
+                sent = f.sent
+            rem = size - sent
+            if rem <= size * _REL or rem <= f.rate * _DT:
                 done.append(f)
-            elif now < f.prod_end:
-                gap = f.produced(now) - f.sent
-                if gap <= f.size * _REL or gap <= (f.rate - f.prod_rate) * _DT:
-                    f.sent = f.produced(now)
+            elif producing:
+                gap = p - sent
+                if gap <= size * _REL or gap <= (f.rate - f.prod_rate) * _DT:
+                    f.sent = p
                     f.paced = True
         for f in done:
             del self.flows[f.fid]
@@ -324,5 +343,4 @@ class Link:
         f.on_delivered(f.payload)
 
 
-def _by_rate(f: Flow) -> tuple[float, int]:
-    return f.prod_rate, f.fid
+_by_rate = attrgetter("prod_rate", "fid")  # water-filling order: slowest first, ties by age
