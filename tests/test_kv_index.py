@@ -35,7 +35,7 @@ ops = st.lists(st.tuples(st.sampled_from(["insert", "lookup", "clear"]), st.inte
        ops=ops, probes=st.lists(st.tuples(chains, st.integers(0, 6 * BT + 3)), max_size=8))
 def test_the_index_answers_what_each_cache_answers(kinds, capacity, ops, probes):
     """Brute force: ask every cache itself (peek); the index must give the same prefix per cache
-    and the same best, after any sequence of inserts, lookups (LRU moves) and flushes."""
+    after any sequence of inserts, lookups (LRU moves) and flushes."""
     index, caches = _caches(kinds, capacity)
     for op, which, ids, length in ops:
         cache = caches[which % len(caches)]
@@ -51,11 +51,6 @@ def test_the_index_answers_what_each_cache_answers(kinds, capacity, ops, probes)
         got = index.usable(ids, length)
         assert {n: got.get(n, 0) for n in truth} == truth
         assert all(v > 0 for v in got.values())  # only caches that hold something
-        name, tokens = index.best(ids, length)
-        assert tokens == max(truth.values())
-        assert (name is None) == (tokens == 0)
-        if name is not None:
-            assert truth[name] == tokens
         mask = caches[0]._bit
         assert index.usable(ids, length, mask) == ({"c0": truth["c0"]} if truth["c0"] else {})
     # nothing outlives its caches: the index holds at most the blocks they hold
@@ -71,7 +66,7 @@ def test_a_hybrid_cache_reuses_only_up_to_its_deepest_snapshot():
     hybrid.insert([1, 2, 3], 3 * BT)  # a snapshot at 3 blocks only
     assert index.usable([1, 2, 3, 4], 4 * BT + 1) == {"c0": 3 * BT, "c1": 3 * BT}
     assert index.usable([1, 2, 9], 3 * BT + 1) == {"c0": 2 * BT}  # c1 has no snapshot at 2
-    assert index.best([1, 2, 3], 3 * BT) == ("c0", 2 * BT)  # the last token is always computed
+    assert index.usable([1, 2, 3], 3 * BT) == {"c0": 2 * BT}  # the last token is always computed
 
 
 def test_an_index_is_attached_once_to_an_empty_cache_of_its_block_size():

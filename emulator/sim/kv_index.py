@@ -101,15 +101,6 @@ class KvIndex:
             parent = node
         return {self.names[b.bit_length() - 1]: d * bt for b, d in best.items()}
 
-    def best(self, hash_ids: Sequence[int], length: int, mask: int = -1) -> tuple[str | None, int]:
-        """The cache with the longest reusable prefix among `mask` and its tokens (ties: the
-        first registered; (None, 0) when none holds any)."""
-        found = self.usable(hash_ids, length, mask)
-        if not found:
-            return None, 0
-        top = max(found.values())
-        return next(n for n in self.names if found.get(n) == top), top
-
     def bit(self, name: str) -> int:
         return 1 << self.names.index(name)
 
