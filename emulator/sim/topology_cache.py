@@ -60,7 +60,6 @@ class LinkCache:
         self.forward, self.reverse = forward, reverse
         self.detector = ScarcityDetector(cfg.scarce_at, cfg.abundant_at,
                                          scarce=cfg.routing == "scarce")
-        self.pinned = cfg.routing != "auto"
         self.last = (0.0, 0.0)
         self.mode_changes = 0
         self.moves = {"to_region": 0, "to_site": 0}
@@ -107,7 +106,7 @@ class TopologyCache:
         cache.attach_index(self.index)
         self.caches[name] = cache
         self.kind[name] = kind
-        stage.on_start = _StartHook(self, stage, cache)
+        stage.on_start = _StartHook(self, cache)
 
     # -- what routing reads ---------------------------------------------------------------------
     def link(self, site: str, region: str) -> LinkCache:
@@ -161,8 +160,7 @@ class TopologyCache:
         return n
 
     # -- prefill start and end ----------------------------------------------------------------
-    def started(self, stage: PrefillStage, cache: PrefixCache, w: PrefillWorker,
-                req: Request) -> float:
+    def started(self, cache: PrefixCache, w: PrefillWorker, req: Request) -> float:
         """At prefill start: arm the prefill-end insert; return the bytes the KV flow carries
         (at a site: only what the region's own cache lacks)."""
         w.end = self.loop.call_at(self.loop.now + req.service, self._prefill_end, cache, w, req)
@@ -227,10 +225,10 @@ class TopologyCache:
 class _StartHook:
     """`PrefillStage.on_start` of a stage whose cluster has a prefix cache."""
 
-    __slots__ = ("owner", "stage", "cache")
+    __slots__ = ("owner", "cache")
 
-    def __init__(self, owner: TopologyCache, stage: PrefillStage, cache: PrefixCache):
-        self.owner, self.stage, self.cache = owner, stage, cache
+    def __init__(self, owner: TopologyCache, cache: PrefixCache):
+        self.owner, self.cache = owner, cache
 
     def __call__(self, w: PrefillWorker, req: Request) -> float:
-        return self.owner.started(self.stage, self.cache, w, req)
+        return self.owner.started(self.cache, w, req)
