@@ -84,3 +84,14 @@ def test_hysteresis_between_two_thresholds():
     assert bandwidth_scarce(0.7, was_scarce=True) and not bandwidth_scarce(0.7, was_scarce=False)
     with pytest.raises(ValueError):
         ScarcityDetector(high=0.5, low=0.6)
+
+
+def test_look_reads_the_utilization_since_the_last_look():
+    """A link's cumulative totals in, the window's utilization out; an outage is scarce."""
+    det = ScarcityDetector(high=0.85, low=0.65)
+    assert det.look(90.0, 100.0) == (True, 0.9)  # 90 of 100 since the start
+    assert det.look(150.0, 200.0) == (True, 0.6)  # 60 of the next 100: abundant again
+    assert det.look(150.0, 200.0) == (True, 1.0)  # no capacity in between: an outage
+    assert det.look(160.0, 300.0) == (True, 0.1)
+    assert det.look(200.0, 400.0) == (False, 0.4)
+    assert det.changes == 4 and det.last == (200.0, 400.0)

@@ -65,6 +65,8 @@ class ScarcityDetector:
     high: float = 0.85
     low: float = 0.65
     scarce: bool = False
+    changes: int = 0  # mode flips so far
+    last: tuple[float, float] = (0.0, 0.0)  # a link's (bytes sent, capacity x s) at the last look
 
     def __post_init__(self) -> None:
         if not 0 <= self.low < self.high:
@@ -73,6 +75,18 @@ class ScarcityDetector:
     def update(self, utilization: float) -> bool:
         self.scarce = bandwidth_scarce(utilization, self.scarce, self.high, self.low)
         return self.scarce
+
+    def look(self, sent: float, cap: float) -> tuple[bool, float]:
+        """Feed a link's cumulative (bytes sent, capacity x seconds): the utilization since the
+        last look decides the mode (an outage, no capacity, counts as scarce). Returns (whether
+        the mode flipped, that utilization)."""
+        d_sent, d_cap = sent - self.last[0], cap - self.last[1]
+        self.last = (sent, cap)
+        util = d_sent / d_cap if d_cap > 0 else 1.0
+        was = self.scarce
+        flipped = self.update(util) != was
+        self.changes += flipped
+        return flipped, util
 
 
 def bandwidth_scarce(utilization: float, was_scarce: bool, high: float = 0.85,

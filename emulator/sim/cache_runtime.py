@@ -62,8 +62,6 @@ class CacheRuntime:
         self.bytes_out = dict.fromkeys(CLUSTERS, 0.0)
         self.raw_tokens = 0.0  # prompt tokens of requests entering prefill
         self.computed_tokens = 0.0  # of which prefilled (the rest came from a cache)
-        self.mode_changes = 0
-        self._last = (0.0, 0.0)
 
     def attach(self, router: Router) -> None:
         """Route with this cache; start the scarcity detector unless the rule is pinned."""
@@ -71,7 +69,7 @@ class CacheRuntime:
         router.bandwidth_scarce = self.detector.scarce
         if self.cfg.routing == "auto":
             now = self.loop.now
-            self._last = self.links["prfaas"].totals(now)[:2]
+            self.detector.last = self.links["prfaas"].totals(now)[:2]
             self.loop.call_at_quiet(now + self.cfg.scarcity_window, self._tick)
 
     @property
@@ -174,15 +172,10 @@ class CacheRuntime:
     def _tick(self) -> None:
         now = self.loop.now
         sent, cap, _ = self.links["prfaas"].totals(now)
-        d_sent, d_cap = sent - self._last[0], cap - self._last[1]
-        self._last = (sent, cap)
-        util = d_sent / d_cap if d_cap > 0 else 1.0  # an outage counts as scarce
-        was = self.router.bandwidth_scarce
-        scarce = self.detector.update(util)
-        if scarce != was:
-            self.router.bandwidth_scarce = scarce
-            self.mode_changes += 1
-            self.note(f"cache routing -> {'scarce' if scarce else 'abundant'} "
+        flipped, util = self.detector.look(sent, cap)
+        if flipped:
+            self.router.bandwidth_scarce = self.detector.scarce
+            self.note(f"cache routing -> {'scarce' if self.detector.scarce else 'abundant'} "
                       f"(egress {util:.0%})")
         self.loop.call_at_quiet(now + self.cfg.scarcity_window, self._tick)
 
@@ -220,7 +213,7 @@ class CacheRuntime:
                            "bytes_moved": self.bytes_out[c]}
         raw = self.raw_tokens
         return {"routing": self.cfg.routing, "scarce": self.router.bandwidth_scarce,
-                "mode_changes": self.mode_changes, "block_tokens": self.cfg.block_tokens,
+                "mode_changes": self.detector.changes, "block_tokens": self.cfg.block_tokens,
                 "prefill_tokens": {"raw": raw, "computed": self.computed_tokens,
                                    "saved": 1 - self.computed_tokens / raw if raw else 0.0},
                 "moving": self.moving, "waiting_for_transfer_cache": self.waiting,

@@ -60,8 +60,6 @@ class LinkCache:
         self.forward, self.reverse = forward, reverse
         self.detector = ScarcityDetector(cfg.scarce_at, cfg.abundant_at,
                                          scarce=cfg.routing == "scarce")
-        self.last = (0.0, 0.0)
-        self.mode_changes = 0
         self.moves = {"to_region": 0, "to_site": 0}
         self.bytes = {"to_region": 0.0, "to_site": 0.0}
 
@@ -181,16 +179,10 @@ class TopologyCache:
         now = self.loop.now
         for lc in self.links.values():
             sent, cap, _ = lc.forward.totals(now)
-            d_sent, d_cap = sent - lc.last[0], cap - lc.last[1]
-            lc.last = (sent, cap)
-            util = d_sent / d_cap if d_cap > 0 else 1.0  # an outage counts as no headroom
-            was = lc.detector.scarce
-            if lc.detector.update(util) != was:
-                lc.mode_changes += 1
-                if self.note is not None:
-                    self.note(f"cache moves on {lc.forward.name} "
-                              f"{'stopped' if lc.detector.scarce else 'resumed'} "
-                              f"(link {util:.0%})")
+            flipped, util = lc.detector.look(sent, cap)
+            if flipped and self.note is not None:
+                self.note(f"cache moves on {lc.forward.name} "
+                          f"{'stopped' if lc.detector.scarce else 'resumed'} (link {util:.0%})")
         self.loop.call_at_quiet(now + self.cfg.scarcity_window, self._tick)
 
     # -- incidents and views --------------------------------------------------------------------
@@ -214,7 +206,7 @@ class TopologyCache:
             out[f"{self.kind[name]}s"][name] = {
                 **asdict(st), "hit_rate": st.hit_rate, "token_hit_rate": st.token_hit_rate,
                 "block_bytes": cache.block_bytes, "state_blocks": cache.state_blocks}
-        out["links"] = {name: {"headroom": lc.headroom, "mode_changes": lc.mode_changes,
+        out["links"] = {name: {"headroom": lc.headroom, "mode_changes": lc.detector.changes,
                                "moves": dict(lc.moves), "bytes_moved": dict(lc.bytes)}
                         for name, lc in self.links.items()}
         out["moving"] = sum(self.moving.values())
