@@ -7,10 +7,17 @@ allocations: flat when nothing grows with the run's length).
     python benchmarks/bench_topology_emulator.py [--requests 200000] [--repeat 3]
     python benchmarks/bench_topology_emulator.py --day [--load 0.9] [--hours 24]
     python benchmarks/bench_topology_emulator.py --accuracy [--hours 1]
+    python benchmarks/bench_topology_emulator.py --explain [--requests 30000] [--repeat 2]
 
 --accuracy: per region of two-regions and global, served vs offered over `--hours` at 0.9 x
 the routing bound (lp: within 3%) and the queue's growth at 1.1 x (second half); and the
 emulated TTFT against the latency layer at 0.5 and 0.7 x the preset threshold policy's Lambda.
+
+--explain: where `global`'s time per request goes, each case in the same run and process: the
+single pair, the pair scaled to `global`'s rate (every instance count and the bandwidth x k, so
+its in-flight population matches), `global` with its RTTs set to 0, and `global` with every link
+and egress x 10 (no link loaded at the bound). The same offered rate and routing in every
+`global` case: what changes is only the emulated work.
 
 Target: global >= 0.8 x the single pair's requests per wall second; the day's memory flat.
 """
@@ -26,13 +33,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from dataclasses import replace  # noqa: E402
+
 from emulator.scenario.presets import load  # noqa: E402
 from emulator.sim.engine import Emulation  # noqa: E402
 from emulator.sim.topology import topology_bound  # noqa: E402
 
 
-def pair(requests: int) -> tuple[int, float, float]:
+def pair(requests: int, scale: int = 1) -> tuple[int, float, float]:
     sc = load("paper-case-study")
+    if scale != 1:  # every instance count and the bandwidth x scale: the same system, bigger
+        s = sc.system
+        sc = replace(sc, n_p=sc.n_p * scale, n_d=sc.n_d * scale, system=replace(
+            s, n_prfaas=s.n_prfaas * scale, local_pool=s.local_pool * scale,
+            homogeneous_pool=s.homogeneous_pool * scale, bandwidth=s.bandwidth * scale))
     with Emulation(sc, load=0.9) as emu:
         rate = emu.workload.mean_rate
     t0, c0 = time.perf_counter(), time.process_time()
@@ -42,10 +56,20 @@ def pair(requests: int) -> tuple[int, float, float]:
     return n, time.perf_counter() - t0, time.process_time() - c0
 
 
-def topology(requests: int, preset: str = "global",
-             routing: str = "lp") -> tuple[int, float, float]:
+def topology(requests: int, preset: str = "global", routing: str = "lp",
+             links: str = "as declared") -> tuple[int, float, float]:
+    """`links`: "as declared", "no rtt" (every RTT 0) or "unloaded" (links and egress x 10);
+    the bound, so the offered rate and lp's shares, stay the declared topology's."""
     sc = load(preset, topology=True)
     bound = topology_bound(sc)  # solve's work (0.1-0.6 s), as the pair's model point is
+    topo = sc.declared_topology
+    if links == "no rtt":
+        topo = replace(topo, links=tuple(replace(k, rtt=0.0) for k in topo.links))
+    elif links == "unloaded":
+        topo = replace(topo, links=tuple(replace(k, bandwidth=10 * k.bandwidth) for k in topo.links),
+                       sites=tuple(replace(s, egress=None if s.egress is None else 10 * s.egress)
+                                   for s in topo.sites))
+    sc = replace(sc, declared_topology=topo)
     t0, c0 = time.perf_counter(), time.process_time()  # the emulation built and run
     duration = requests / (0.9 * bound.lambda_max)
     with Emulation(sc, load=0.9, duration=duration, routing=routing, bound=bound) as emu:
@@ -70,6 +94,26 @@ def speed(requests: int, repeat: int) -> None:
         p, g = best["pair"][clock], best["global"][clock]
         print(f"best by {clock}: pair {p:,.0f} req/s, global {g:,.0f} req/s, ratio {g / p:.2f} "
               f"(target >= 0.80) {'ok' if g / p >= 0.8 else 'MISSED'}")
+
+
+def explain(requests: int, repeat: int) -> None:
+    """Requests per CPU second of each case (best of `repeat`, interleaved), and its ratio to
+    the single pair's."""
+    sc = load("global", topology=True)
+    with Emulation(load("paper-case-study"), load=0.9) as emu:
+        k = max(1, round(topology_bound(sc).lambda_max / emu.workload.mean_rate * 0.9))
+    cases = {"pair": lambda: pair(requests), f"pair x {k}": lambda: pair(requests, k),
+             "global": lambda: topology(requests),
+             "global, RTT 0": lambda: topology(requests, links="no rtt"),
+             "global, links x 10": lambda: topology(requests, links="unloaded")}
+    best = dict.fromkeys(cases, 0.0)
+    for _ in range(repeat):
+        for name, fn in cases.items():
+            n, _, cpu = fn()
+            best[name] = max(best[name], n / cpu)
+    for name, v in best.items():
+        print(f"{name:20} {v:8,.0f} req/s per CPU second  {v / best['pair']:5.2f}x the pair  "
+              f"{v / best[f'pair x {k}']:5.2f}x the pair x {k}")
 
 
 def rss_mb() -> float:
@@ -156,10 +200,13 @@ def main() -> None:
     ap.add_argument("--hours", type=float, default=None,
                     help="simulated hours (--day: 24, --accuracy: 1)")
     ap.add_argument("--accuracy", action="store_true")
+    ap.add_argument("--explain", action="store_true")
     ap.add_argument("--traced", action="store_true",
                     help="--day: Python allocations by tracemalloc instead of resident memory")
     args = ap.parse_args()
-    if args.accuracy:
+    if args.explain:
+        explain(args.requests, args.repeat)
+    elif args.accuracy:
         accuracy(args.hours or 1.0)
     elif args.day:
         day(args.load, args.hours or 24.0, args.traced)
