@@ -21,6 +21,10 @@ if TYPE_CHECKING:
 
 ArrayLike = float | np.ndarray
 BEYOND_RULES = ("linear", "clamp")
+# The most a profile may say for one request: past these a number is a typo, and the model's
+# sums over the length distribution would overflow (a day-long prefill ~ 1e5 s; 16M tokens of a
+# large model's KV ~ 1e13 B)
+LIMITS = {"prefill_time": (1e6, "s"), "kv_size": (1e15, "B")}
 
 
 @dataclass(frozen=True, eq=False)
@@ -118,11 +122,16 @@ class Profile:
         return Profile(name, self.prefill_time.affine(time_offset, time_scale), self.kv_size,
                        description or f"{self.name} with T' = {time_offset:+g} + {time_scale:g} T")
 
-    def check_positive(self, lengths: np.ndarray) -> str | None:
-        """The first length in range where a curve is not positive, as a message, else None."""
+    def check_range(self, lengths: np.ndarray) -> str | None:
+        """The first length in range where a curve is not positive or past its limit (see
+        LIMITS), as a message, else None."""
         for label, curve in (("prefill_time", self.prefill_time), ("kv_size", self.kv_size)):
-            vals = np.asarray(curve(lengths))
-            bad = np.flatnonzero(~(vals > 0))
+            limit, unit = LIMITS[label]
+            with np.errstate(all="ignore"):  # an absurd coefficient overflows: reported below
+                vals = np.asarray(curve(lengths))
+            bad = np.flatnonzero(~(vals > 0) | ~(vals <= limit))
             if bad.size:
-                return f"{label} is {vals[bad[0]]:.4g} at length {lengths[bad[0]]:.0f} (must be > 0)"
+                v = vals[bad[0]]
+                rule = "must be > 0" if not v > 0 else f"must be at most {limit:g} {unit}"
+                return f"{label} is {v:.4g} at length {lengths[bad[0]]:.0f} ({rule})"
         return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import tomllib
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -311,15 +312,60 @@ def test_fuzz_preset_and_drill_cli_for_a_budget(request, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("command", ["solve", "run"])
-def test_a_topology_the_solver_cannot_take_is_one_line(workdir, capsys, command):
+def test_an_absurd_profile_value_is_refused_at_its_key(workdir, capsys, command):
     """Found by the fuzzer: a prefill of 2^53 + 1 seconds at 1K made HiGHS report a model error,
-    which reached the user as a traceback."""
-    text = (presets.presets_dir() / "toy-two-regions.toml").read_text().replace(
-        'seconds = [0.5, 2.0]', 'seconds = [9007199254740993, 2.0]')
-    path = workdir / "huge.toml"
+    and 1e308 s cancelled the table's first piece to 0 s ("prefill_time is 0 at 1024"). A value
+    past the profile limits is refused where it is written."""
+    for value in ("9007199254740993", "1e308"):
+        text = (presets.presets_dir() / "toy-two-regions.toml").read_text().replace(
+            'seconds = [0.5, 2.0]', f'seconds = [{value}, 2.0]')
+        path = workdir / "huge.toml"
+        path.write_text(text)
+        argv = [command, "--preset", str(path), "--json"] + (["--duration", "5"]
+                                                              if command == "run" else [])
+        assert cli_runs_or_one_line(capsys, argv) == 2
+        assert main(argv) == 2
+        assert ("huge.toml: profiles.fast.prefill_time.seconds: every value must be > 0 and at "
+                "most 1e+06 s") in capsys.readouterr().err
+
+
+def test_an_absurd_coefficient_is_refused_without_overflow_warnings(workdir, capsys):
+    """c = 1e300 s per token^2 overflows the curve: one line naming the profile, no numpy
+    RuntimeWarning lines before it."""
+    text = (presets.presets_dir() / "toy.toml").read_text().replace(
+        'prefill_time = { lengths = ["1K", "32K"], seconds = [0.5, 2.0] }',
+        'prefill_time = { a = 0.5, c = 1e300 }')
+    path = workdir / "coef.toml"
     path.write_text(text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert main(["solve", "--preset", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "profiles.fast: prefill_time is 1.049e+306 at length 1024 " \
+        "(must be at most 1e+06 s)" in err
+    path.write_text((presets.presets_dir() / "toy.toml").read_text().replace(
+        'bytes = ["100 MB", "800 MB"]', 'bytes = ["100 MB", 1e16]'))
+    assert main(["solve", "--preset", str(path)]) == 2
+    assert "profiles.fast.kv_size.bytes: every value must be > 0 and at most 1e+15 B" in \
+        capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["solve", "run"])
+def test_a_topology_the_solver_cannot_take_is_one_line(workdir, capsys, monkeypatch, command):
+    """HiGHS failing on the routing bound (a model error) reaches the user as one line naming
+    the preset, not a traceback."""
+    import emulator.topology.bound as bound
+
+    failed = type("Failed", (), {"status": 4, "x": None,
+                                 "message": "HiGHS Status 2: Model error"})()
+    monkeypatch.setattr(bound, "milp", lambda *a, **k: failed)
+    monkeypatch.setattr(bound, "linprog", lambda *a, **k: failed)
+    path = workdir / "two.toml"
+    path.write_text((presets.presets_dir() / "toy-two-regions.toml").read_text())
     argv = [command, "--preset", str(path), "--json"] + (["--duration", "5"] if command == "run"
                                                           else [])
-    assert cli_runs_or_one_line(capsys, argv) == 2
     assert main(argv) == 2
-    assert "huge.toml: the routing bound has no answer" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "two.toml: the routing bound has no answer" in err and err.count("\n") == 1
+
+

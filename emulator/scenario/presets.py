@@ -15,7 +15,7 @@ import numpy as np
 
 from emulator.files import FileRefused, checked
 from emulator.model import System
-from emulator.profiles import BEYOND_RULES, Curve, Profile
+from emulator.profiles import BEYOND_RULES, LIMITS, Curve, Profile
 from emulator.scenario.decode import parse_decode
 from emulator.scenario.incidents import count_problem, target_problem
 from emulator.scenario.knobs import MAX_BANDWIDTH
@@ -154,7 +154,7 @@ def from_dict(data: dict, path: str | Path | None = None, *, topology: bool = Fa
     lo, hi = lengths.support
     grid = np.linspace(max(lo, 1.0), hi, 64)
     for pname, prof in profiles.items():
-        if prof in (prfaas_prof, local_prof) and (msg := prof.check_positive(grid)):
+        if prof in (prfaas_prof, local_prof) and (msg := prof.check_range(grid)):
             raise PresetError(path, f"profiles.{pname}", msg)
     for pname, fit in fits.items():  # the longest request the workload can send must fit
         if (msg := fit(hi)) is not None:
@@ -164,7 +164,7 @@ def from_dict(data: dict, path: str | Path | None = None, *, topology: bool = Fa
     if (h := root.section("homogeneous")) is not None:
         homo_pool = instances(h, "pool", "gpus")
         homo_prof = profile_ref(h, "profile", next(k for k, v in profiles.items() if v is local_prof))
-        if msg := homo_prof.check_positive(grid):
+        if msg := homo_prof.check_range(grid):
             raise h.error("profile", msg)
         h.finish()
     price_pf, price_local = default_of(System, "price_prfaas"), default_of(System, "price_local")
@@ -348,8 +348,9 @@ def _curve(r: Reader, key: str, values_key: str, conv) -> Curve:
             ly = [conv(y) for y in ys]
         except ValueError as exc:
             raise c.error(values_key, str(exc)) from None
-        if any(y <= 0 for y in ly):
-            raise c.error(values_key, "every value must be > 0")
+        limit, unit = LIMITS[key]
+        if any(not 0 < y <= limit for y in ly):
+            raise c.error(values_key, f"every value must be > 0 and at most {limit:g} {unit}")
         if any(x <= 0 or x > MAX_TOKENS for x in lx):
             raise c.error("lengths", "every length must be in (0, 16M] tokens")
         try:

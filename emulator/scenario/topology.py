@@ -190,9 +190,9 @@ def _check_profiles(root: Reader, topo: Topology) -> None:
     for i, r in enumerate(topo.regions):
         lo, hi = r.lengths.support
         grid = np.linspace(max(lo, 1.0), hi, 64)
-        if msg := r.profile.check_positive(grid):
+        if msg := r.profile.check_range(grid):
             raise root.error(f"region[{i}].profile", msg)
         for k in topo.links_of_region(r.name):
-            if msg := topo.site(k.site).profile.check_positive(grid):
+            if msg := topo.site(k.site).profile.check_range(grid):
                 raise PresetError(root.path, f"site[{topo.sites.index(topo.site(k.site))}].profile",
                                   f"{msg} (over region {r.name!r}'s lengths)")
