@@ -431,3 +431,21 @@ def test_short_timescale_re_solves_on_the_live_state(routing):
     assert [d["time"] for d in log] == [300.0, 600.0]  # the brownout's start and end
     assert "hub->west" in log[0]["reason"]
     assert out["lost"] == 0
+
+
+def test_a_site_window_counts_compute_as_it_runs():
+    """A site's utilization over any window stays within 100%, from the first second and through
+    a site loss (work counted as a prefill starts read 200-400% in a run's first seconds), and
+    the whole run's work done is the work started less what is still to run."""
+    sc = with_incidents({"kind": "site-loss", "site": "hub", "count": 1, "at": 30,
+                         "duration": 20})
+    with Emulation(sc, rate=6.0, duration=90) as emu:  # the routing bound: 4.8 req/s
+        stage = emu.sites["hub"].stage
+        peak = 0.0
+        for t in range(1, 90):
+            emu.run_until(float(t))
+            peak = max(peak, emu.snapshot().topology["sites"]["hub"]["utilization"])
+        assert 0.9 < peak <= 1.0 + 1e-9  # overloaded: every instance computing
+        left = sum(w.until - emu.now for w in stage.workers
+                   if w.job is not None and w.until > emu.now)
+        assert stage.work_done(emu.now) < stage.work_started - left + 1e-9

@@ -140,7 +140,8 @@ class Observer:
                 rejected=sum(emu.rejected.values()),
                 entered=tuple(s.entered for s in stages), done=tuple(s.done for s in stages),
                 busy=tuple(x[0] for x in tot), online=tuple(x[1] for x in tot),
-                queue=tuple(len(s.queue) for s in stages), compute=emu.prfaas.work_started,
+                queue=tuple(len(s.queue) for s in stages),
+                compute=emu.prfaas.work_started,  # locked bit-identical: see PrefillStage.work_done
                 link_sent=sent, link_cap=cap, link_sat=sat,
                 link_in_flight=emu.link.bytes_in_flight(now), in_flight=self.in_flight)
         regions = emu.regions.values()
@@ -157,7 +158,7 @@ class Observer:
             busy=tuple(sum(x[0] for x in t) for t in tot),
             online=tuple(sum(x[1] for x in t) for t in tot),
             queue=tuple(sum(len(s.queue) for s in g) for g in groups),
-            compute=sum(s.work_started for s in groups[0]),
+            compute=sum(s.work_done(now) for s in groups[0]),
             link_sent=sum(x[0] for x in lt), link_cap=sum(x[1] for x in lt),
             link_sat=sum(x[2] for x in lt) / len(lt),  # the links' mean saturated time
             link_in_flight=sum(lk.bytes_in_flight(now) for lk in links),

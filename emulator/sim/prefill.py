@@ -28,13 +28,14 @@ from emulator.sim.stage import Stage, Worker
 
 
 class PrefillWorker(Worker):
-    __slots__ = ("job", "flow", "end")
+    __slots__ = ("job", "flow", "end", "until")
 
     def __init__(self, idx: int, machine):
         super().__init__(idx, machine)
         self.job: Request | None = None
         self.flow: Flow | None = None
         self.end = None  # prefill-end timer an `on_start` hook set (cancelled on failure)
+        self.until = 0.0  # its current prefill's compute ends here (its KV may still be leaving)
 
     @property
     def busy(self) -> bool:
@@ -52,6 +53,7 @@ class PrefillStage(Stage):
         self.queued_work = 0.0  # prefill seconds waiting in the queue
         self.queued_kv = 0.0  # KV bytes waiting in the queue
         self.work_started = 0.0  # prefill seconds started (compute utilization)
+        self._work_cut = 0.0  # ... of which a failure cut off before they ran
         self.on_start: Callable[[PrefillWorker, Request], float] | None = None
 
     def set_costs(self, costs: Costs) -> None:
@@ -77,6 +79,19 @@ class PrefillStage(Stage):
             self.queued_work += req.service
             self.queued_kv += req.kv
 
+    def work_done(self, now: float) -> float:
+        """Prefill seconds computed up to `now`: those started, less what the running prefills
+        have still to go and what failures cut off. A window's compute utilization from it stays
+        within 100% (from `work_started`, the first seconds of a run read 200-400%: a prefill
+        counted whole as it starts). Read-only, O(instances): for snapshots. The single pair's
+        books read `work_started` (locked bit-identical; over a run's halves the two differ only
+        by the prefills running at the ends)."""
+        left = 0.0
+        for w in self.workers:
+            if w.job is not None and w.until > now:
+                left += w.until - now
+        return self.work_started - self._work_cut - left
+
     def expected_wait(self) -> float:
         """Seconds a request joining now would queue: queued compute over the instances, or
         queued KV over the link when that is slower."""
@@ -96,6 +111,7 @@ class PrefillStage(Stage):
         self.wait_sum += now - req.t_enq
         size = req.kv if self.on_start is None else self.on_start(w, req)
         self.work_started += req.service
+        w.until = now + req.service
         w.flow = self.link_for(req).open(size, req.service, self._sent, self.deliver, req)
 
     def link_for(self, req: Request) -> Link:
@@ -170,6 +186,8 @@ class PrefillStage(Stage):
             w.end = None
         if w.job is not None:
             req = w.job
+            if w.until > now:
+                self._work_cut += w.until - now
             self.link_for(req).cancel(w.flow)
             w.job = w.flow = None
             req.worker = None

@@ -25,7 +25,7 @@ class Marks:
     t: float
     # arrived, completed, rejected, TTFT bucket counts, TTFT sum, TTFT count, in flight
     regions: dict[str, tuple]
-    sites: dict[str, tuple[float, float, int, float]]  # busy, online slot-s, done, work started
+    sites: dict[str, tuple[float, float, int, float]]  # busy, online slot-s, done, work done
     links: dict[str, tuple[float, float, float]]  # bytes sent, capacity x s, saturated s
 
 
@@ -36,7 +36,7 @@ def marks(rt: TopologyRuntime, now: float) -> Marks:
     sites = {}
     for n, s in rt.sites.items():
         busy, online, _ = s.stage.totals(now)
-        sites[n] = (busy, online, s.stage.done, s.stage.work_started)
+        sites[n] = (busy, online, s.stage.done, s.stage.work_done(now))
     links = {n: lk.totals(now) for n, lk in rt.links.items()}
     return Marks(now, regions, sites, links)
 
