@@ -29,11 +29,13 @@ import resource
 import sys
 import time
 import tracemalloc
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from dataclasses import replace  # noqa: E402
+from results import record  # noqa: E402
 
 from emulator.scenario.presets import load  # noqa: E402
 from emulator.sim.engine import Emulation  # noqa: E402
@@ -94,6 +96,10 @@ def speed(requests: int, repeat: int) -> None:
         p, g = best["pair"][clock], best["global"][clock]
         print(f"best by {clock}: pair {p:,.0f} req/s, global {g:,.0f} req/s, ratio {g / p:.2f} "
               f"(target >= 0.80) {'ok' if g / p >= 0.8 else 'MISSED'}")
+    p, g = best["pair"]["cpu"], best["global"]["cpu"]
+    record("topology_emulator_speed", source="python benchmarks/bench_topology_emulator.py --requests "
+           f"{requests} --repeat {repeat}", values={"pair": f"{p:,.0f}", "global": f"{g:,.0f}",
+                                                     "ratio": f"{g / p:.2f}"})
 
 
 def explain(requests: int, repeat: int) -> None:
@@ -111,9 +117,15 @@ def explain(requests: int, repeat: int) -> None:
         for name, fn in cases.items():
             n, _, cpu = fn()
             best[name] = max(best[name], n / cpu)
+    rows = []
     for name, v in best.items():
         print(f"{name:20} {v:8,.0f} req/s per CPU second  {v / best['pair']:5.2f}x the pair  "
               f"{v / best[f'pair x {k}']:5.2f}x the pair x {k}")
+        rows.append([name, f"{v:,.0f}", f"{v / best['pair']:.2f}",
+                     f"{v / best[f'pair x {k}']:.2f}"])
+    record("topology_emulator_explain", source="python benchmarks/bench_topology_emulator.py "
+           f"--explain --requests {requests} --repeat {repeat}",
+           columns=["case", "req/s per CPU second", "x the pair", f"x the pair x {k}"], rows=rows)
 
 
 def rss_mb() -> float:
