@@ -31,7 +31,7 @@ def test_window_quantiles_from_count_differences():
     before = h.snapshot_counts()
     for v in [10.0] * 100:
         h.add(v)
-    recent = h.snapshot_counts() - before
+    recent = np.subtract(h.snapshot_counts(), before)
     assert h.quantile(0.5, recent) == pytest.approx(10.0, rel=0.005)
     assert h.quantile(0.5) == pytest.approx(1.0, rel=0.005)
     assert np.isnan(h.quantile(0.5, recent * 0))

@@ -51,15 +51,18 @@ class LogHistogram:
     def mean(self) -> float:
         return self.total / self.n if self.n else math.nan
 
-    def snapshot_counts(self) -> np.ndarray:
-        return np.asarray(self.counts, dtype=np.int64)
+    def snapshot_counts(self) -> list[int]:
+        """The bucket counts now, as a list: a copy of 3,000 counters costs about 7 us (an array
+        about 50), and topology runs take one per region every sample. Subtract two with
+        `np.subtract(later, earlier)` for the values recorded in between."""
+        return self.counts.copy()
 
     def quantiles(self, qs: tuple[float, ...] | list[float],
-                  counts: np.ndarray | None = None) -> list[float]:
+                  counts: np.ndarray | list[int] | None = None) -> list[float]:
         """The q-quantiles (0 <= q <= 1) of everything recorded, or of `counts` (a difference
         of two `snapshot_counts()`: the values recorded in between); nan when empty."""
         whole = counts is None
-        c = self.snapshot_counts() if whole else counts
+        c = self.counts if whole else counts
         cum = np.cumsum(c)
         total = int(cum[-1])
         out = []

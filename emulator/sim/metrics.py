@@ -12,6 +12,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import NamedTuple
 
+import numpy as np
+
 from emulator.model import STAGES, _num
 from emulator.sim.histogram import LogHistogram
 from emulator.sim.request import Request
@@ -37,7 +39,7 @@ class Totals(NamedTuple):
     link_sent: float  # bytes
     link_cap: float  # nominal bytes the link could have sent
     link_sat: float  # seconds full with bytes waiting
-    link_in_flight: float  # instantaneous bytes not yet delivered
+    link_in_flight: float  # instantaneous bytes not yet delivered (nan: not read, Observer.totals)
     in_flight: int  # instantaneous requests
 
 
@@ -146,8 +148,8 @@ class Latencies:
             return (self.ttft.quantiles(QUANTILES), self.tpot.quantiles(QUANTILES),
                     self.attainment())
         _, c_ttft, c_tpot, met, n = base
-        ttft = self.ttft.quantiles(QUANTILES, self.ttft.snapshot_counts() - c_ttft)
-        tpot = self.tpot.quantiles(QUANTILES, self.tpot.snapshot_counts() - c_tpot)
+        ttft = self.ttft.quantiles(QUANTILES, np.subtract(self.ttft.counts, c_ttft))
+        tpot = self.tpot.quantiles(QUANTILES, np.subtract(self.tpot.counts, c_tpot))
         count = self.ttft.n - n
         slo = (self.slo_met - met) / count if self.has_slo and count else None
         return ttft, tpot, slo
@@ -156,7 +158,7 @@ class Latencies:
         """(q, TTFT seconds) at CDF_QUANTILES over the same window as `recent`: the emulated
         TTFT distribution the dashboard draws against the SLO (empty before any request)."""
         base = self._base(now)
-        counts = None if base is None else self.ttft.snapshot_counts() - base[1]
+        counts = None if base is None else np.subtract(self.ttft.counts, base[1])
         values = self.ttft.quantiles(CDF_QUANTILES, counts)
         return tuple((q, v) for q, v in zip(CDF_QUANTILES, values, strict=True)
                      if not math.isnan(v))
@@ -225,7 +227,7 @@ class LatencyGroup:
         if any(b is None for b in bases):
             return whole, None
         i = 1 if which == "ttft" else 2
-        return whole, sum(h.snapshot_counts() - b[i] for h, b in zip(hists, bases, strict=True))
+        return whole, sum(np.subtract(h.counts, b[i]) for h, b in zip(hists, bases, strict=True))
 
     def recent(self, now: float) -> tuple[list[float], list[float], float | None]:
         ttft, c_ttft = self._since(now, "ttft")
@@ -264,6 +266,11 @@ class TimeSeries:
         self._kept = 0
         self._skipped = 0
         self._prev = start
+
+    @property
+    def writes_next(self) -> bool:
+        """Whether the next sample offered becomes a row (only a row reads its wire bytes)."""
+        return self.sink is not None and self._skipped + 1 >= self.stride
 
     def offer(self, row: Totals) -> None:
         self._skipped += 1

@@ -127,8 +127,10 @@ class Observer:
         return Accounting(arrived=emu.arrived, completed=emu.completed,
                           in_flight=self.in_flight, rejected=dict(emu.rejected))
 
-    def totals(self) -> Totals:
-        """Every cumulative counter and integral now (read-only)."""
+    def totals(self, wire: bool = True) -> Totals:
+        """Every cumulative counter and integral now (read-only). Without `wire`, the bytes on
+        the links (a walk over every flow, thousands in a topology) are nan: a sample no
+        time-series row will read."""
         emu = self.emu
         now = emu.now
         if self._pair:  # the 1x1 case, read directly (it runs once per sample)
@@ -143,7 +145,8 @@ class Observer:
                 queue=tuple(len(s.queue) for s in stages),
                 compute=emu.prfaas.work_started,  # locked bit-identical: see PrefillStage.work_done
                 link_sent=sent, link_cap=cap, link_sat=sat,
-                link_in_flight=emu.link.bytes_in_flight(now), in_flight=self.in_flight)
+                link_in_flight=emu.link.bytes_in_flight(now) if wire else math.nan,
+                in_flight=self.in_flight)
         regions = emu.regions.values()
         # per stage kind (PrfaaS, PD-P, PD-D): every site's or region's stage of that kind
         groups = (emu.site_stages, [r.pdp for r in regions], [r.pdd for r in regions])
@@ -161,12 +164,12 @@ class Observer:
             compute=sum(s.work_done(now) for s in groups[0]),
             link_sent=sum(x[0] for x in lt), link_cap=sum(x[1] for x in lt),
             link_sat=sum(x[2] for x in lt) / len(lt),  # the links' mean saturated time
-            link_in_flight=sum(lk.bytes_in_flight(now) for lk in links),
+            link_in_flight=sum(lk.bytes_in_flight(now) for lk in links) if wire else math.nan,
             in_flight=self.in_flight)
 
     def _sample(self) -> None:
         """Periodic bookkeeping on the virtual clock: windows, time series, histogram marks."""
-        row = self.totals()
+        row = self.totals(wire=self.series.writes_next)
         self._samples.append(row)
         if self._topo_marks is not None:
             self._topo_marks.append(marks(self.emu.topology, row.t))

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from emulator.model import _num
 from emulator.sim.histogram import LogHistogram
 from emulator.sim.metrics import QUANTILES
@@ -48,7 +50,7 @@ def _ttft(h: LogHistogram, a: tuple | None = None, b: tuple | None = None) -> di
         p50, p90, p99 = h.quantiles(QUANTILES)
         mean = h.mean
     else:
-        p50, p90, p99 = h.quantiles(QUANTILES, b[3] - a[3])
+        p50, p90, p99 = h.quantiles(QUANTILES, np.subtract(b[3], a[3]))
         n = b[5] - a[5]
         mean = (b[4] - a[4]) / n if n else float("nan")
     return {"mean": _num(mean), "p50": _num(p50), "p90": _num(p90), "p99": _num(p99)}
