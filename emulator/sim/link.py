@@ -11,7 +11,9 @@ starts or ends, catches up, the capacity changes or the token bucket empties.
 Two modes keep the common case cheap. While every flow is paced and their rates fit the nominal
 capacity, nothing competes: each flow ends exactly when its prefill does and gets its own timer
 (O(1) per flow, no rate recomputation). Otherwise the link runs one timer for its next event and
-recomputes all rates on each (O(n log n) in the number of flows).
+recomputes all rates on each (O(n log n) in the number of flows); it keeps its paced and its
+greedy flows (those taking the fair share) apart, so each event walks each kind only where it
+must.
 
 Token bucket: tokens accrue at the nominal rate up to `burst` bytes while the link sends less
 than that; while tokens remain, a link with waiting bytes may run at `peak_factor` x nominal.
@@ -59,9 +61,12 @@ class Link:
         self.latency = float(latency)
         self.tokens = self.burst
         self.mirror: Link | None = None  # the reverse direction: follows every capacity change
-        self.flows: dict[int, Flow] = {}
+        self.flows: dict[int, Flow] = {}  # every open flow, oldest first
         self._fid = 0
         self._fast = True  # every flow paced and within the nominal capacity
+        # the general mode's split of `flows`: paced, and greedy (all at one fair share)
+        self._paced: dict[int, Flow] = {}
+        self._greedy: dict[int, Flow] = {}
         self.used = 0.0  # bytes per second leaving now
         self._t = loop.time()
         self._timer = None
@@ -106,7 +111,10 @@ class Link:
             self.used += f.rate
             f.timer = self.loop.call_at(f.prod_end, self._paced_done, f)
         else:
-            self._general(now)
+            if self._fast:
+                self._general(now)
+            else:
+                (self._paced if f.paced else self._greedy)[f.fid] = f
             self._reallocate(now)
         return f
 
@@ -122,6 +130,7 @@ class Link:
             f.timer.cancel()
             self.used = self.used - f.rate if self.flows else 0.0
         else:
+            del (self._paced if f.paced else self._greedy)[f.fid]
             self._reallocate(now)
         return sent
 
@@ -187,12 +196,11 @@ class Link:
             tok = self.tokens + (self.capacity - used) * dt
             self.tokens = self.burst if tok > self.burst else (tok if tok > self.burst * _REL else 0.0)
         if flows and not self._fast:
-            for f in self.flows.values():
-                if not f.paced:
-                    s = f.sent + f.rate * dt
-                    # f.produced(now), inlined: this loop runs over every flow per event
-                    p = f.size if now >= f.prod_end else f.prod_rate * (now - f.start)
-                    f.sent = s if s < p else p
+            for f in self._greedy.values():
+                s = f.sent + f.rate * dt
+                # f.produced(now), inlined: this loop runs over every greedy flow per event
+                p = f.size if now >= f.prod_end else f.prod_rate * (now - f.start)
+                f.sent = s if s < p else p
         self._t = now
 
     def _general(self, now: float) -> None:
@@ -204,6 +212,7 @@ class Link:
             if f.timer is not None:
                 f.timer.cancel()
                 f.timer = None
+            (self._paced if f.paced else self._greedy)[f.fid] = f
 
     def _current_capacity(self) -> float:
         if self.burst and self.tokens > 0:
@@ -221,7 +230,7 @@ class Link:
             self._set_timer(INF)
             return
         cap = self._current_capacity()
-        paced = sorted([f for f in flows.values() if f.paced], key=_by_rate)
+        paced = sorted(self._paced.values(), key=_by_rate)
         remaining = cap
         n = len(flows)
         satisfied = 0
@@ -237,30 +246,36 @@ class Link:
             self.used = cap - remaining
             self._saturated = False
             self._fast = True
+            self._paced.clear()
             self._set_timer(INF)
             for f in paced:
                 f.timer = self.loop.call_at(f.prod_end, self._paced_done, f)
             return
         share = remaining / n if n else 0.0
-        for f in paced[satisfied:]:
-            f.sent = f.produced(now)
-            f.paced = False
-        t_next = INF
-        for f in flows.values():
-            if f.paced:
-                t = f.prod_end
-            else:
-                f.rate = share
-                if share <= 0:
-                    continue
-                sent = f.sent
-                t = now + (f.size - sent) / share
-                end = f.prod_end
-                if end > now and share > f.prod_rate:
-                    # f.produced(now) inlined (now < prod_end here)
-                    t_catch = now + (f.prod_rate * (now - f.start) - sent) / (share - f.prod_rate)
-                    if t_catch < end:
-                        t = t_catch
+        greedy = self._greedy
+        if satisfied < len(paced):
+            still = self._paced
+            for f in paced[satisfied:]:
+                f.sent = f.produced(now)
+                f.paced = False
+                del still[f.fid]
+                greedy[f.fid] = f
+            del paced[satisfied:]
+        # the next event: a paced flow's end, or a greedy flow's end or catch-up (a min: the
+        # order of the walk does not matter)
+        t_next = min([f.prod_end for f in paced]) if paced else INF
+        for f in greedy.values():
+            f.rate = share
+            if share <= 0:
+                continue
+            sent = f.sent
+            t = now + (f.size - sent) / share
+            end = f.prod_end
+            if end > now and share > f.prod_rate:
+                # f.produced(now) inlined (now < prod_end here)
+                t_catch = now + (f.prod_rate * (now - f.start) - sent) / (share - f.prod_rate)
+                if t_catch < end:
+                    t = t_catch
             if t < t_next:
                 t_next = t
         self.used = cap - remaining + share * n
@@ -289,12 +304,9 @@ class Link:
         self._timer = None
         dt = now - self._t
         self._account(now, flows=False)
-        done = []
-        for f in self.flows.values():
-            if f.paced:
-                if now >= f.prod_end - _DT:
-                    done.append(f)
-                continue
+        done = [f for f in self._paced.values() if now >= f.prod_end - _DT]
+        caught = []
+        for f in self._greedy.values():
             size = f.size
             producing = now < f.prod_end
             p = f.prod_rate * (now - f.start) if producing else size  # f.produced(now)
@@ -310,9 +322,18 @@ class Link:
                 gap = p - sent
                 if gap <= size * _REL or gap <= (f.rate - f.prod_rate) * _DT:
                     f.sent = p
-                    f.paced = True
+                    caught.append(f)
+        paced, greedy, flows = self._paced, self._greedy, self.flows
+        for f in caught:
+            f.paced = True
+            del greedy[f.fid]
+            paced[f.fid] = f
+        if len(done) > 1:
+            done.sort(key=_by_fid)  # finished oldest first, as they opened (the split's dicts
+            # hold flows in the order they moved between kinds)
         for f in done:
-            del self.flows[f.fid]
+            del flows[f.fid]
+            del (paced if f.paced else greedy)[f.fid]
             f.sent = f.size
         self._reallocate(now)
         for f in done:
@@ -344,3 +365,4 @@ class Link:
 
 
 _by_rate = attrgetter("prod_rate", "fid")  # water-filling order: slowest first, ties by age
+_by_fid = attrgetter("fid")
