@@ -11,9 +11,11 @@ starts or ends, catches up, the capacity changes or the token bucket empties.
 Two modes keep the common case cheap. While every flow is paced and their rates fit the nominal
 capacity, nothing competes: each flow ends exactly when its prefill does and gets its own timer
 (O(1) per flow, no rate recomputation). Otherwise the link runs one timer for its next event and
-recomputes all rates on each (O(n log n) in the number of flows); it keeps its paced and its
-greedy flows (those taking the fair share) apart, so each event walks each kind only where it
-must.
+recomputes the rates on each. It keeps its paced flows and its greedy ones (all at one fair
+share, the link's) in two lists ordered by production rate: water-filling walks the paced list
+in order, and of the greedy flows only those slower than the share (which may catch up with
+their production) need a look of their own to find the next event; the rest end first in the
+order of their bytes left.
 
 Token bucket: tokens accrue at the nominal rate up to `burst` bytes while the link sends less
 than that; while tokens remain, a link with waiting bytes may run at `peak_factor` x nominal.
@@ -25,6 +27,7 @@ reaches the other side `latency` seconds later (`on_delivered`).
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
@@ -35,7 +38,10 @@ _DT = 1e-9  # ... or one that the current rate closes within this many seconds
 
 
 class Flow:
-    __slots__ = ("fid", "size", "start", "prod_end", "prod_rate", "sent", "rate", "paced",
+    """A paced flow sends at its production rate (`prod_rate`); a greedy one at its link's fair
+    share (`Link.rate`)."""
+
+    __slots__ = ("fid", "size", "start", "prod_end", "prod_rate", "sent", "paced",
                  "on_sent", "on_delivered", "payload", "timer")
 
     def produced(self, now: float) -> float:
@@ -64,9 +70,11 @@ class Link:
         self.flows: dict[int, Flow] = {}  # every open flow, oldest first
         self._fid = 0
         self._fast = True  # every flow paced and within the nominal capacity
-        # the general mode's split of `flows`: paced, and greedy (all at one fair share)
-        self._paced: dict[int, Flow] = {}
-        self._greedy: dict[int, Flow] = {}
+        # the general mode's split of `flows`, each ordered by (production rate, age): paced,
+        # and greedy (every one at `_share`, bytes per second)
+        self._paced: list[Flow] = []
+        self._greedy: list[Flow] = []
+        self._share = 0.0
         self.used = 0.0  # bytes per second leaving now
         self._t = loop.time()
         self._timer = None
@@ -107,14 +115,13 @@ class Link:
             f.paced = False
         self.flows[f.fid] = f
         if self._fast and f.paced and self.used + f.prod_rate <= self.capacity:
-            f.rate = f.prod_rate
-            self.used += f.rate
+            self.used += f.prod_rate
             f.timer = self.loop.call_at(f.prod_end, self._paced_done, f)
         else:
             if self._fast:
                 self._general(now)
             else:
-                (self._paced if f.paced else self._greedy)[f.fid] = f
+                insort(self._paced if f.paced else self._greedy, f, key=_by_rate)
             self._reallocate(now)
         return f
 
@@ -128,9 +135,9 @@ class Link:
         sent = f.produced(now) if f.paced else f.sent
         if self._fast:
             f.timer.cancel()
-            self.used = self.used - f.rate if self.flows else 0.0
+            self.used = self.used - f.prod_rate if self.flows else 0.0
         else:
-            del (self._paced if f.paced else self._greedy)[f.fid]
+            _drop(self._paced if f.paced else self._greedy, f)
             self._reallocate(now)
         return sent
 
@@ -155,10 +162,14 @@ class Link:
         return (self._sent + self.used * dt, self._cap_area + self.capacity * dt,
                 self._sat_time + (dt if self._saturated else 0.0))
 
+    def rate(self, f: Flow) -> float:
+        """The bytes per second an open flow sends now."""
+        return f.prod_rate if self._fast or f.paced else self._share
+
     def _sent_now(self, f: Flow, now: float) -> float:
         if self._fast or f.paced:
             return f.produced(now)
-        return min(f.sent + f.rate * (now - self._t), f.produced(now))
+        return min(f.sent + self._share * (now - self._t), f.produced(now))
 
     def bytes_in_flight(self, now: float) -> float:
         """KV not yet delivered: unsent bytes of open flows plus bytes on the wire."""
@@ -196,8 +207,9 @@ class Link:
             tok = self.tokens + (self.capacity - used) * dt
             self.tokens = self.burst if tok > self.burst else (tok if tok > self.burst * _REL else 0.0)
         if flows and not self._fast:
-            for f in self._greedy.values():
-                s = f.sent + f.rate * dt
+            inc = self._share * dt
+            for f in self._greedy:
+                s = f.sent + inc
                 # f.produced(now), inlined: this loop runs over every greedy flow per event
                 p = f.size if now >= f.prod_end else f.prod_rate * (now - f.start)
                 f.sent = s if s < p else p
@@ -208,11 +220,14 @@ class Link:
         if not self._fast:
             return
         self._fast = False
+        paced, greedy = self._paced, self._greedy
         for f in self.flows.values():
             if f.timer is not None:
                 f.timer.cancel()
                 f.timer = None
-            (self._paced if f.paced else self._greedy)[f.fid] = f
+            (paced if f.paced else greedy).append(f)
+        paced.sort(key=_by_rate)
+        greedy.sort(key=_by_rate)
 
     def _current_capacity(self) -> float:
         if self.burst and self.tokens > 0:
@@ -230,54 +245,57 @@ class Link:
             self._set_timer(INF)
             return
         cap = self._current_capacity()
-        paced = sorted(self._paced.values(), key=_by_rate)
+        paced = self._paced
         remaining = cap
         n = len(flows)
-        satisfied = 0
-        for f in paced:
-            if f.prod_rate * n > remaining:
+        for f in paced:  # slowest first
+            rate = f.prod_rate
+            if rate * n > remaining:
                 break
-            f.rate = f.prod_rate
-            remaining -= f.prod_rate
+            remaining -= rate
             n -= 1
-            satisfied += 1
+        satisfied = len(flows) - n
         if n == 0 and cap - remaining <= self.capacity:
             # nothing competes: back to one timer per flow, each ending with its prefill
             self.used = cap - remaining
             self._saturated = False
             self._fast = True
-            self._paced.clear()
+            self._paced = []
             self._set_timer(INF)
             for f in paced:
                 f.timer = self.loop.call_at(f.prod_end, self._paced_done, f)
             return
         share = remaining / n if n else 0.0
+        self._share = share
         greedy = self._greedy
         if satisfied < len(paced):
-            still = self._paced
             for f in paced[satisfied:]:
                 f.sent = f.produced(now)
                 f.paced = False
-                del still[f.fid]
-                greedy[f.fid] = f
+                insort(greedy, f, key=_by_rate)
             del paced[satisfied:]
-        # the next event: a paced flow's end, or a greedy flow's end or catch-up (a min: the
-        # order of the walk does not matter)
+        # the next event: a paced flow's end, or a greedy flow's end or catch-up
         t_next = min([f.prod_end for f in paced]) if paced else INF
-        for f in greedy.values():
-            f.rate = share
-            if share <= 0:
-                continue
-            sent = f.sent
-            t = now + (f.size - sent) / share
-            end = f.prod_end
-            if end > now and share > f.prod_rate:
-                # f.produced(now) inlined (now < prod_end here)
-                t_catch = now + (f.prod_rate * (now - f.start) - sent) / (share - f.prod_rate)
-                if t_catch < end:
-                    t = t_catch
-            if t < t_next:
-                t_next = t
+        if share > 0 and greedy:
+            slow = bisect_left(greedy, share, key=_prod_rate)
+            for i in range(slow):  # slower than the share: it may catch up with production
+                f = greedy[i]
+                sent = f.sent
+                t = now + (f.size - sent) / share
+                end = f.prod_end
+                if end > now:
+                    # f.produced(now) inlined (now < prod_end here)
+                    t_catch = now + (f.prod_rate * (now - f.start) - sent) / (share - f.prod_rate)
+                    if t_catch < end:
+                        t = t_catch
+                if t < t_next:
+                    t_next = t
+            if slow < len(greedy):
+                # the rest only end: the first is the one with the fewest bytes left (x / share
+                # and now + y are monotone, so this is the min of their end times, exactly)
+                t = now + min([f.size - f.sent for f in greedy[slow:]]) / share
+                if t < t_next:
+                    t_next = t
         self.used = cap - remaining + share * n
         self._saturated = n > 0
         if self.burst and self.tokens > 0 and self.used > self.capacity:
@@ -304,36 +322,40 @@ class Link:
         self._timer = None
         dt = now - self._t
         self._account(now, flows=False)
-        done = [f for f in self._paced.values() if now >= f.prod_end - _DT]
-        caught = []
-        for f in self._greedy.values():
+        paced, greedy, flows = self._paced, self._greedy, self.flows
+        done = [f for f in paced if now >= f.prod_end - _DT]
+        if done:
+            self._paced = paced = [f for f in paced if now < f.prod_end - _DT]
+        share = self._share
+        inc = share * dt
+        tol = share * _DT
+        left = []  # greedy flows done or caught up: out of the greedy list
+        for f in greedy:
             size = f.size
             producing = now < f.prod_end
             p = f.prod_rate * (now - f.start) if producing else size  # f.produced(now)
             if dt > 0:
-                s = f.sent + f.rate * dt
+                s = f.sent + inc
                 f.sent = sent = s if s < p else p
             else:
                 sent = f.sent
             rem = size - sent
-            if rem <= size * _REL or rem <= f.rate * _DT:
+            if rem <= size * _REL or rem <= tol:
                 done.append(f)
+                left.append(f)
             elif producing:
                 gap = p - sent
-                if gap <= size * _REL or gap <= (f.rate - f.prod_rate) * _DT:
+                if gap <= size * _REL or gap <= (share - f.prod_rate) * _DT:
                     f.sent = p
-                    caught.append(f)
-        paced, greedy, flows = self._paced, self._greedy, self.flows
-        for f in caught:
-            f.paced = True
-            del greedy[f.fid]
-            paced[f.fid] = f
+                    left.append(f)
+                    f.paced = True
+                    insort(paced, f, key=_by_rate)
+        for f in left:
+            _drop(greedy, f)
         if len(done) > 1:
-            done.sort(key=_by_fid)  # finished oldest first, as they opened (the split's dicts
-            # hold flows in the order they moved between kinds)
+            done.sort(key=_by_fid)  # finished oldest first, as they opened
         for f in done:
             del flows[f.fid]
-            del (paced if f.paced else greedy)[f.fid]
             f.sent = f.size
         self._reallocate(now)
         for f in done:
@@ -345,7 +367,7 @@ class Link:
         del self.flows[f.fid]
         f.timer = None
         f.sent = f.size
-        self.used = self.used - f.rate if self.flows else 0.0
+        self.used = self.used - f.prod_rate if self.flows else 0.0
         self._finish(f, now)
 
     def _finish(self, f: Flow, now: float) -> None:
@@ -365,4 +387,10 @@ class Link:
 
 
 _by_rate = attrgetter("prod_rate", "fid")  # water-filling order: slowest first, ties by age
+_prod_rate = attrgetter("prod_rate")
 _by_fid = attrgetter("fid")
+
+
+def _drop(flows: list[Flow], f: Flow) -> None:
+    """Take `f` out of a list ordered by `_by_rate`."""
+    del flows[bisect_left(flows, (f.prod_rate, f.fid), key=_by_rate)]
