@@ -2,6 +2,8 @@
 layer-wise pipelining, the token bucket and propagation delay."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from emulator.sim.link import Link
 from emulator.sim.loop import VirtualTimeLoop
@@ -269,3 +271,74 @@ def test_the_default_peak_factor_is_two():
     log = flow(loop, link, 2000 * MB)
     loop.run_until(20)
     assert times(log, "sent") == [pytest.approx(1.5, abs=1e-9)]
+
+
+# --- invariants under any mix of flows, cancels and capacity changes (hypothesis) -----------
+_flow = st.tuples(st.floats(0.0, 5.0), st.floats(1.0, 2000.0),  # opens at (s), size (MB)
+                  st.sampled_from([0.0, 0.5, 1.0, 2.0, 4.0]) | st.floats(0.01, 5.0),  # prod (s)
+                  st.none() | st.floats(0.0, 3.0))  # cancelled this long after it opened
+
+
+@settings(max_examples=150, deadline=None)
+@given(flows=st.lists(_flow, min_size=1, max_size=30),
+       caps=st.lists(st.tuples(st.floats(0.0, 8.0), st.floats(0.0, 2000.0)), max_size=4),
+       capacity=st.floats(50.0, 2000.0), burst=st.sampled_from([0.0, 300.0]))
+def test_sharing_is_max_min_fair_and_every_byte_is_accounted_for(flows, caps, capacity, burst):
+    """At every event: the rates fit the capacity, a greedy flow (one taking the share) never
+    gets less than a paced one, the link is full whenever a flow wants more, no flow has sent
+    more than it produced, and the general mode's two lists hold every flow in the water-filling
+    order. At the end: each flow not cancelled was sent once, never before its production
+    ended, and the bytes the link counts are those the flows carried."""
+    loop = VirtualTimeLoop()
+    link = Link(loop, "prop", capacity * MB, burst=burst * MB)
+    sent, cancelled, opened = {}, {}, []
+
+    def check() -> None:
+        now = loop.now
+        open_flows = list(link.flows.values())
+        rates = [link.rate(f) for f in open_flows]
+        cap = link._current_capacity()
+        assert sum(rates) <= cap * (1 + 1e-9) + 1e-6
+        greedy = [f for f in open_flows if not (link._fast or f.paced)]
+        if greedy:
+            share = link.rate(greedy[0])
+            assert all(link.rate(f) == share for f in greedy)
+            assert all(f.prod_rate <= share * (1 + 1e-9) for f in open_flows if f.paced)
+            if link.capacity > 0:
+                assert sum(rates) == pytest.approx(cap, rel=1e-9)
+        for f in open_flows:
+            assert link._sent_now(f, now) <= f.produced(now) * (1 + 1e-12) + 1e-6
+        if not link._fast:
+            key = lambda f: (f.prod_rate, f.fid)  # noqa: E731
+            assert link._paced == sorted(link._paced, key=key)
+            assert link._greedy == sorted(link._greedy, key=key)
+            assert {f.fid for f in link._paced + link._greedy} == set(link.flows)
+            assert all(f.paced for f in link._paced) and not any(f.paced for f in link._greedy)
+
+    def start(i: int, size: float, prod: float, cancel_after: float | None) -> None:
+        f = link.open(size * MB, prod, lambda f: sent.setdefault(i, loop.now),
+                      lambda p: None, i)
+        opened.append((i, loop.now, prod))
+        if cancel_after is not None:
+            loop.call_at(loop.now + cancel_after, lambda: cancelled.setdefault(i, link.cancel(f)))
+        check()
+
+    reallocate = link._reallocate
+    link._reallocate = lambda now: (reallocate(now), check())  # after every re-share
+    for i, (at, size, prod, cancel_after) in enumerate(flows):
+        loop.call_at(at, start, i, size, prod, cancel_after)
+    for at, cap in caps:
+        loop.call_at(at, lambda c=cap: (link.set_capacity(c * MB), check()))
+    loop.call_at(10.0, link.set_capacity, capacity * MB)  # every outage ends
+    for k in range(1, 200):
+        loop.call_at(k * 0.05, check)
+    loop.run_until(1e6)
+    assert not link.flows
+    for i, t0, prod in opened:
+        if i in sent:
+            assert sent[i] >= t0 + prod - 1e-9
+        else:
+            assert i in cancelled
+    carried = sum(flows[i][1] * MB for i in sent)
+    carried += sum(v for i, v in cancelled.items() if i not in sent)
+    assert link.totals(loop.now)[0] == pytest.approx(carried, rel=1e-6, abs=1.0)
