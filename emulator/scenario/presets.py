@@ -37,6 +37,7 @@ from emulator.scenario.topology import (
     declares_topology,
     parse_topology,
     read_instances,
+    replay_problem,
 )
 from emulator.scenario.topology import profile_ref as named_profile
 from emulator.units import (
@@ -200,6 +201,8 @@ def _topology_scenario(data: dict, path: str | Path | None) -> Scenario:
     lengths = parse_lengths(ls, base_dir) if (ls := work.section("lengths")) is not None else None
     topo = parse_topology(root, profiles, dec, lengths, base_dir)
     sim = parse_sim_config(root, work, dec, base_dir, lengths)
+    if (why := replay_problem(topo, sim)) is not None:
+        raise work.error("sessions", why)
     _check_targets(root, sim.incidents, tuple(s.name for s in topo.sites),
                    tuple(r.name for r in topo.regions), tuple(k.name for k in topo.links),
                    pair=False)

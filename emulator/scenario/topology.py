@@ -29,6 +29,7 @@ from emulator.scenario.reader import (
     one_of,
     positive,
 )
+from emulator.scenario.sim import SimConfig, check_replay
 from emulator.topology.spec import (
     DEFAULT_RDMA,
     MAX_LINKS,
@@ -40,6 +41,8 @@ from emulator.topology.spec import (
     Site,
     Topology,
 )
+from emulator.trace_formats import read_workload
+from emulator.traces import TraceError
 from emulator.units import parse_bandwidth, parse_duration, parse_tokens
 
 TABLES = ("site", "region", "link")
@@ -108,6 +111,14 @@ def parse_topology(root: Reader, profiles: dict[str, Profile], decode: Reader,
     return topo
 
 
+def replay_problem(topo: Topology, sim: SimConfig) -> str | None:
+    """Why a region's replayed trace cannot run with this [workload] (None: it can)."""
+    r = next((r for r in topo.regions if r.replay is not None), None)
+    if r is not None and sim.sessions is not None:
+        return f"sessions bring their own arrivals and region {r.name!r} replays a trace: drop one"
+    return None
+
+
 def _site(r: Reader, profiles: dict[str, Profile]) -> Site:
     name = r.get("name", str)
     profile = profile_ref(r, "profile", profiles)
@@ -133,9 +144,21 @@ def _region(r: Reader, profiles: dict[str, Profile], base_decode: DecodeSpec,
     share = r.get("share", float, default_share, check=between(0.0, 1.0))
     rdma = _bandwidth(r, "rdma_bandwidth", DEFAULT_RDMA)
     price = r.get("price", float, None, check=positive)
-    own = lengths
+    own, replay = lengths, None
     if (w := r.section("workload")) is not None:
-        own = parse_lengths(w.section("lengths", required=True), base_dir)
+        if w.has("replay"):  # the region's own trace: its arrivals and its lengths
+            if w.has("lengths"):
+                raise w.error("lengths", "a replayed trace brings its own lengths: drop lengths "
+                              "or replay")
+            p = Path(w.get("replay", str))
+            p = check_replay(w, p if p.is_absolute() else base_dir / p)
+            try:
+                own = read_workload(p).lengths
+            except TraceError as exc:
+                raise w.error("replay", str(exc)) from None
+            replay = str(p)
+        else:
+            own = parse_lengths(w.section("lengths", required=True), base_dir)
         w.finish()
     if own is None:
         raise r.error("workload.lengths", "missing: no top-level [workload.lengths] to inherit")
@@ -147,7 +170,7 @@ def _region(r: Reader, profiles: dict[str, Profile], base_decode: DecodeSpec,
     t = r.get("threshold", parse_tokens, check=lambda x: non_negative(x) or (
         None if x <= hi else f"lies outside the region's length support [{lo:.0f}, {hi:.0f}]"))
     r.finish()
-    return Region(name, profile, pool, n_p, n_d, t, share, own, decode, par, rdma, price)
+    return Region(name, profile, pool, n_p, n_d, t, share, own, decode, par, rdma, price, replay)
 
 
 def _link(r: Reader) -> Link:

@@ -30,6 +30,7 @@ from emulator.paradigm import Paradigm
 from emulator.scenario.incidents import Incident
 from emulator.scenario.knobs import Controls, KnobError
 from emulator.scenario.scenario import Scenario
+from emulator.scenario.topology import replay_problem
 from emulator.scenario.topology_knobs import best_cache_problem
 from emulator.sim.accounting import Accounting
 from emulator.sim.cache_runtime import CacheRuntime
@@ -224,6 +225,8 @@ class Emulation:
                             ("--paradigm", paradigm != Paradigm.PRFAAS_PD)):
             if given:
                 raise KnobError("topology", f"{what}: runs on single-pair presets only")
+        if (why := replay_problem(topo, sim)) is not None:
+            raise KnobError("topology", why)
         routing = topo.routing if routing is None else routing
         if routing == "best-cache" and (why := best_cache_problem(sim)) is not None:
             raise KnobError("routing", why)

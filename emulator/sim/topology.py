@@ -18,6 +18,7 @@ from typing import Protocol
 import numpy as np
 
 from emulator.scenario.cache import SessionWorkload
+from emulator.scenario.knobs import KnobError
 from emulator.scenario.sim import SimConfig
 from emulator.sim.accounting import AccountingError
 from emulator.sim.costs import Costs
@@ -39,6 +40,7 @@ from emulator.sim.topology_cache import TopologyCache
 from emulator.sim.workload import SyntheticSource, TraceSource, Workload
 from emulator.topology.bound import Bound, routing_bound
 from emulator.topology.spec import Topology
+from emulator.traces import MOONCAKE_BLOCK_TOKENS, read_trace
 
 
 class RoutingBound(Protocol):
@@ -85,8 +87,10 @@ class TopologyRuntime:
             region.pdp = PrefillStage(loop, "pd-p", Costs(spec.profile), region.rdma,
                                       region.kv_in)
             dec = spec.decode
+            trace = read_trace(spec.replay) if spec.replay is not None else None
+            mean_out = dec.l_out if trace is None else float(np.mean(trace.output_lengths))
             region.pdd = DecodeStage(loop, dec.t_decode, dec.bs_max, sim.kv_budget, region.done,
-                                     dec.l_out, sim.step)
+                                     mean_out, sim.step)
             region.local = Pool(loop, spec.name, {"pd-p": region.pdp, "pd-d": region.pdd},
                                 conversion_delay=sim.conversion_delay, reroute=region.reroute)
             region.local.resize(spec.pool)
@@ -105,7 +109,14 @@ class TopologyRuntime:
                 region.links[k.site] = link
                 self.links[k.name] = link
             rngs = [np.random.default_rng(s) for s in streams[i].spawn(4)]
-            if sim.sessions is not None:  # a fifth stream: the first four unchanged
+            if trace is not None:  # its own arrivals, at its share of the offered rate
+                if (sim.cache is not None and trace.hash_ids
+                        and sim.cache.block_tokens != MOONCAKE_BLOCK_TOKENS):
+                    raise KnobError("topology", f"region {spec.name!r} replays Mooncake hash_ids "
+                                    f"(blocks of {MOONCAKE_BLOCK_TOKENS} tokens): set [cache] "
+                                    f"block_tokens = {MOONCAKE_BLOCK_TOKENS}")
+                source = TraceSource(trace)
+            elif sim.sessions is not None:  # a fifth stream: the first four unchanged
                 ses = np.random.default_rng(streams[i].spawn(1)[0])
                 source = session_source(sim.sessions, ses, duration, self.rate * spec.share)
             else:

@@ -82,6 +82,9 @@ class Region:
     parallelism: int = 1
     rdma_bandwidth: float = DEFAULT_RDMA  # PD-P -> PD-D, bytes/s
     price: float | None = None  # per instance-hour
+    # a trace the emulator replays as this region's arrivals (its times rescaled to the region's
+    # share of the offered rate, its own input and output lengths); `lengths` are its inputs'
+    replay: str | None = None
 
     @property
     def gpus(self) -> int:
