@@ -223,9 +223,17 @@ def day(load_: float, hours: float, traced: bool) -> None:
                   f"{time.perf_counter() - t0:.0f} s wall", flush=True)
         res = emu.run()
     later = rows[len(rows) // 4:]
+    wall = time.perf_counter() - t0
     print(f"day: {res.accounting.arrived:,} requests, lost {res.json['lost']}, memory after "
           f"the first quarter within {max(later) - min(later):.1f} MB "
           f"({min(later):.1f}-{max(later):.1f} MB)")
+    if not traced and hours == 24.0 and load_ == 0.9:  # the figures docs/ quotes
+        record("topology_emulator_day", source="python benchmarks/bench_topology_emulator.py "
+               "--day", values={"requests": f"{res.accounting.arrived:,}",
+                                "lost": str(res.json["lost"]),
+                                "wall": f"{wall // 60:.0f} min {wall % 60:.0f} s",
+                                "first_hour": f"{rows[0]:.1f} MB",
+                                "later": f"{min(later):.1f}-{max(later):.1f} MB"})
 
 
 def accuracy(hours: float) -> None:
