@@ -72,8 +72,9 @@ def _nice(lo: float, need: float, rows: int, *, integer: bool) -> tuple[float, f
     k0 = math.floor(math.log10(span / (rows - 1))) - 1
     k1 = max(math.ceil(math.log10(span)) + 1, 0 if integer else -400)  # decades: a step >= 1
     for step in _steps(k0, k1, integer):
-        # decades start at the data's own (whole) decade; linear ticks at multiples of the step
-        base = lo if integer else math.floor(lo / step + 1e-9) * step
+        # decades start at the data's own (whole) decade; linear ticks at multiples of the step,
+        # lo snapped onto one within rounding, never past the data by more than 5e-10 x span
+        base = lo if integer else math.floor(lo / step + min(1e-9, 5e-10 * span / step)) * step
         for gap in range(1, rows):
             n = (rows - 1) // gap + 1
             top = base + step * (rows - 1) / gap
@@ -102,9 +103,14 @@ def tick_labels(ticks: tuple[float, ...], step: float) -> tuple[str, ...]:
     scale, suffix = next(((s, x) for s, x in ((1e6, "M"), (1e3, "k")) if top >= 10 * s
                           and step >= s), (1.0, ""))
     digits = max(0, -math.floor(math.log10(step / scale) + 1e-9))
-    return tuple("0" if suffix and t == 0 else
-                 f"{0.0 if abs(t / scale) < 1e-12 else t / scale:.{digits}f}{suffix}"
+    return tuple("0" if suffix and t == 0 else f"{_rounded(t / scale, digits)}{suffix}"
                  for t in ticks)
+
+
+def _rounded(v: float, digits: int) -> str:
+    """`v` with `digits` decimals, never a negative zero (-1e-9 on a 0.5 step reads 0.0)."""
+    s = f"{v:.{digits}f}"
+    return s[1:] if s.startswith("-") and float(s) == 0 else s
 
 
 def linear_ticks(lo: float, need: float, rows: int) -> YTicks:

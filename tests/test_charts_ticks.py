@@ -136,3 +136,9 @@ def test_an_axis_across_zero_covers_its_data_on_whole_rows(lo, span, rows):
     ax = linear_ticks(lo, lo + span, rows)
     check_axis(ax, rows)
     assert ax.lo <= lo + 1e-9 * span and ax.hi >= (lo + span) - 1e-9 * span
+
+
+def test_a_tick_a_hair_below_zero_reads_zero_not_minus_zero():
+    ax = linear_ticks(-1e-9, 0.5 - 1e-9, 2)  # the axis covers the data: it starts at -1e-9
+    assert ax.lo <= -1e-9 and ax.hi >= 0.5 - 1e-9
+    assert ax.labels == ("0.0", "0.5")
