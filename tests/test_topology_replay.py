@@ -128,3 +128,17 @@ def test_mooncake_hash_ids_need_the_traces_block_size_for_the_caches(tmp_path):
     sc = from_dict(data, where, topology=True)
     with pytest.raises(Exception, match="block_tokens = 512"):
         Emulation(sc, rate=1.0, duration=60, routing="threshold")
+
+
+def test_a_burstgpt_trace_replays_as_it_was_read(tmp_path):
+    """The preset's reader and the emulator's are one: any format the preset accepts runs."""
+    rows = ["Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type"]
+    rows += [f"{0.7 * i:.3f},ChatGPT,{n},{40 + i},{n + 40 + i},Conversation log"
+             for i, n in enumerate([1024, 30000, 4096] * 20)]
+    (tmp_path / "west.csv").write_text("\n".join(rows) + "\n")
+    sc = load(tmp_path, replay="west.csv")
+    seen = []
+    with Emulation(sc, rate=3.0, duration=3600, routing="threshold") as emu:
+        emu.regions["west"].on_arrive = lambda req: seen.append(req.out_len)
+        out = emu.run().json
+    assert out["lost"] == 0 and seen == [40 + i for i in range(60)]

@@ -40,7 +40,8 @@ from emulator.sim.topology_cache import TopologyCache
 from emulator.sim.workload import SyntheticSource, TraceSource, Workload
 from emulator.topology.bound import Bound, routing_bound
 from emulator.topology.spec import Topology
-from emulator.traces import MOONCAKE_BLOCK_TOKENS, read_trace
+from emulator.trace_formats import load_trace
+from emulator.traces import MOONCAKE_BLOCK_TOKENS
 
 
 class RoutingBound(Protocol):
@@ -87,7 +88,7 @@ class TopologyRuntime:
             region.pdp = PrefillStage(loop, "pd-p", Costs(spec.profile), region.rdma,
                                       region.kv_in)
             dec = spec.decode
-            trace = read_trace(spec.replay) if spec.replay is not None else None
+            trace = load_trace(spec.replay) if spec.replay is not None else None  # as loaded
             mean_out = dec.l_out if trace is None else float(np.mean(trace.output_lengths))
             region.pdd = DecodeStage(loop, dec.t_decode, dec.bs_max, sim.kv_budget, region.done,
                                      mean_out, sim.step)
