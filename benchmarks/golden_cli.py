@@ -5,6 +5,8 @@ on every shipped preset and drill, written to a folder or diffed against one.
     python benchmarks/golden_cli.py --check DIR    # after: exit 1 and the differing cases
     python benchmarks/golden_cli.py --slo --write DIR  # the latency layer: solve --slo-ttft
                                                      # over presets x SLOs x quantiles x objectives
+    python benchmarks/golden_cli.py --topology --write DIR  # two-regions and global: solve, run
+                                                          # under each routing, their drills
 
 Runs each command in-process (prfaas_tui.cli.main) so it takes about a minute on 2 cores.
 """
@@ -23,6 +25,10 @@ from prfaas_tui.cli import main as cli_main
 PRESETS = ("toy", "paper-case-study", "dense-contrast")
 DRILLS = ("link-brownout", "link-outage", "prfaas-loss", "long-surge", "diurnal-link",
           "decode-loss")
+# The topology's lock (`--topology`): its runs under every routing, its drills, its solve.
+TOPOLOGY_PRESETS = ("two-regions", "global")
+TOPOLOGY_ROUTINGS = ("threshold", "lp", "best-bandwidth")
+TOPOLOGY_DRILLS = ("region-link-brownout", "site-loss", "follow-the-sun")
 
 
 SLOS = ("2s", "4s", "6s", "10s")  # 2 s: unreachable on every preset (rate 0)
@@ -51,6 +57,19 @@ def cases() -> dict[str, list[str]]:
     return out
 
 
+def topology_cases() -> dict[str, list[str]]:
+    """`solve`, `run` under each routing and `drill` on the topology presets and drills."""
+    out: dict[str, list[str]] = {}
+    for p in TOPOLOGY_PRESETS:
+        out[f"solve-{p}"] = ["solve", "--preset", p, "--json"]
+        for r in TOPOLOGY_ROUTINGS:
+            out[f"run-{p}-{r}"] = ["run", "--preset", p, "--duration", "60", "--routing", r,
+                                   "--json"]
+    for d in TOPOLOGY_DRILLS:
+        out[f"drill-{d}"] = ["drill", d, "--json"]
+    return out
+
+
 def capture(argv: list[str]) -> tuple[int, str]:
     buf, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(err):
@@ -75,13 +94,16 @@ def main() -> int:
     g.add_argument("--write", metavar="DIR")
     g.add_argument("--check", metavar="DIR")
     ap.add_argument("--only", help="substring of the case names to run")
-    ap.add_argument("--slo", action="store_true",
-                    help="the solve --slo-ttft cases instead (a folder of their own)")
+    kind = ap.add_mutually_exclusive_group()
+    kind.add_argument("--slo", action="store_true",
+                      help="the solve --slo-ttft cases instead (a folder of their own)")
+    kind.add_argument("--topology", action="store_true",
+                      help="the topology presets' and drills' cases instead (a folder of their own)")
     args = ap.parse_args()
     folder = Path(args.write or args.check)
     folder.mkdir(parents=True, exist_ok=True)
     bad = []
-    for name, argv in (slo_cases() if args.slo else cases()).items():
+    for name, argv in (slo_cases() if args.slo else topology_cases() if args.topology else cases()).items():
         if args.only and args.only not in name:
             continue
         rc, text = capture(argv)
