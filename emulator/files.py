@@ -8,7 +8,9 @@ forever, blocking on open or loading gigabytes; each reader calls `checked`, `re
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import IO
@@ -111,6 +113,55 @@ def open_text(path: str | Path, kind: str) -> IO[str]:
 
 
 MAX_DEPTH = 32  # nesting of objects/tables/lists in a card, preset or drill (they nest 3-4 deep)
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
+
+
+def file_stem(name: str, fallback: str = "scenario") -> str:
+    """A user-given name (a preset's, a profile's) as one file-name component: runs of anything
+    but letters, digits and `._+-` become one `-`, leading dots and dashes go, at most 80
+    characters. So a name with `/`, `..` or control characters never makes a path that climbs
+    out of the folder it is written in."""
+    stem = _UNSAFE.sub("-", name).lstrip(".-")[:80].rstrip(".-")
+    return stem or fallback
+
+
+def escapes(text: str) -> str | None:
+    """Why a typed relative path would leave the working folder (absolute, `~`, or a `..`
+    part); None when it stays inside."""
+    p = Path(text)
+    if p.is_absolute() or text.startswith("~"):
+        return f"{text}: give a name in this folder (a relative path), not {p.anchor or '~'}..."
+    if ".." in p.parts:
+        return f"{text}: a name may not climb out of this folder with '..'"
+    return None
+
+
+class JsonRefused(ValueError):
+    """A JSON text no reader should take: malformed, an integer past Python's digit limit, or
+    nested deeper than MAX_DEPTH. `lineno` is the line the parser stopped at (None: no line)."""
+
+    def __init__(self, message: str, lineno: int | None = None):
+        super().__init__(message)
+        self.lineno = lineno
+
+
+def parse_json(text: str) -> object:
+    """JSON from a user's file, bounded: every way the standard parser can fail (a 5,000-digit
+    integer, 100,000 nested brackets, bad syntax) is one JsonRefused, never a RecursionError
+    or an unnamed ValueError, and the result nests at most MAX_DEPTH deep."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise JsonRefused(f"malformed JSON: {exc.msg}", exc.lineno) from None
+    except RecursionError:
+        raise JsonRefused(f"nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError:  # Python refuses integers of more than 4,300 digits
+        raise JsonRefused("an integer too long to read") from None
+    if too_deep(data):
+        raise JsonRefused(f"nested deeper than {MAX_DEPTH} levels")
+    return data
 
 
 def too_deep(data: object, limit: int = MAX_DEPTH) -> bool:

@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from emulator.files import file_stem
 from emulator.model import STAGES, OperatingPoint
 from emulator.units import to_gbps
 from prfaas_tui.events import Event
@@ -53,7 +54,9 @@ def default_export_dir() -> Path:
 def fresh_base(folder: Path, stem: str, suffixes: Sequence[str], now: datetime | None = None
                ) -> Path:
     """folder/STEM-YYYYmmdd-HHMMSS, with -2, -3 ... appended while any of its files exists:
-    two exports in the same second do not overwrite each other."""
+    two exports in the same second do not overwrite each other. STEM is made file-safe
+    (emulator.files.file_stem): a scenario named `../x` writes inside `folder` all the same."""
+    stem = file_stem(stem)
     stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M%S")
     base = folder / f"{stem}-{stamp}"
     n = 1

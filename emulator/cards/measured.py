@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from emulator.cards import card_text
+from emulator.cards.model_card import shown
+from emulator.files import JsonRefused, parse_json
 from emulator.traces import TraceError
 
 CSV_ROLES = ("input", "seconds", "ms")
@@ -52,6 +53,9 @@ def parse_column_map(spec: str) -> dict[str, str]:
 
 
 def _tokens(path, line: int, raw) -> int:
+    if isinstance(raw, int) and not isinstance(raw, bool) and not 1 <= raw <= 1 << 24:
+        raise TraceError(path, line, f"input length {shown(raw)} must be a whole number of "
+                         "tokens from 1 to 16,777,216")  # checked before float(): 10**400
     try:
         v = float(raw)
     except (TypeError, ValueError):
@@ -62,6 +66,8 @@ def _tokens(path, line: int, raw) -> int:
 
 
 def _seconds(path, line: int, raw, scale: float = 1.0) -> float:
+    if isinstance(raw, int) and not isinstance(raw, bool) and abs(raw) > 10**9:
+        raise TraceError(path, line, f"latency {shown(raw)} must be > 0 and at most an hour")
     try:
         v = float(raw) * scale
     except (TypeError, ValueError):
@@ -120,18 +126,18 @@ def read_benchmark_json(path: str | Path) -> Measured:
     (JSON lines, one run per line): `input_lens` and `ttfts` (seconds), request by request.
     Requests that failed (TTFT missing or 0) are left out and counted."""
     text = card_text(path) if Path(path).is_file() else _missing(path)
-    runs: list[tuple[int, dict]] = []
+    runs: list[tuple[int, object]] = []
     try:
-        runs.append((1, json.loads(text)))
-    except json.JSONDecodeError as whole:
+        runs.append((1, parse_json(text)))
+    except JsonRefused as whole:
         lines = [(i, ln) for i, ln in enumerate(text.splitlines(), start=1) if ln.strip()]
-        if len(lines) < 2 or not _is_object(lines[0][1]):  # not JSON lines: one broken document
-            raise TraceError(path, whole.lineno, f"malformed JSON: {whole.msg}") from None
+        if whole.lineno is None or len(lines) < 2 or not _is_object(lines[0][1]):
+            raise TraceError(path, whole.lineno, str(whole)) from None  # one broken document
         for i, ln in lines:
             try:
-                runs.append((i, json.loads(ln)))
-            except json.JSONDecodeError as exc:
-                raise TraceError(path, i, f"malformed JSON: {exc.msg}") from None
+                runs.append((i, parse_json(ln)))
+            except JsonRefused as exc:
+                raise TraceError(path, i, str(exc)) from None
     pairs, failed, meta = [], 0, {}
     for line, run in runs:
         if not isinstance(run, dict):
@@ -163,8 +169,8 @@ def read_benchmark_json(path: str | Path) -> Measured:
 
 def _is_object(line: str) -> bool:
     try:
-        return isinstance(json.loads(line), dict)
-    except json.JSONDecodeError:
+        return isinstance(parse_json(line), dict)
+    except JsonRefused:
         return False
 
 

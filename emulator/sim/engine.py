@@ -55,7 +55,8 @@ from emulator.sim.topology import RoutingBound, TopologyRuntime
 from emulator.sim.topology_report import marks
 from emulator.sim.topology_scheduler import TopologyScheduler
 from emulator.sim.workload import SyntheticSource, TraceSource, Workload
-from emulator.traces import MOONCAKE_BLOCK_TOKENS, Trace, read_trace
+from emulator.trace_formats import load_trace
+from emulator.traces import MOONCAKE_BLOCK_TOKENS, Trace
 from emulator.units import to_gbps
 
 
@@ -306,7 +307,7 @@ class Emulation:
         if isinstance(trace, Trace):
             return trace
         path = trace if trace is not None else sim.replay
-        return read_trace(path) if path is not None else None
+        return load_trace(path) if path is not None else None  # the reader that accepted it
 
     # -- the books (each region's, summed) ----------------------------------------------------
     @property

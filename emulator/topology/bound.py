@@ -26,6 +26,11 @@ be worth more (the MILP re-solved), never less.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -247,6 +252,36 @@ class Bound:
         }
 
 
+_FD_LOCK = threading.Lock()  # one solve at a time swaps fd 1 (threads share the descriptor)
+
+
+@contextlib.contextmanager
+def _solver_quiet() -> Iterator[None]:
+    """HiGHS writes some warnings (badly scaled coefficients) straight to file descriptor 1,
+    past Python's sys.stdout: during a solve, fd 1 points at stderr, so `--json` piped to a
+    file or a program stays JSON. A terminal is left alone (the dashboard draws on it from
+    another thread while a solve runs)."""
+    with _FD_LOCK:
+        yield from _quiet_body()
+
+
+def _quiet_body() -> Iterator[None]:
+    saved = None
+    try:
+        sys.stdout.flush()
+        if not os.isatty(1):
+            saved = os.dup(1)
+            os.dup2(2, 1)
+    except (OSError, ValueError):  # no real stdout (a captured stream): nothing to guard
+        saved = None
+    try:
+        yield
+    finally:
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
 def _fixed(prog: Program, n_p: np.ndarray, n_d: np.ndarray,
            rhs_extra: dict[str, float] | None = None):
     """The LP at a fixed split (the N columns dropped, their values moved to the right-hand
@@ -261,8 +296,9 @@ def _fixed(prog: Program, n_p: np.ndarray, n_d: np.ndarray,
     keep = np.array([r.kind != "pool" for r in prog.rows])
     c = np.zeros(k)
     c[0] = -1.0
-    res = linprog(c, A_ub=a[keep], b_ub=b[keep], A_eq=prog.a_eq[:, :k],
-                  b_eq=np.zeros(prog.a_eq.shape[0]), bounds=(0, None), method="highs")
+    with _solver_quiet():
+        res = linprog(c, A_ub=a[keep], b_ub=b[keep], A_eq=prog.a_eq[:, :k],
+                      b_eq=np.zeros(prog.a_eq.shape[0]), bounds=(0, None), method="highs")
     if res.status != 0:
         raise BoundError(f"HiGHS: {res.message}")
     return res, keep, b
@@ -277,10 +313,11 @@ def solve_milp(prog: Program, ub: np.ndarray | None = None) -> tuple[np.ndarray,
     c[0] = -1.0
     integrality = np.zeros(prog.n_vars)
     integrality[prog.n_route:] = 1
-    res = milp(c, constraints=[LinearConstraint(prog.a_ub, -np.inf, prog.b_ub),
-                               LinearConstraint(prog.a_eq, 0.0, 0.0)],
-               integrality=integrality, bounds=Bounds(0, np.inf if ub is None else ub),
-               options={"mip_rel_gap": MIP_GAP})
+    with _solver_quiet():
+        res = milp(c, constraints=[LinearConstraint(prog.a_ub, -np.inf, prog.b_ub),
+                                   LinearConstraint(prog.a_eq, 0.0, 0.0)],
+                   integrality=integrality, bounds=Bounds(0, np.inf if ub is None else ub),
+                   options={"mip_rel_gap": MIP_GAP})
     if res.status != 0 or res.x is None:
         raise BoundError(f"HiGHS: {res.message}")
     n = np.round(res.x[prog.n_route:]).astype(int)

@@ -173,18 +173,21 @@ def _import(args: argparse.Namespace) -> int:
     on = f" on {args.measured_on}" if args.measured_on else ""
     desc = (f"measured: {m.origin}{on}; median TTFT per input length of {m.requests} request(s); "
             f"S_kv from the {card.name} card ({card.kv_dtype} KV)")
-    lengths = ", ".join(str(n) for n in m.lengths)
-    seconds = ", ".join(repr(float(s)) for s in m.seconds)
-    sizes = ", ".join(repr(float(card.kv_bytes(n))) for n in m.lengths)
-    import json as _json
+    import tomlkit  # escapes any Unicode as TOML allows (json.dumps writes surrogate pairs)
 
-    text = ("# written by prfaas-tui profile --import " + Path(args.import_file).name + "\n"
-            "[profile]\n"
-            f"name = {_json.dumps(name)}\n"
-            f"description = {_json.dumps(desc)}\n"
-            f"source = {_json.dumps(str(Path(args.import_file).resolve()))}\n"
-            f"prefill_time = {{ lengths = [{lengths}], seconds = [{seconds}] }}\n"
-            f"kv_size = {{ lengths = [{lengths}], bytes = [{sizes}] }}\n")
+    doc = tomlkit.document()
+    doc.add(tomlkit.comment(f"written by prfaas-tui profile --import {Path(args.import_file).name}"))
+    prof = tomlkit.table()
+    prof["name"] = name
+    prof["description"] = desc
+    prof["source"] = str(Path(args.import_file).resolve())
+    prof["prefill_time"] = tomlkit.inline_table()
+    prof["prefill_time"].update({"lengths": list(m.lengths), "seconds": [float(s) for s in m.seconds]})
+    prof["kv_size"] = tomlkit.inline_table()
+    prof["kv_size"].update({"lengths": list(m.lengths),
+                            "bytes": [float(card.kv_bytes(n)) for n in m.lengths]})
+    doc["profile"] = prof
+    text = tomlkit.dumps(doc)
     try:
         out.write_text(text, encoding="utf-8")
     except OSError as exc:

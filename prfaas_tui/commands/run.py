@@ -25,7 +25,7 @@ from emulator.sim.topology import topology_bound
 from emulator.torch_prefill import TorchUnavailable
 from emulator.torch_prefill.config import get_config
 from emulator.trace_formats import load_trace
-from emulator.traces import LIMITS_HELP, TraceError, read_trace
+from emulator.traces import LIMITS_HELP, TraceError
 from emulator.units import parse_duration
 from prfaas_tui import json_out
 from prfaas_tui.commands.common import (
@@ -101,7 +101,7 @@ def build(args) -> Emulation:
     if args.trace is not None:  # read once: the budget check counts its requests and span
         trace = load_trace(args.trace, args.columns)
     else:
-        trace = read_trace(sc.sim.replay) if sc.sim.replay is not None else None
+        trace = load_trace(sc.sim.replay) if sc.sim.replay is not None else None
     try:
         emu = Emulation(sc, seed=seed, rate=controls.rate, load=load_, duration=duration,
                         paradigm=controls.paradigm, n_p=given.get("n_p"), n_d=given.get("n_d"),

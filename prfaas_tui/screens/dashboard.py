@@ -24,6 +24,7 @@ from textual.widgets import Header
 
 from emulator.effective import LiveState
 from emulator.figure5 import effective_figure5
+from emulator.files import escapes, file_stem
 from emulator.model import OperatingPoint
 from emulator.paradigm import Paradigm
 from emulator.scenario.incidents import hand_keys
@@ -656,8 +657,11 @@ class Dashboard(Screen):
         def done(text: str | None) -> None:
             if text is None:
                 return
+            if (why := escapes(text)) is not None:
+                self.notify(f"not saved: {why}", severity="error")
+                return
             try:
-                path = Path(text).expanduser()
+                path = Path(text)
                 write_preset(self.settings.scenario, path, rate=self.settings.rate,
                              paradigm=self.settings.paradigm)
             except (OSError, PresetError) as exc:
@@ -666,7 +670,7 @@ class Dashboard(Screen):
             self.notify(f"saved {path} (loads back with --preset {path})")
 
         self.app.push_screen(ValuePrompt("save the scenario as a preset TOML",
-                                         str(free_name(Path(f"{self.settings.scenario.name}"
+                                         str(free_name(Path(f"{file_stem(self.settings.scenario.name)}"
                                                             "-saved.toml"))),
                                          "the knobs and offered rate as they are now; "
                                          "never over an existing file", _new_file), done)
@@ -700,7 +704,7 @@ class Dashboard(Screen):
         """An SVG of the screen under a name of its own (simulated time in it; never over an
         earlier one)."""
         at = int(self.tick.snapshot.sim_time) if self.tick is not None else 0
-        path = free_name(Path.cwd() / f"prfaas-{self.settings.scenario.name}-{at}s.svg")
+        path = free_name(Path.cwd() / f"prfaas-{file_stem(self.settings.scenario.name)}-{at}s.svg")
         saved = self.app.save_screenshot(path.name, str(path.parent))
         self.notify(f"saved {saved}")
 
@@ -722,8 +726,10 @@ def _parent_exists(text: str) -> str | None:
 
 
 def _new_file(text: str) -> str | None:
-    """A file that does not exist yet, in a folder that does."""
-    p = Path(text).expanduser()
+    """A file that does not exist yet, in this folder or one below it that exists."""
+    if (why := escapes(text)) is not None:
+        return why
+    p = Path(text)
     if p.exists():
         return f"{p} exists: type another name (nothing is overwritten)"
     return None if p.parent.is_dir() else f"no such directory: {p.parent}"
