@@ -23,6 +23,7 @@ from emulator.scenario.lengths import MAX_TOKENS, parse_lengths
 from emulator.scenario.reader import (
     PresetError,
     Reader,
+    a_price,
     at_most,
     default_of,
     non_negative,
@@ -170,8 +171,8 @@ def from_dict(data: dict, path: str | Path | None = None, *, topology: bool = Fa
         h.finish()
     price_pf, price_local = default_of(System, "price_prfaas"), default_of(System, "price_local")
     if (pr := root.section("prices")) is not None:
-        price_pf = pr.get("prfaas_instance_hour", float, price_pf, check=positive)
-        price_local = pr.get("local_instance_hour", float, price_local, check=positive)
+        price_pf = pr.get("prfaas_instance_hour", float, price_pf, check=a_price)
+        price_local = pr.get("local_instance_hour", float, price_local, check=a_price)
         pr.finish()
 
     system = System(prfaas=prfaas_prof, local=local_prof, lengths=lengths, decode=decode,

@@ -199,6 +199,20 @@ def at_most(limit: float, what: str) -> Callable[[float], str | None]:
     return lambda x: None if x <= limit else f"is absurd: more than {what}"
 
 
+MAX_PRICE = 1e6  # dollars per instance-hour or per TB: anything above is a typo, and 1e308
+# would turn a cost per hour into inf
+
+
+def a_price(x: float) -> str | None:
+    """A positive price, at most MAX_PRICE."""
+    return positive(x) or at_most(MAX_PRICE, "$1,000,000")(x)
+
+
+def a_price_or_free(x: float) -> str | None:
+    """A price that may be 0 (a link with no per-TB charge), at most MAX_PRICE."""
+    return non_negative(x) or at_most(MAX_PRICE, "$1,000,000")(x)
+
+
 def between(lo: float, hi: float) -> Callable[[float], str | None]:
     return lambda x: None if lo <= x <= hi else f"must be between {lo:g} and {hi:g}"
 

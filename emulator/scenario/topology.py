@@ -23,6 +23,8 @@ from emulator.scenario.lengths import parse_lengths
 from emulator.scenario.reader import (
     PresetError,
     Reader,
+    a_price,
+    a_price_or_free,
     at_most,
     between,
     non_negative,
@@ -77,8 +79,9 @@ def profile_ref(r: Reader, key: str, profiles: dict[str, Profile],
     return profiles[ref]
 
 
-def _bandwidth(r: Reader, key: str, default=None) -> float | None:
-    return r.get(key, parse_bandwidth, default,
+def _bandwidth(r: Reader, key: str, *default: float | None) -> float | None:
+    """A bandwidth key; required unless a default is given."""
+    return r.get(key, parse_bandwidth, *default,
                  check=lambda x: positive(x) or at_most(MAX_BANDWIDTH, "8 Pbps")(x))
 
 
@@ -125,7 +128,7 @@ def _site(r: Reader, profiles: dict[str, Profile]) -> Site:
     par = r.get("parallelism", int, 1, check=lambda x: positive(x) or at_most(4096, "4096 GPUs")(x))
     instances = read_instances(r, "instances", "gpus", par)
     egress = _bandwidth(r, "egress", None)
-    price = r.get("price", float, None, check=positive)
+    price = r.get("price", float, None, check=a_price)
     r.finish()
     return Site(name, profile, instances, egress, par, price)
 
@@ -143,7 +146,7 @@ def _region(r: Reader, profiles: dict[str, Profile], base_decode: DecodeSpec,
         raise r.error("share", "missing: give every region a share, or none (equal shares)")
     share = r.get("share", float, default_share, check=between(0.0, 1.0))
     rdma = _bandwidth(r, "rdma_bandwidth", DEFAULT_RDMA)
-    price = r.get("price", float, None, check=positive)
+    price = r.get("price", float, None, check=a_price)
     own, replay = lengths, None
     if (w := r.section("workload")) is not None:
         if w.has("replay"):  # the region's own trace: its arrivals and its lengths
@@ -180,7 +183,7 @@ def _link(r: Reader) -> Link:
     rtt = r.get("rtt", parse_duration, 0.0, check=lambda x: non_negative(x) or
                 at_most(60.0, "a minute of round trip")(x))
     long_share = r.get("long_share", float, None, check=between(0.0, 1.0))
-    price = r.get("price_per_tb", float, None, check=non_negative)
+    price = r.get("price_per_tb", float, None, check=a_price_or_free)
     fluctuation = r.get("fluctuation", float, 0.0, check=between(0.0, 0.99))
     r.finish()
     return Link(site, region, bandwidth, rtt, -1.0 if long_share is None else long_share,

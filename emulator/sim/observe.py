@@ -163,7 +163,7 @@ class Observer:
             queue=tuple(sum(len(s.queue) for s in g) for g in groups),
             compute=sum(s.work_done(now) for s in groups[0]),
             link_sent=sum(x[0] for x in lt), link_cap=sum(x[1] for x in lt),
-            link_sat=sum(x[2] for x in lt) / len(lt),  # the links' mean saturated time
+            link_sat=sum(x[2] for x in lt) / len(lt) if lt else 0.0,  # mean saturated time
             link_in_flight=sum(lk.bytes_in_flight(now) for lk in links) if wire else math.nan,
             in_flight=self.in_flight)
 

@@ -204,7 +204,24 @@ class Topology:
             if r.n_d < 1:
                 out.append((f"{key}.n_d", "must be >= 1: every request needs decode"))
             links = self.links_of_region(r.name)
-            hi = r.lengths.support[1]
+            lo, hi = r.lengths.support
+            if r.n_p == 0 and r.threshold >= lo:
+                out.append((f"{key}.n_p",
+                            f"region {r.name!r} has n_p = 0 (no local prefill), yet its threshold "
+                            f"{format_tokens(r.threshold)} keeps requests from "
+                            f"{format_tokens(lo)} tokens local: set threshold below {lo:.0f} "
+                            "(every request prefilled at a site) or n_p >= 1"))
+            if self.routing == "threshold" and r.threshold < hi:
+                # the threshold rule sends every long request over the links, in their shares;
+                # the other routings weigh the region's own PD-P too
+                dead = [k for k in links if k.long_share != 0 and seen.get(k.site) == "site"
+                        and self.site(k.site).instances == 0]
+                if dead:
+                    k = dead[0]
+                    out.append((f"link[{self.links.index(k)}]",
+                                f"region {r.name!r} sends requests above its threshold "
+                                f"{format_tokens(r.threshold)} over {k.name} to site "
+                                f"{k.site!r}, which has 0 instances: nothing would prefill them"))
             if not links and r.threshold < hi:
                 out.append((f"{key}.threshold",
                             f"no [[link]] reaches region {r.name!r}, yet its threshold "

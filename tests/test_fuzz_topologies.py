@@ -1,0 +1,138 @@
+"""Random topologies, sane and broken (0-3 sites, 1-3 regions, any links, 0 instances, n_p = 0,
+thresholds anywhere), through `solve` and `run` under every routing: each is either refused in
+one line with exit 2 or answered with its books balanced. Never a traceback, a division by
+zero, or a run that strands requests without a word."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from prfaas_tui.cli import main
+
+HEAD = """name = "fuzz"
+mode = "exact"
+
+[profiles.h200]
+prefill_time = { lengths = ["1K", "32K", "128K"], seconds = [0.44, 1.84, 7.40] }
+kv_size = { lengths = ["1K", "32K", "128K"], bytes = ["190.8 MiB", "701.3 MiB", "2316.3 MiB"] }
+
+[decode]
+t_decode = "25 ms"
+bs_max = 20
+l_out = 256
+
+[workload]
+lengths = { kind = "lognormal", mu = 9.90, sigma = 1.00, lo = 128, hi = "128K" }
+arrival = "poisson"
+load = 0.5
+
+[emulator]
+duration = "20 s"
+seed = 1
+"""
+
+
+@st.composite
+def topologies(draw) -> str:
+    n_sites = draw(st.integers(0, 3))
+    n_regions = draw(st.integers(1, 3))
+    out = [HEAD]
+    for i in range(n_sites):
+        out.append(f'[[site]]\nname = "s{i}"\nprofile = "h200"\n'
+                   f'instances = {draw(st.integers(0, 4))}\n')
+    linked: set[int] = set()
+    links = []
+    for i in range(n_sites):
+        for j in range(n_regions):
+            if draw(st.integers(0, 9)) < 7:
+                linked.add(j)
+                bw = draw(st.sampled_from(["1 Mbps", "1 Gbps", "100 Gbps"]))
+                links.append(f'[[link]]\nsite = "s{i}"\nregion = "r{j}"\nbandwidth = "{bw}"\n'
+                             f'rtt = "{draw(st.sampled_from(["0 ms", "20 ms"]))}"\n')
+    for j in range(n_regions):
+        pool = draw(st.integers(1, 6))
+        n_p = draw(st.integers(0, pool - 1)) if draw(st.integers(0, 4)) == 0 else min(1, pool - 1)
+        sane = 131072 if j not in linked else 19400 if n_p else 0
+        threshold = draw(st.sampled_from([0, 127, 128, 4096, 19400, 131072])) \
+            if draw(st.integers(0, 3)) == 0 else sane
+        out.append(f'[[region]]\nname = "r{j}"\nprofile = "h200"\npool = {pool}\nn_p = {n_p}\n'
+                   f'n_d = {pool - n_p}\nthreshold = {threshold}\n')
+    out.extend(links)
+    return "\n".join(out)
+
+
+def _cli(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = main(argv) or 0
+        except SystemExit as exc:
+            rc = exc.code if isinstance(exc.code, int) else 1
+    return rc, out.getvalue(), err.getvalue()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=topologies(), routing=st.sampled_from(["threshold", "lp", "best-bandwidth"]))
+def test_every_topology_is_refused_in_one_line_or_runs_with_its_books_balanced(tmp_path, text,
+                                                                               routing):
+    preset = tmp_path / "fuzz.toml"
+    preset.write_text(text, encoding="utf-8")
+    rc, out, err = _cli(["solve", "--preset", str(preset), "--json"])
+    assert rc in (0, 2), err
+    if rc == 2:
+        assert len(err.strip().splitlines()) == 1 and "fuzz.toml" in err, err
+        event("refused at load")
+        return
+    json.loads(out)
+    rc, out, err = _cli(["run", "--preset", str(preset), "--routing", routing, "--json"])
+    assert rc in (0, 2), err
+    if rc == 2:
+        assert len(err.strip().splitlines()) == 1, err
+        event("refused by run")
+        return
+    event("ran")
+    books = json.loads(out)["accounting"]
+    assert books["lost"] == 0
+    assert books["arrived"] == books["completed"] + books["in_flight"] + books["rejected"]
+    if books["arrived"] and not books["completed"]:
+        assert "warning" in err, "a run that served nothing must say so"
+
+
+def _two_regions(edit) -> str:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "presets" / "two-regions.toml").read_text()
+    return edit(text)
+
+
+def _site_gpus(n: int):
+    def edit(s: str) -> str:
+        i = s.index("[[site]]")
+        j = s.index("gpus = 64", i)
+        return s[:j] + f"gpus = {n}" + s[j + len("gpus = 64"):]
+    return edit
+
+
+@pytest.mark.parametrize("edit, key", [
+    (lambda s: s.replace('bandwidth = "40 Gbps"\n', "", 1), "link[1].bandwidth"),
+    (lambda s: s.replace("n_p = 3", "n_p = 0", 1), "region[0].n_p"),
+    (_site_gpus(0), "link[0]"),
+    (lambda s: s.replace('rtt = "10 ms"', 'rtt = "10 ms"\nprice_per_tb = 1e308', 1),
+     "link[0].price_per_tb"),
+    (lambda s: s.replace("[[site]]\nname", "[[site]]\nprice = 1e308\nname", 1), "site[0].price"),
+])
+@pytest.mark.parametrize("command", [["solve"], ["run", "--duration", "10"]])
+def test_a_topology_that_cannot_serve_is_refused_at_its_key(tmp_path, edit, key, command):
+    preset = tmp_path / "broken.toml"
+    text = _two_regions(edit)
+    assert text != _two_regions(lambda s: s)
+    preset.write_text(text, encoding="utf-8")
+    rc, out, err = _cli([*command, "--preset", str(preset), "--json"])
+    assert rc == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and f"broken.toml: {key}" in err, err
