@@ -539,6 +539,16 @@ def count_problem(inc: Incident, n_prfaas: int, pool: int) -> str | None:
     return f"loses {inc.count} {inc.stage} instances but the deployment has {have} {where}"
 
 
+def site_count_problem(inc: Incident, topology) -> str | None:
+    """Why a site loss claims more instances than its site has (None: it fits)."""
+    if not isinstance(inc, SiteLoss) or inc.count is None:
+        return None
+    have = next((s.instances for s in topology.sites if s.name == inc.site), None)
+    if have is None or inc.count <= have:
+        return None
+    return f"site {inc.site!r} loses {inc.count} instances but has {have}"
+
+
 def cut_problem(inc: Incident, lengths: LengthDistribution) -> str | None:
     """Why a re-weighting cut has nothing on one side of it (None: it splits the mix)."""
     cut = getattr(inc, "cut", None)

@@ -17,7 +17,7 @@ from emulator.files import FileRefused, checked
 from emulator.model import System
 from emulator.profiles import BEYOND_RULES, LIMITS, Curve, Profile
 from emulator.scenario.decode import parse_decode
-from emulator.scenario.incidents import count_problem, target_problem
+from emulator.scenario.incidents import count_problem, site_count_problem, target_problem
 from emulator.scenario.knobs import MAX_BANDWIDTH
 from emulator.scenario.lengths import MAX_TOKENS, parse_lengths
 from emulator.scenario.reader import (
@@ -204,9 +204,15 @@ def _topology_scenario(data: dict, path: str | Path | None) -> Scenario:
     sim = parse_sim_config(root, work, dec, base_dir, lengths)
     if (why := replay_problem(topo, sim)) is not None:
         raise work.error("sessions", why)
+    if sim.replay is not None:
+        raise work.error("replay", "a topology replays per region: move it to that region's "
+                         "[region.workload] replay")
     _check_targets(root, sim.incidents, tuple(s.name for s in topo.sites),
                    tuple(r.name for r in topo.regions), tuple(k.name for k in topo.links),
                    pair=False)
+    for i, inc in enumerate(sim.incidents):  # a drill must not claim more than there are
+        if msg := site_count_problem(inc, topo):
+            raise root.error(f"incidents[{i}].count", msg)
     work.finish()
     dec.finish()
     root.finish()
