@@ -8,21 +8,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from emulator.planner.goodput import SLO
-from emulator.planner.topology_plan import (
-    Prices,
-    TopologyPlanError,
-    TopologySettings,
-    TopologySpace,
-    gbps_list,
-    pareto,
-    plan_topology,
-)
+from emulator.planner.goodput import SLO, Settings
+from emulator.planner.prices import PlanInputError, Prices
+from emulator.planner.space import TopologySpace
+from emulator.planner.sweep import Plan, pareto, run_plan
 from emulator.scenario import presets
+from emulator.units import GBPS
 from prfaas_tui.cli import main
 
 PRICES = {"hub": 2.0, "east": 1.0, "west": 1.0}
 PER_TB = {"hub->east": 0.1, "hub->west": 0.1}
+
+
+def gbps_list(text: str) -> tuple[float, ...]:
+    return tuple(float(x) * GBPS for x in text.split(","))
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +30,8 @@ def summary():
     prices = Prices.of(sc.declared_topology, PRICES, PER_TB)
     space = TopologySpace({"hub": (8, 9, 10)}, {"hub->east": gbps_list("50,200"),
                                             "hub->west": gbps_list("20,40")}, ("threshold",))
-    return plan_topology(sc, space, prices,
-                         TopologySettings(SLO(10.0), seeds=(1,), duration=600, steps=7))
+    return run_plan(Plan(sc, space, Settings(SLO(10.0), seeds=(1,), duration=600, steps=7),
+                         prices=prices))
 
 
 def test_shipped_cost_by_hand():
@@ -78,7 +77,7 @@ def test_pareto_front_is_monotone_and_undominated(points):
 
 def test_a_price_missing_names_the_key():
     topo = presets.load("two-regions", topology=True).declared_topology
-    with pytest.raises(TopologyPlanError, match=r"site\[0\]\.price"):
+    with pytest.raises(PlanInputError, match=r"site\[0\]\.price"):
         Prices.of(topo)
 
 

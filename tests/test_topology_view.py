@@ -240,19 +240,16 @@ async def test_resizing_to_80x24_switches_to_the_matrix_and_keeps_the_detail_on_
 def plan_file(tmp_path_factory):
     import json
 
-    from emulator.planner.goodput import SLO
-    from emulator.planner.topology_plan import (
-        Prices,
-        TopologySettings,
-        TopologySpace,
-        plan_topology,
-    )
+    from emulator.planner.goodput import SLO, Settings
+    from emulator.planner.prices import Prices
+    from emulator.planner.space import TopologySpace
+    from emulator.planner.sweep import Plan, run_plan
     from emulator.scenario import presets
 
     sc = presets.load("two-regions", topology=True)
     prices = Prices.of(sc.declared_topology, {"hub": 2.0, "east": 1.0, "west": 1.0})
-    out = plan_topology(sc, TopologySpace({"hub": (8, 9)}, {}, ("threshold",)), prices,
-                        TopologySettings(SLO(10.0), seeds=(1,), duration=600, steps=3))
+    out = run_plan(Plan(sc, TopologySpace({"hub": (8, 9)}, {}, ("threshold",)),
+                        Settings(SLO(10.0), seeds=(1,), duration=600, steps=3), prices=prices))
     path = tmp_path_factory.mktemp("plan") / "plan-two-regions.json"
     path.write_text(json.dumps(out))
     return path, out
