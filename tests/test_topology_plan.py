@@ -92,3 +92,38 @@ def test_bad_topology_plan_flags_are_one_line(argv, words, capsys):
     assert main(["plan", "--preset", "two-regions", *argv]) == 2
     err = capsys.readouterr().err
     assert words in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_pair_planned_as_its_1x1_topology_gives_the_same_candidates_and_scores():
+    """The pair's space (instances, bandwidths; the best split and t per hardware) and the same
+    ranges over its 1x1 topology: the same candidates (sites, links), the threshold policy the
+    topology candidate runs is the pair candidate's deployment, at the pair's Lambda_max, and
+    the topology's routing bound holds it."""
+    from dataclasses import replace
+
+    from emulator.paradigm import Paradigm
+    from emulator.planner.goodput import candidate_scenario
+    from emulator.planner.prices import Prices
+    from emulator.planner.prune import prune, score_topology
+    from emulator.planner.space import Space
+    from emulator.topology.bound import routing_bound
+    from emulator.topology.policy import search_policy
+
+    sc = presets.load("toy")
+    bws = (sc.system.bandwidth, 2 * sc.system.bandwidth)
+    pair = [s for s in prune(sc.system, Space.around(sc, n_prfaas=(1, 2, 3), bandwidths=bws,
+                                                     paradigms=(Paradigm.PRFAAS_PD,)).candidates(),
+                             per_config=1) if s.pruned is None]
+    one = replace(sc, declared_topology=sc.topology)
+    space = TopologySpace({"prfaas": (1, 2, 3)}, {"prfaas->pd": bws}, ("threshold",))
+    free = Prices({"prfaas": 0.0}, {"pd": 0.0}, {"prfaas->pd": 0.0})
+    scored = {(s.cand.sites, s.cand.links): s
+              for s in score_topology(one.declared_topology, space.candidates(one.topology), free)}
+    assert len(pair) == 6 and {(s.cand.sites, s.cand.links) for s in pair} == set(scored)
+    for s in pair:
+        t = scored[(s.cand.sites, s.cand.links)]
+        region = candidate_scenario(one, t).declared_topology.regions[0]
+        assert (region.threshold, region.n_p, region.n_d) == (s.t, s.cand.n_p, s.cand.n_d)
+        topo = t.cand.topology(one.declared_topology)
+        assert search_policy(topo, routing_bound(topo))[0].lambda_max == s.lambda_max
+        assert t.lambda_max >= s.lambda_max * (1 - 1e-9)
