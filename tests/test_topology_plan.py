@@ -87,6 +87,13 @@ def test_a_price_missing_names_the_key():
     (["--link", "hub->west=-5"], "--link: hub->west: every value must be"),
     (["--routing", "magic"], "--routing: 'magic'"),
     (["--n-prfaas", "2:4"], "--n-prfaas: a single-pair flag"),
+    (["--trace", "x.csv"], "--trace: a single-pair flag"),
+    (["--slo-tpot", "30ms"], "--slo-tpot: a single-pair flag"),
+    (["--per-config", "2"], "--per-config: a single-pair flag"),
+    (["--t", "8K"], "--t: a single-pair flag"),
+    (["--link", "hub->west=" + ",".join(str(g) for g in range(1, 5001)), "--price", "hub=2",
+      "--price", "east=1", "--price", "west=1"], "--max-runs"),
+    (["--site", "hub=0:100000000"], "--max-instances"),
 ])
 def test_bad_topology_plan_flags_are_one_line(argv, words, capsys):
     assert main(["plan", "--preset", "two-regions", *argv]) == 2
@@ -127,3 +134,27 @@ def test_the_pair_planned_as_its_1x1_topology_gives_the_same_candidates_and_scor
         topo = t.cand.topology(one.declared_topology)
         assert search_policy(topo, routing_bound(topo))[0].lambda_max == s.lambda_max
         assert t.lambda_max >= s.lambda_max * (1 - 1e-9)
+
+
+def test_topology_flags_on_a_pair_are_one_line(capsys):
+    for flag, value in (("--site", "prfaas=3"), ("--link", "prfaas->pd=8"), ("--routing", "lp"),
+                        ("--price", "pd=1"), ("--price-per-tb", "prfaas->pd=1")):
+        assert main(["plan", "--preset", "toy", flag, value]) == 2
+        err = capsys.readouterr().err
+        assert f"{flag}: a topology flag; toy is a single pair" in err
+        assert len(err.strip().splitlines()) == 1
+
+
+def test_a_topology_plan_without_out_writes_nothing_and_its_csv_has_the_bound(
+        tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    argv = ["plan", "--preset", "toy-two-regions", "--site", "hub=2", "--price", "hub=3",
+            "--price", "east=1", "--price", "west=1", "--seeds", "1", "--steps", "1",
+            "--duration", "60", "--workers", "1"]
+    assert main(argv) == 0
+    assert list(tmp_path.iterdir()) == []
+    assert "Results not kept" in capsys.readouterr().out
+    assert main([*argv, "--csv", "ranked.csv"]) == 0
+    rows = (tmp_path / "ranked.csv").read_text().splitlines()
+    assert rows[0].split(",")[:5] == ["label", "goodput", "goodput_lo", "goodput_hi", "bound"]
+    assert len(rows) == 2 and "hub:2" in rows[1]
