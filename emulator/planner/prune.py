@@ -60,6 +60,9 @@ def score_all(system: System, cands: list[Candidate]) -> list[Scored]:
     by_profile: dict[str, list[int]] = {}
     for i, c in enumerate(cands):
         by_profile.setdefault(c.paradigm == Paradigm.HOMOGENEOUS, []).append(i)
+    # n_prfaas, n_p, n_d, bandwidth of each, read once (the space may hold 10^5 candidates)
+    knobs = np.array([(c.sites[0][1], c.split.n_p, c.split.n_d, c.links[0][1])  # type: ignore[union-attr]
+                      for c in cands], dtype=float).reshape(-1, 4)
     for own_pool, idx in by_profile.items():
         sysk = candidate_system(system, cands[idx[0]])
         ts = np.array([hi if own_pool else cands[i].t for i in idx], dtype=float)
@@ -78,10 +81,9 @@ def score_all(system: System, cands: list[Candidate]) -> list[Scored]:
         st = split_stats(system.lengths, sysk.prfaas, sysk.local, uniq, MODE)
         st = SplitStats(*(getattr(st, f)[inv] for f in ("t", "p", "l_long", "l_short", "t_long",
                                                          "s_long", "t_short")))
-        cols = {f: np.array([getattr(cands[i], f) for i in idx], dtype=float)
-                for f in ("n_prfaas", "n_p", "n_d", "bandwidth")}
-        *_, stack, lam = ceilings(st, cols["n_prfaas"], cols["n_p"], cols["n_d"],
-                                  cols["bandwidth"], system.decode, outer=False)
+        cols = knobs[idx]
+        *_, stack, lam = ceilings(st, cols[:, 0], cols[:, 1], cols[:, 2], cols[:, 3],
+                                  system.decode, outer=False)
         binding = np.argmin(stack, axis=0)
         for j, i in enumerate(idx):
             out[i] = Scored(cands[i], float(ts[j]), float(lam[j]), (STAGES[int(binding[j])],),

@@ -20,6 +20,7 @@ import itertools
 import json
 from dataclasses import dataclass, replace
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 
@@ -34,10 +35,9 @@ PAIR_SITE, PAIR_REGION = Cluster.PRFAAS.value, Cluster.PD.value  # the 1x1 topol
 PAIR_LINK = f"{PAIR_SITE}->{PAIR_REGION}"
 
 
-@dataclass(frozen=True)
-class Split:
+class Split(NamedTuple):
     """A region's fixed choice: paradigm, prefill and decode instances, threshold (tokens;
-    AUTO_T lets the model pick it per deployment)."""
+    AUTO_T lets the model pick it per deployment). A tuple: a pair's space builds 10^5."""
 
     paradigm: str
     n_p: int
@@ -157,22 +157,24 @@ class Space:
     paradigms: tuple[Paradigm, ...] = tuple(Paradigm)
 
     def candidates(self) -> list[Candidate]:
-        pair = Candidate.pair
         out: list[Candidate] = []
         for paradigm in self.paradigms:
             if paradigm == Paradigm.HOMOGENEOUS:  # its own pool of local-type instances, p = 0
+                site, link = ((PAIR_SITE, 0),), ((PAIR_LINK, self.bandwidths[0]),)
                 for pool in self.homogeneous_pools:
-                    out += [pair(paradigm, 0, n_p, pool - n_p, np.inf, self.bandwidths[0])
+                    out += [Candidate(site, link, paradigm,
+                                      Split(paradigm, n_p, pool - n_p, np.inf))
                             for n_p in range(1, pool)]
                 continue
             for n_pf, pool, bw in itertools.product(self.n_prfaas, self.pools, self.bandwidths):
                 if n_pf == 0:
                     continue
+                site, link = ((PAIR_SITE, n_pf),), ((PAIR_LINK, bw),)
                 if paradigm == Paradigm.NAIVE:
-                    out.append(pair(paradigm, n_pf, 0, pool, 0.0, bw))
+                    out.append(Candidate(site, link, paradigm, Split(paradigm, 0, pool, 0.0)))
                     continue
-                for n_p, t in itertools.product(range(1, pool), self.thresholds):
-                    out.append(pair(paradigm, n_pf, n_p, pool - n_p, t, bw))
+                out += [Candidate(site, link, paradigm, Split(paradigm, n_p, pool - n_p, t))
+                        for n_p, t in itertools.product(range(1, pool), self.thresholds)]
         return out
 
     @classmethod

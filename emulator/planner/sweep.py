@@ -133,8 +133,8 @@ def _sweep(plan: Plan, scored: list[Scored], survivors: list[Scored],
            on_result: Callable[[dict], None] | None,
            on_start: Callable[[int, int], None] | None) -> dict:
     todo = [s for s in survivors if s.cand.key not in store.done]
-    if on_start:
-        on_start(len(survivors), len(survivors) - len(todo))
+    if on_start:  # a topology's shipped deployment is one more emulation
+        on_start(len(survivors) + plan.is_topology, len(survivors) - len(todo))
     ub: dict[str, float] = {s.cand.key: s.lambda_max for s in todo}  # a topology: its bound
     if plan.analytic and not plan.is_topology:
         from emulator.planner.bound import model_rate, upper_bound
