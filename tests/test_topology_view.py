@@ -406,3 +406,21 @@ async def test_bad_knob_text_is_one_line_and_changes_nothing(element, text, says
             return
         assert reason and "\n" not in reason and says in reason
         assert screen.session.running_spec() == before
+
+
+def test_a_topology_plan_opens_as_one_plan_file(plan_file):
+    """The one plan reader: a topology plan's summary is a PlanFile whose first row is the
+    shipped deployment and whose candidates load as topologies at their sites."""
+    from prfaas_tui.screens.plan import open_plan
+
+    path, summary = plan_file
+    plan = open_plan(path)
+    assert plan.topology and plan.records[0]["key"] == "shipped"
+    assert plan.candidates == sorted(summary["ranked"], key=lambda r: (-r["goodput"], r["key"]))
+    want = plan.candidates[-1]
+    choice = plan.choice(want)
+    topo = choice.scenario.declared_topology
+    assert topo.site("hub").instances == want["candidate"]["sites"]["hub"]
+    assert choice.scenario.name == f"{summary['scenario']}:{want['label']}"
+    shipped = plan.choice(plan.records[0]).scenario  # the preset as written
+    assert shipped.name == summary["scenario"] and shipped.declared_topology.site("hub").instances == 8
