@@ -94,6 +94,7 @@ def test_a_price_missing_names_the_key():
     (["--link", "hub->west=" + ",".join(str(g) for g in range(1, 5001)), "--price", "hub=2",
       "--price", "east=1", "--price", "west=1"], "--max-runs"),
     (["--site", "hub=0:100000000"], "--max-instances"),
+    (["--max-requests", "1e9"], "--max-requests: a single-pair flag"),
 ])
 def test_bad_topology_plan_flags_are_one_line(argv, words, capsys):
     assert main(["plan", "--preset", "two-regions", *argv]) == 2

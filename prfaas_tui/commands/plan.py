@@ -191,6 +191,8 @@ PAIR_FLAGS = (
                          "([region.workload] replay in the preset)"),
     ("columns", "--columns", "a single-pair flag (with --trace)"),
     ("incremental", "--incremental", "a single-pair flag (with --trace)"),
+    ("max_requests", "--max-requests", "a single-pair flag; a topology plan is bounded by its "
+                                       "candidates and runs (--max-candidates, --max-runs)"),
 )
 TOPOLOGY_FLAGS = (("site", "--site"), ("link", "--link"), ("routing", "--routing"),
                   ("price", "--price"), ("price_per_tb", "--price-per-tb"))
