@@ -51,22 +51,16 @@ class PrfaasApp(App):
                  theme: str = DEFAULT_THEME, export_dir: Path | None = None) -> None:
         super().__init__()
         from prfaas_tui.screens.plan import PlanError, open_plan
-        from prfaas_tui.screens.topology_plan import (
-            is_topology_plan,
-            plan_base,
-            read_topology_plan,
-        )
 
         # a broken preset, drill or plan fails here, before the terminal switches to the app
         self.drill = load_drill(drill) if drill else None  # PresetError: one line
-        self.topology_plan = None  # a topology plan's results (its own screen, in the view)
-        if plan and is_topology_plan(plan):
-            summary = read_topology_plan(plan)  # TopologyPlanError: one line
+        self.plan = open_plan(plan) if plan else None  # PlanError: one line
+        self.topology_plan = None  # a topology plan's results (shown in the topology view)
+        if self.plan is not None and self.plan.topology:
             self.topology_plan = plan
             if preset is None and drill is None:
-                preset = plan_base(summary)
-            plan = None
-        self.plan = open_plan(plan) if plan else None  # PlanError: one line
+                preset = self.plan.base()
+            self.plan = None
         if self.drill is not None:
             self.scenario = self.drill.scenario
         elif isinstance(preset, Scenario):

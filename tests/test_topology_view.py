@@ -240,19 +240,16 @@ async def test_resizing_to_80x24_switches_to_the_matrix_and_keeps_the_detail_on_
 def plan_file(tmp_path_factory):
     import json
 
-    from emulator.planner.goodput import SLO
-    from emulator.planner.topology_plan import (
-        Prices,
-        TopologySettings,
-        TopologySpace,
-        plan_topology,
-    )
+    from emulator.planner.goodput import SLO, Settings
+    from emulator.planner.prices import Prices
+    from emulator.planner.space import TopologySpace
+    from emulator.planner.sweep import Plan, run_plan
     from emulator.scenario import presets
 
     sc = presets.load("two-regions", topology=True)
     prices = Prices.of(sc.declared_topology, {"hub": 2.0, "east": 1.0, "west": 1.0})
-    out = plan_topology(sc, TopologySpace({"hub": (8, 9)}, {}, ("threshold",)), prices,
-                        TopologySettings(SLO(10.0), seeds=(1,), duration=600, steps=3))
+    out = run_plan(Plan(sc, TopologySpace({"hub": (8, 9)}, {}, ("threshold",)),
+                        Settings(SLO(10.0), seeds=(1,), duration=600, steps=3), prices=prices))
     path = tmp_path_factory.mktemp("plan") / "plan-two-regions.json"
     path.write_text(json.dumps(out))
     return path, out
@@ -260,18 +257,19 @@ def plan_file(tmp_path_factory):
 
 @pytest.mark.asyncio
 async def test_the_plan_screen_shows_the_front_and_opens_a_candidate_in_the_view(plan_file):
-    from prfaas_tui.screens.topology_plan import TopologyPlanScreen
+    from prfaas_tui.screens.plan import PlanScreen
 
     path, summary = plan_file
     app = PrfaasApp(None, live=False, at=10.0, plan=str(path))
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
         await pilot.pause()
-        assert isinstance(app.screen, TopologyPlanScreen)
+        assert isinstance(app.screen, PlanScreen)
         table = app.screen.query_one("DataTable")
         assert table.row_count == 1 + len(summary["ranked"])
         marks = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
-        assert marks[0] == "shipped" and marks.count("★ front") == len(summary["pareto"])
+        assert marks[0] == "shipped"
+        assert sum(m.startswith("★") for m in marks) == len(summary["pareto"]) >= 1
         await pilot.press("down")
         want = summary["ranked"][0]
         await pilot.press("enter")
@@ -408,3 +406,21 @@ async def test_bad_knob_text_is_one_line_and_changes_nothing(element, text, says
             return
         assert reason and "\n" not in reason and says in reason
         assert screen.session.running_spec() == before
+
+
+def test_a_topology_plan_opens_as_one_plan_file(plan_file):
+    """The one plan reader: a topology plan's summary is a PlanFile whose first row is the
+    shipped deployment and whose candidates load as topologies at their sites."""
+    from prfaas_tui.screens.plan import open_plan
+
+    path, summary = plan_file
+    plan = open_plan(path)
+    assert plan.topology and plan.records[0]["key"] == "shipped"
+    assert plan.candidates == sorted(summary["ranked"], key=lambda r: (-r["goodput"], r["key"]))
+    want = plan.candidates[-1]
+    choice = plan.choice(want)
+    topo = choice.scenario.declared_topology
+    assert topo.site("hub").instances == want["candidate"]["sites"]["hub"]
+    assert choice.scenario.name == f"{summary['scenario']}:{want['label']}"
+    shipped = plan.choice(plan.records[0]).scenario  # the preset as written
+    assert shipped.name == summary["scenario"] and shipped.declared_topology.site("hub").instances == 8

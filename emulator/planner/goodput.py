@@ -1,10 +1,16 @@
-"""Stage 2 of the planner: SLO goodput by emulation.
+"""Stage 2 of the planner: SLO goodput by emulation, for a pair or a topology candidate.
 
 SLO goodput is the highest offered rate at which P90 TTFT (and P90 TPOT, when set) stay within
-the SLO and the deployment keeps up (served >= 95% of offered). It is found by bisection on the
-rate, separately for each seed; the spread across seeds is the confidence band. Every run is an
-independent virtual-time emulation, so a candidate's result depends only on its inputs — the
-same whichever worker, process or machine computes it.
+the SLO and the deployment keeps up. It is found by bisection on the rate between 0 and the
+candidate's ceiling (stage 1), separately for each seed; the spread across seeds is the
+confidence band. Every run is an independent virtual-time emulation, so a candidate's result
+depends only on its inputs — the same whichever worker, process or machine computes it.
+
+Keeping up: a single pair serves >= 95% of what it was offered over the run; on a topology
+every region rejects nothing and, over the run's second half, what it holds in flight grows by
+less than 5% of its offered rate (served = offered in steady state, whatever the decode tail a
+run ends with), and meets the TTFT target. A topology candidate runs the best threshold policy
+of its hardware (`run_topology`); an `lp` one the routing bound's split and per-bin routing.
 """
 
 from __future__ import annotations
@@ -16,9 +22,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from emulator.planner.prune import Scored, candidate_system
+from emulator.planner.space import Candidate
 from emulator.scenario.scenario import Scenario, check_knobs
+from emulator.topology.spec import Topology
 
 KEEPS_UP = 0.95
+SHIPPED = "shipped"  # a topology plan's baseline record: the preset as written
 
 
 @dataclass(frozen=True)
@@ -79,6 +88,8 @@ class Settings:
 def candidate_scenario(sc: Scenario, s: Scored) -> Scenario:
     """The scenario the emulator runs for a scored candidate (AUTO_T already resolved)."""
     c = s.cand
+    if not c.is_pair:
+        return run_topology(sc, c.topology(sc.declared_topology))
     system = candidate_system(sc.system, c)
     t = s.t if math.isfinite(s.t) else system.lengths.support[1]
     out = replace(sc, system=system, t=t, n_p=c.n_p, n_d=c.n_d, name=f"{sc.name}:{c.label()}")
@@ -97,24 +108,66 @@ def quiet(sc: Scenario, duration: float) -> Scenario:
     return replace(sc, sim=replace(sc.sim, sample_interval=every, window=every))
 
 
+def run_topology(sc: Scenario, topo: Topology) -> Scenario:
+    """The scenario the emulator runs for a topology: a threshold or best-bandwidth routing at
+    the best threshold policy of its hardware; lp at the bound's."""
+    from emulator.topology.bound import routing_bound
+    from emulator.topology.policy import search_policy
+
+    if topo.routing != "lp":
+        point, _ = search_policy(topo, routing_bound(topo))
+        regions = []
+        links = []
+        for r in topo.regions:
+            s = point.settings[r.name]
+            regions.append(replace(r, threshold=s.t, n_p=s.n_p, n_d=s.n_d))
+        for k in topo.links:
+            links.append(replace(k, long_share=point.settings[k.region].shares.get(k.site, 0.0)))
+        topo = replace(topo, regions=tuple(regions), links=tuple(links))
+    return replace(sc, declared_topology=topo, name=f"{sc.name}:{topo.routing}")
+
+
 def probe(sc: Scenario, rate: float, seed: int, duration: float) -> dict:
-    """One emulation at an offered rate: the figures the SLO test needs."""
+    """One emulation at a (total) offered rate: the figures the SLO test reads, for the pair or
+    per region."""
     from emulator.sim.engine import Emulation
 
-    res = Emulation(quiet(sc, duration), seed=seed, rate=rate,
-                    duration=duration).run().json  # measured figures: no model, no timing
-    return {"rate": rate, "served_rate": res["served_rate"], "offered_rate": res["offered_rate"],
-            "ttft_p90": res["ttft"]["p90"], "tpot_p90": (res.get("tpot") or {}).get("p90")}
+    if sc.declared_topology is None:
+        res = Emulation(quiet(sc, duration), seed=seed, rate=rate,
+                        duration=duration).run().json  # measured figures: no model, no timing
+        return {"rate": rate, "served_rate": res["served_rate"],
+                "offered_rate": res["offered_rate"], "ttft_p90": res["ttft"]["p90"],
+                "tpot_p90": (res.get("tpot") or {}).get("p90")}
+    from emulator.sim.topology import topology_bound
+
+    q = quiet(sc, duration)
+    with Emulation(q, seed=seed, rate=rate, duration=duration, bound=topology_bound(q)) as emu:
+        res = emu.run().json
+    return {"regions": {name: {"offered": r["offered_rate"], "rejected": r["rejected"],
+                               "growth": r["second_half"]["in_flight_growth"],
+                               "ttft_p90": r["ttft"]["p90"]}
+                        for name, r in res["regions"].items()}}
 
 
 def ok(p: dict, slo: SLO) -> bool:
+    """Whether one probe keeps up and meets the SLO (see the module's text)."""
+    if "regions" in p:
+        return all(r["rejected"] == 0 and r["growth"] <= (1 - KEEPS_UP) * r["offered"]
+                   and slo.met(r["ttft_p90"], None) for r in p["regions"].values())
     keeps_up = p["offered_rate"] <= 0 or p["served_rate"] >= KEEPS_UP * p["offered_rate"]
     return keeps_up and slo.met(p["ttft_p90"], p["tpot_p90"])
 
 
 def slo_goodput(base: Scenario, s: Scored, settings: Settings,
                 beaten: Callable[[float], bool] | None = None) -> dict | None:
-    """Bisection per seed between 0 and the model's Lambda_max (exact mode).
+    """A scored candidate's SLO goodput: `bisect` between 0 and its ceiling (stage 1: the
+    model's Lambda_max, or a topology's routing bound)."""
+    return bisect(candidate_scenario(base, s), s.lambda_max, settings, beaten)
+
+
+def bisect(sc: Scenario, hi0: float, settings: Settings,
+           beaten: Callable[[float], bool] | None = None) -> dict | None:
+    """Bisection per seed of `sc`'s offered rate between 0 and `hi0`.
 
     The seeds' bisections advance side by side: a probe depends only on its seed and rate, so
     the order changes no result. `beaten(bound)`: whether a goodput below `bound` can no longer
@@ -122,8 +175,6 @@ def slo_goodput(base: Scenario, s: Scored, settings: Settings,
     with the mean of the seeds' current upper ends, above every goodput the bisection can
     still return (each seed ends below its upper end, and a floating mean is monotone), and
     the bisection stops with None when it holds."""
-    sc = candidate_scenario(base, s)
-    hi0 = s.lambda_max
     n = len(settings.seeds)
     lo, hi = [0.0] * n, [hi0] * n
     runs = 0
@@ -147,11 +198,13 @@ def slo_goodput(base: Scenario, s: Scored, settings: Settings,
 
 
 def scenario_from_record(base: Scenario, rec: dict) -> Scenario:
-    """The scenario of one finished plan record (how the dashboard loads a candidate)."""
-    from emulator.planner.space import Candidate
-
-    c = rec["candidate"]
-    cand = Candidate(c["paradigm"], int(c["n_prfaas"]), int(c["n_p"]), int(c["n_d"]),
-                     float(c["t"]), float(c["bandwidth"]))
-    return candidate_scenario(base, Scored(cand, float(c["t"]), rec["lambda_max"],
-                                           rec["binding"], rec.get("cost_per_hour")))
+    """The scenario of one finished plan record (how the dashboard loads a candidate); a
+    topology plan's shipped record is the preset itself."""
+    if rec.get("key") == SHIPPED:
+        return base
+    cand = Candidate.of(rec["candidate"])
+    if not cand.is_pair:
+        out = run_topology(base, cand.topology(base.declared_topology))
+        return replace(out, name=f"{base.name}:{rec['label']}")
+    return candidate_scenario(base, Scored(cand, cand.t, rec["lambda_max"], (rec["binding"],),
+                                           rec.get("cost_per_hour")))

@@ -1,8 +1,16 @@
-"""The planner's search space: deployments, thresholds, links and paradigms to compare.
+"""The planner's search space: the deployments to compare, for a single pair or a topology.
+
+One `Candidate` describes both: PrfaaS instances per site, bandwidth per link, and the routing.
+A single pair is the 1x1 case (site `prfaas`, region `pd`, link `prfaas->pd`, as
+`Topology.pair` names them) and also fixes its region's paradigm, split and threshold, because
+the closed-form model scores those choices in bulk; a topology candidate leaves them to the
+best threshold policy of its hardware (`emulator.topology.policy.search_policy`), or to the
+routing bound's split for `lp`.
 
 A candidate is a plain, hashable record so it can cross process boundaries (a process pool, a
 Dask worker) and be written to a results file; its `key` is stable across runs, which is what
-makes an interrupted sweep resumable.
+makes an interrupted sweep resumable. The pair's key and record fields are the ones its results
+files have always held, so those files resume.
 """
 
 from __future__ import annotations
@@ -10,42 +18,136 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
+from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 
+from emulator.model import Cluster
 from emulator.paradigm import Paradigm
 from emulator.scenario.scenario import Scenario
+from emulator.topology.spec import Topology
+from emulator.units import GBPS, to_gbps
 
 AUTO_T = -1.0  # "the model decides t" (the optimizer's best threshold for that deployment)
+PAIR_SITE, PAIR_REGION = Cluster.PRFAAS.value, Cluster.PD.value  # the 1x1 topology's names
+PAIR_LINK = f"{PAIR_SITE}->{PAIR_REGION}"
+
+
+class Split(NamedTuple):
+    """A region's fixed choice: paradigm, prefill and decode instances, threshold (tokens;
+    AUTO_T lets the model pick it per deployment). A tuple: a pair's space builds 10^5."""
+
+    paradigm: str
+    n_p: int
+    n_d: int
+    t: float
 
 
 @dataclass(frozen=True)
 class Candidate:
-    paradigm: str
-    n_prfaas: int
-    n_p: int
-    n_d: int
-    t: float  # tokens; AUTO_T lets the model pick it per deployment
-    bandwidth: float  # bytes per second
+    sites: tuple[tuple[str, int], ...]  # site -> PrfaaS instances
+    links: tuple[tuple[str, float], ...]  # link -> bandwidth, bytes/s
+    routing: str  # the topology's routing policy (the pair: its paradigm)
+    split: Split | None = None  # the pair's region; None: its policy's best
+
+    @classmethod
+    def pair(cls, paradigm: str, n_prfaas: int, n_p: int, n_d: int, t: float,
+             bandwidth: float) -> Candidate:
+        """The single pair as the 1x1 case."""
+        return cls(((PAIR_SITE, n_prfaas),), ((PAIR_LINK, bandwidth),), str(paradigm),
+                   Split(str(paradigm), n_p, n_d, t))
 
     @property
+    def is_pair(self) -> bool:
+        return self.split is not None
+
+    # the pair's fields, by their single-pair names
+    @property
+    def paradigm(self) -> str:
+        return self.split.paradigm  # type: ignore[union-attr]
+
+    @property
+    def n_prfaas(self) -> int:
+        return self.sites[0][1]
+
+    @property
+    def n_p(self) -> int:
+        return self.split.n_p  # type: ignore[union-attr]
+
+    @property
+    def n_d(self) -> int:
+        return self.split.n_d  # type: ignore[union-attr]
+
+    @property
+    def t(self) -> float:
+        return self.split.t  # type: ignore[union-attr]
+
+    @property
+    def bandwidth(self) -> float:
+        return self.links[0][1]
+
+    def to_dict(self, t: float | None = None) -> dict:
+        """The candidate as its records write it (`t`: the threshold AUTO_T became)."""
+        if self.split is None:
+            return {"sites": dict(self.sites),
+                    "links_gbps": {n: to_gbps(b) for n, b in self.links}, "routing": self.routing}
+        return {"paradigm": self.paradigm, "n_prfaas": self.n_prfaas, "n_p": self.n_p,
+                "n_d": self.n_d, "t": self.t if t is None else t, "bandwidth": self.bandwidth}
+
+    @classmethod
+    def of(cls, c: dict) -> Candidate:
+        """A record's candidate (`to_dict` read back)."""
+        if "sites" in c:
+            return cls(tuple((n, int(i)) for n, i in c["sites"].items()),
+                       tuple((n, float(g) * GBPS) for n, g in c["links_gbps"].items()),
+                       str(c["routing"]))
+        return cls.pair(c["paradigm"], int(c["n_prfaas"]), int(c["n_p"]), int(c["n_d"]),
+                        float(c["t"]), float(c["bandwidth"]))
+
+    @cached_property
     def key(self) -> str:
-        blob = json.dumps(asdict(self), sort_keys=True)
+        if self.split is None:
+            s = ",".join(f"{n}={i}" for n, i in self.sites)
+            k = ",".join(f"{n}={to_gbps(b):g}" for n, b in self.links)
+            return f"{self.routing}|{s}|{k}"
+        blob = json.dumps(self.to_dict(), sort_keys=True)
         return hashlib.sha1(blob.encode()).hexdigest()[:16]
 
     def label(self, resolved_t: float | None = None) -> str:
         """Short text for tables; `resolved_t` shows the threshold AUTO_T became."""
-        from emulator.units import format_tokens, to_gbps
+        if self.split is None:
+            s = " ".join(f"{n}:{i}" for n, i in self.sites)
+            k = " ".join(f"{n}:{to_gbps(b):g}G" for n, b in self.links)
+            return f"{s} {k} {self.routing}"
+        from emulator.units import format_tokens
         t = resolved_t if resolved_t is not None else self.t
         t = "auto" if t == AUTO_T else "-" if not Paradigm(self.paradigm).threshold_routing else format_tokens(t)
         return (f"{self.paradigm} {self.n_prfaas}/{self.n_p}/{self.n_d} t={t} "
                 f"B={to_gbps(self.bandwidth):g}G")
 
+    def topology(self, base: Topology) -> Topology:
+        """`base` with this candidate's instances, bandwidths and routing."""
+        inst, bw = dict(self.sites), dict(self.links)
+        return replace(base, routing=self.routing if self.split is None else base.routing,
+                       sites=tuple(replace(s, instances=inst.get(s.name, s.instances))
+                                   for s in base.sites),
+                       links=tuple(replace(k, bandwidth=bw.get(k.name, k.bandwidth))
+                                   for k in base.links))
+
+    @classmethod
+    def shipped(cls, topo: Topology) -> Candidate:
+        """A topology as written, as a candidate."""
+        return cls(tuple((s.name, s.instances) for s in topo.sites),
+                   tuple((k.name, k.bandwidth) for k in topo.links), topo.routing)
+
 
 @dataclass(frozen=True)
 class Space:
-    """Ranges around a base scenario. The local pool of each candidate is n_p + n_d."""
+    """The single pair's ranges around a base scenario: its site's instances, its link's
+    bandwidths, and its region's pools, each split every way (n_d >= 1), at each threshold and
+    paradigm. The local pool of each candidate is n_p + n_d."""
 
     n_prfaas: tuple[int, ...]
     pools: tuple[int, ...]  # local pool sizes to split every way (n_d >= 1)
@@ -58,18 +160,21 @@ class Space:
         out: list[Candidate] = []
         for paradigm in self.paradigms:
             if paradigm == Paradigm.HOMOGENEOUS:  # its own pool of local-type instances, p = 0
+                site, link = ((PAIR_SITE, 0),), ((PAIR_LINK, self.bandwidths[0]),)
                 for pool in self.homogeneous_pools:
-                    out += [Candidate(paradigm, 0, n_p, pool - n_p, np.inf, self.bandwidths[0])
+                    out += [Candidate(site, link, paradigm,
+                                      Split(paradigm, n_p, pool - n_p, np.inf))
                             for n_p in range(1, pool)]
                 continue
             for n_pf, pool, bw in itertools.product(self.n_prfaas, self.pools, self.bandwidths):
                 if n_pf == 0:
                     continue
+                site, link = ((PAIR_SITE, n_pf),), ((PAIR_LINK, bw),)
                 if paradigm == Paradigm.NAIVE:
-                    out.append(Candidate(paradigm, n_pf, 0, pool, 0.0, bw))
+                    out.append(Candidate(site, link, paradigm, Split(paradigm, 0, pool, 0.0)))
                     continue
-                for n_p, t in itertools.product(range(1, pool), self.thresholds):
-                    out.append(Candidate(paradigm, n_pf, n_p, pool - n_p, t, bw))
+                out += [Candidate(site, link, paradigm, Split(paradigm, n_p, pool - n_p, t))
+                        for n_p, t in itertools.product(range(1, pool), self.thresholds)]
         return out
 
     @classmethod
@@ -84,3 +189,35 @@ class Space:
                    homogeneous_pools=homo,
                    thresholds=thresholds, bandwidths=bandwidths or (s.bandwidth,),
                    paradigms=paradigms)
+
+
+@dataclass(frozen=True)
+class TopologySpace:
+    """A topology's ranges: per site the instance counts, per link the bandwidths (bytes/s),
+    and the routings; an element not named keeps its preset value. Splits and thresholds are
+    not ranged: each candidate runs the best threshold policy of its hardware."""
+
+    sites: dict[str, tuple[int, ...]]
+    links: dict[str, tuple[float, ...]]
+    routings: tuple[str, ...]
+
+    def size(self, topo: Topology) -> int:
+        n = len(self.routings)
+        for s in topo.sites:
+            n *= len(self.sites.get(s.name, (s.instances,)))
+        for k in topo.links:
+            n *= len(self.links.get(k.name, (k.bandwidth,)))
+        return n
+
+    def candidates(self, topo: Topology) -> list[Candidate]:
+        site_opts = [[(s.name, i) for i in self.sites.get(s.name, (s.instances,))]
+                     for s in topo.sites]
+        link_opts = [[(k.name, b) for b in self.links.get(k.name, (k.bandwidth,))]
+                     for k in topo.links]
+        return [Candidate(tuple(ss), tuple(ls), r) for r in self.routings
+                for ss in itertools.product(*site_opts) for ls in itertools.product(*link_opts)]
+
+    def describe(self) -> dict:
+        return {"sites": {k: list(v) for k, v in self.sites.items()},
+                "links_gbps": {k: [to_gbps(x) for x in v] for k, v in self.links.items()},
+                "routings": list(self.routings)}

@@ -1,10 +1,17 @@
 """`prfaas-tui plan`: which deployment, threshold and link serve the most traffic within the
-SLO, per dollar — the model prunes, emulation decides (see emulator/planner)."""
+SLO, per dollar — the model prunes, emulation decides (see emulator/planner).
+
+One command for a single pair and a topology preset. The shared flags mean the same on both;
+the pair ranges its site, link and region by --n-prfaas, --bandwidth, --pool, --t and
+--paradigm, a topology its sites, links and routing by --site, --link and --routing (with
+--price and --price-per-tb); a flag of the other kind is refused in one line.
+"""
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import re
 import sys
@@ -23,13 +30,16 @@ from emulator.files import cap_help
 from emulator.model import evaluate
 from emulator.paradigm import Paradigm
 from emulator.planner.goodput import SLO, Settings, too_short, unmeetable
-from emulator.planner.space import AUTO_T, Candidate, Space
+from emulator.planner.prices import PlanInputError, Prices
+from emulator.planner.space import AUTO_T, Candidate, Space, TopologySpace
 from emulator.planner.store import OtherPlan, check_writable
 from emulator.planner.sweep import Plan, run_plan
 from emulator.scenario import presets
 from emulator.scenario.knobs import KnobError, whole
 from emulator.scenario.reader import positive
-from emulator.units import parse_bandwidth, parse_duration, parse_tokens
+from emulator.scenario.topology_knobs import best_cache_problem
+from emulator.topology.spec import ROUTINGS
+from emulator.units import GBPS, parse_bandwidth, parse_duration, parse_tokens
 from prfaas_tui import json_out
 from prfaas_tui.commands.common import add_budget_flags, caps_from_args, knob_error
 from prfaas_tui.commands.trace_flags import add_trace_flags, with_workload, workload_from_args
@@ -37,7 +47,8 @@ from prfaas_tui.errors import UsageError, parse_flag
 
 
 def _ints(flag: str, text: str | None) -> range | tuple[int, ...] | None:
-    """'2:6' (inclusive, kept as a range: a 0:100000000 is counted, never built) or '2,4,8'."""
+    """'2:6' (inclusive, kept as a range: a 0:100000000 is counted, never built) or '2,4,8';
+    `flag` names the flag (and the site) in a refusal."""
     if text is None:
         return None
     try:
@@ -120,11 +131,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="local pool sizes, each split every way (default: the preset's)")
     p.add_argument("--homogeneous-pool", metavar="RANGE|LIST",
                    help="homogeneous baseline pool sizes (default: the preset's)")
-    p.add_argument("--t", default="auto", metavar="auto|TOKENS,...",
-                   help="'auto' (the model picks t per deployment) or a list like 16K,24K")
+    p.add_argument("--t", metavar="auto|TOKENS,...",
+                   help="'auto' (the model picks t per deployment, the default) or a list like "
+                        "16K,24K")
     p.add_argument("--bandwidth", metavar="GBPS,...",
                    help="B_out values in Gbps, e.g. 25,50,100 (default: the preset's)")
-    p.add_argument("--paradigm", default=",".join(Paradigm), metavar="P,...",
+    p.add_argument("--paradigm", metavar="P,...",
                    help="comma list of paradigms, each of " + ", ".join(Paradigm)
                         + " (default: all of them)")
     p.add_argument("--slo-ttft", default="5 s", metavar="DURATION", help="P90 TTFT target")
@@ -134,22 +146,68 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--duration", default="10 min", metavar="DURATION",
                    help="simulated time per emulation run")
     p.add_argument("--steps", default="7", metavar="N", help="bisection steps on the rate")
-    p.add_argument("--per-config", default="3", metavar="N",
-                   help="model-stage survivors per hardware configuration")
+    p.add_argument("--per-config", metavar="N",
+                   help="model-stage survivors per hardware configuration (default 3)")
     p.add_argument("--workers", default=None, metavar="N",
                    help="local processes (default: all cores)")
     p.add_argument("--dask", metavar="ADDRESS", help="run on a Dask cluster, e.g. tcp://10.0.0.1:8786")
     p.add_argument("--out", metavar="FILE",
-                   help="keep the results here (JSON lines) and resume from it when it exists "
-                        "(default: a temporary file, removed at exit)")
+                   help="keep the results here (a pair: JSON lines, resumed from when it exists; "
+                        "a topology: its summary as JSON) (default: not kept)")
     p.add_argument("--csv", metavar="FILE", help="also write the ranked candidates as CSV")
     p.add_argument("--top", default="10", metavar="N", help="rows in the table")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     add_budget_flags(p, ("candidates", "runs", "requests", "instances"))
     add_trace_flags(p)
-    from prfaas_tui.commands.plan_topology import add_topology_flags
-    add_topology_flags(p)
+    p.add_argument("--site", action="append", metavar="NAME=LIST",
+                   help="topology presets: a site's PrfaaS instances to try, e.g. hub=6,8,10 "
+                        "or hub=6:10 (repeat per site)")
+    p.add_argument("--link", action="append", metavar="SITE->REGION=LIST",
+                   help="topology presets: a link's bandwidths in Gbps, e.g. hub->west=20,40")
+    p.add_argument("--routing", metavar="LIST",
+                   help=f"topology presets: routing policies to try ({', '.join(ROUTINGS)}"
+                        "; default the preset's)")
+    p.add_argument("--price", action="append", metavar="NAME=X",
+                   help="topology presets: a site's or region's price per instance-hour")
+    p.add_argument("--price-per-tb", action="append", metavar="LINK=X",
+                   help="topology presets: a link's price per TB (its bandwidth is leased: "
+                        "priced as if it carried its full rate)")
     return p
+
+
+# the flags of one kind of preset: (attribute, flag, why it does not apply to the other kind)
+PAIR_FLAGS = (
+    ("n_prfaas", "--n-prfaas", "a single-pair flag; on a topology use --site"),
+    ("pool", "--pool", "a single-pair flag; on a topology each region keeps its pool"),
+    ("homogeneous_pool", "--homogeneous-pool", "a single-pair flag"),
+    ("bandwidth", "--bandwidth", "a single-pair flag; on a topology use --link"),
+    ("paradigm", "--paradigm", "a single-pair flag; on a topology use --routing"),
+    ("t", "--t", "a single-pair flag; on a topology the planner runs each candidate's best "
+                 "thresholds (or the bound's routing)"),
+    ("per_config", "--per-config", "a single-pair flag; a topology candidate's split and "
+                                   "threshold are its policy's"),
+    ("slo_tpot", "--slo-tpot", "a single-pair flag; a topology plan's SLO is P90 TTFT per region"),
+    ("trace", "--trace", "a single-pair flag; a topology region replays its own trace "
+                         "([region.workload] replay in the preset)"),
+    ("columns", "--columns", "a single-pair flag (with --trace)"),
+    ("incremental", "--incremental", "a single-pair flag (with --trace)"),
+    ("max_requests", "--max-requests", "a single-pair flag; a topology plan is bounded by its "
+                                       "candidates and runs (--max-candidates, --max-runs)"),
+)
+TOPOLOGY_FLAGS = (("site", "--site"), ("link", "--link"), ("routing", "--routing"),
+                  ("price", "--price"), ("price_per_tb", "--price-per-tb"))
+
+
+def refuse_other_kind(args: argparse.Namespace, topology: bool) -> None:
+    """One line for the first flag given that applies only to the other kind of preset."""
+    if topology:
+        for attr, flag, why in PAIR_FLAGS:
+            if getattr(args, attr, None) not in (None, False):
+                raise UsageError(f"{flag}: {why}")
+        return
+    for attr, flag in TOPOLOGY_FLAGS:
+        if getattr(args, attr, None) is not None:
+            raise UsageError(f"{flag}: a topology flag; {args.preset} is a single pair")
 
 
 def build_plan(args: argparse.Namespace) -> Plan:
@@ -157,10 +215,11 @@ def build_plan(args: argparse.Namespace) -> Plan:
     if (wl := workload_from_args(args)) is not None:
         sc = with_workload(sc, wl)
     try:
-        paradigms = tuple(Paradigm(x.strip()) for x in args.paradigm.split(","))
+        paradigms = tuple(Paradigm(x.strip())
+                          for x in (args.paradigm or ",".join(Paradigm)).split(","))
     except ValueError as exc:
         raise UsageError(f"--paradigm: {exc}") from None
-    t = (AUTO_T,) if args.t == "auto" else _list("--t", args.t, parse_tokens)
+    t = (AUTO_T,) if args.t in (None, "auto") else _list("--t", args.t, parse_tokens)
     for x in t if t != (AUTO_T,) else ():  # the knob's one range check (Controls.validate)
         try:
             sc.controls.changed(sc.system, t=x)
@@ -170,7 +229,7 @@ def build_plan(args: argparse.Namespace) -> Plan:
               parse_flag("--slo-tpot", parse_duration, args.slo_tpot, positive))
     duration = parse_flag("--duration", parse_duration, args.duration, positive)
     seeds, steps = _count("--seeds", args.seeds, 1), _count("--steps", args.steps, 1)
-    per_config = _count("--per-config", args.per_config, 1)
+    per_config = _count("--per-config", args.per_config or "3", 1)
     space_kw = dict(n_prfaas=_ints("--n-prfaas", args.n_prfaas), pools=_ints("--pool", args.pool),
                     homogeneous_pools=_ints("--homogeneous-pool", args.homogeneous_pool),
                     thresholds=t, bandwidths=_list("--bandwidth", args.bandwidth, parse_bandwidth),
@@ -184,29 +243,104 @@ def build_plan(args: argparse.Namespace) -> Plan:
     return Plan(sc, space, settings, per_config=per_config)
 
 
+def _pairs(flag: str, items: list[str] | None) -> dict[str, str]:
+    """Repeated NAME=VALUE flags, each name once."""
+    out: dict[str, str] = {}
+    for it in items or ():
+        name, sep, value = it.rpartition("=")
+        if not sep or not name or not value:
+            raise UsageError(f"{flag}: expected NAME=VALUE, got {it!r}")
+        if name in out:
+            raise UsageError(f"{flag}: {name} given twice")
+        out[name] = value
+    return out
+
+
+def _floats(flag: str, text: str, *, positive_only: bool = True) -> tuple[float, ...]:
+    try:
+        vals = tuple(float(x) for x in text.split(","))
+    except ValueError:
+        raise UsageError(f"{flag}: expected numbers like 20,40, got {text!r}") from None
+    if any(not (v > 0 if positive_only else v >= 0) or v != v or v == float("inf")
+           for v in vals):
+        raise UsageError(f"{flag}: every value must be a finite number "
+                         f"{'> 0' if positive_only else '>= 0'}, got {text!r}")
+    return vals
+
+
+def build_topology_plan(args: argparse.Namespace, sc) -> Plan:
+    """A topology's space (--site, --link, --routing), its prices and the shared settings,
+    bounded before any candidate is built."""
+    topo = sc.declared_topology
+    caps = caps_from_args(args)
+    sites: dict[str, tuple[int, ...]] = {}
+    for name, text in _pairs("--site", args.site).items():
+        if name not in {s.name for s in topo.sites}:
+            raise UsageError(f"--site: no site named {name!r} (sites: "
+                             f"{', '.join(s.name for s in topo.sites)})")
+        vals = _ints(f"--site: {name}", text)
+        try:
+            budget.check_instances({f"--site {name}": _highest(vals)}, caps)
+            budget.check("candidates", len(vals), f"--site {name}", caps)
+        except budget.BudgetError as exc:
+            raise UsageError(str(exc)) from None
+        sites[name] = tuple(vals)
+    links: dict[str, tuple[float, ...]] = {}
+    for name, text in _pairs("--link", args.link).items():
+        if name not in {k.name for k in topo.links}:
+            raise UsageError(f"--link: no link named {name!r} (links: "
+                             f"{', '.join(k.name for k in topo.links)})")
+        links[name] = tuple(g * GBPS for g in _floats(f"--link: {name}", text))
+    routings = tuple(x.strip() for x in (args.routing or topo.routing).split(","))
+    for r in routings:
+        if r not in ROUTINGS:
+            raise UsageError(f"--routing: {r!r} is not one of {', '.join(ROUTINGS)}")
+        if r == "best-cache" and (why := best_cache_problem(sc.sim)) is not None:
+            raise UsageError(f"--routing: {why}")
+    prices_kw = {n: _floats(f"--price: {n}", v)[0] for n, v in _pairs("--price", args.price).items()}
+    per_tb = {n: _floats(f"--price-per-tb: {n}", v, positive_only=False)[0]
+              for n, v in _pairs("--price-per-tb", args.price_per_tb).items()}
+    try:
+        prices = Prices.of(topo, prices_kw, per_tb)
+    except PlanInputError as exc:
+        raise UsageError(str(exc)) from None
+    space = TopologySpace(sites, links, routings)
+    seeds, steps = _count("--seeds", args.seeds, 1), _count("--steps", args.steps, 1)
+    settings = Settings(SLO(parse_flag("--slo-ttft", parse_duration, args.slo_ttft, positive)),
+                        tuple(range(1, seeds + 1)),
+                        parse_flag("--duration", parse_duration, args.duration, positive), steps)
+    try:  # each candidate is a routing bound and a policy search before its emulations
+        n = budget.check("candidates", space.size(topo), "--site x --link x --routing", caps)
+        budget.check("runs", budget.plan_runs(int(n) + 1, seeds, steps),
+                     "--seeds x --steps x the candidates (and the shipped deployment)", caps)
+    except budget.BudgetError as exc:
+        raise UsageError(str(exc)) from None
+    return Plan(sc, space, settings, prices=prices)
+
+
 def main(args: argparse.Namespace) -> int:
     sc = presets.load(args.preset, topology=True)
-    if sc.declared_topology is not None:  # sites, links and routing (plan_topology)
-        from prfaas_tui.commands import plan_topology
-        return plan_topology.main(args, sc)
-    for flag in ("site", "link", "routing", "price", "price_per_tb"):
-        if getattr(args, flag) is not None:
-            raise UsageError(f"--{flag.replace('_', '-')}: a topology flag; {args.preset} is a "
-                             "single pair")
-    plan = build_plan(args)
-    if (why := too_short(plan.scenario, plan.settings.duration)) is not None:
-        print(f"prfaas-tui plan: warning: --duration: {why}", file=sys.stderr)
-    if (why := unmeetable(plan.scenario, plan.settings.slo)) is not None:
-        print(f"prfaas-tui plan: warning: {why}", file=sys.stderr)
+    topology = sc.declared_topology is not None
+    refuse_other_kind(args, topology)
+    if topology:
+        plan = build_topology_plan(args, sc)
+    else:
+        plan = build_plan(args)
+        if (why := too_short(plan.scenario, plan.settings.duration)) is not None:
+            print(f"prfaas-tui plan: warning: --duration: {why}", file=sys.stderr)
+        if (why := unmeetable(plan.scenario, plan.settings.slo)) is not None:
+            print(f"prfaas-tui plan: warning: {why}", file=sys.stderr)
     workers = _count("--workers", args.workers, 1) or os.cpu_count() or 1
     top = _count("--top", args.top, 0)
+    if topology:  # its --out is the summary, written at the end (no resume)
+        return _sweep(args, plan, args.out, workers, top)
     with tempfile.TemporaryDirectory(prefix="prfaas-plan-") as tmp:
         # without --out the results live only as long as the command: nothing is left behind
         out = args.out or str(Path(tmp) / f"plan-{plan.scenario.name}.jsonl")
         return _sweep(args, plan, out, workers, top)
 
 
-def _sweep(args: argparse.Namespace, plan: Plan, out: str, workers: int, top: int) -> int:
+def _sweep(args: argparse.Namespace, plan: Plan, out: str | None, workers: int, top: int) -> int:
     err = Console(stderr=True)
     progress = Progress(TextColumn("plan"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("ETA"), TimeRemainingColumn(), console=err,
@@ -218,12 +352,13 @@ def _sweep(args: argparse.Namespace, plan: Plan, out: str, workers: int, top: in
         task = progress.add_task("plan", total=total, completed=done)
 
     try:
-        check_writable(out, "--out")  # before the sweep, not after it (issue 11)
+        if out is not None:
+            check_writable(out, "--out")  # before the sweep, not after it
         if args.csv:
             check_writable(args.csv, "--csv")
         with progress:
-            summary = run_plan(plan, out=out, workers=workers, dask=args.dask,
-                               on_start=on_start,
+            summary = run_plan(plan, out=None if plan.is_topology else out, workers=workers,
+                               dask=args.dask, on_start=on_start,
                                on_result=lambda rec: progress.advance(task))
     except OtherPlan as exc:
         raise UsageError(other_plan_message(exc)) from None
@@ -234,10 +369,18 @@ def _sweep(args: argparse.Namespace, plan: Plan, out: str, workers: int, top: in
             raise
         raise UsageError(f"--dask: cannot reach a Dask scheduler at {args.dask}: "
                          f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+    if plan.is_topology and out is not None:
+        try:
+            Path(out).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"--out: cannot write {out}: {exc.strerror}") from None
     if args.csv:
         write_csv(summary["ranked"], args.csv)
     if args.json:
         print(json_out.dumps(summary, indent=2))
+        return 0
+    if plan.is_topology:
+        render_topology(summary, Console(), top, args.out)
         return 0
     render(summary, Console(), top, args.out, zero_goodput_reasons(plan, summary["ranked"]))
     return 0
@@ -299,8 +442,8 @@ def zero_goodput_reasons(plan: Plan, ranked: list[dict]) -> list[str]:
     for paradigm, recs in by.items():
         if any(r["goodput"] > 0 for r in recs):
             continue
-        floor = min(zero_load_p90(plan.scenario, Candidate(**r["candidate"]), r["candidate"]["t"])
-                    for r in recs)
+        floor = min(zero_load_p90(plan.scenario, Candidate.of(r["candidate"]),
+                                  r["candidate"]["t"]) for r in recs)
         if floor > slo:
             lines.append(f"{paradigm}: goodput 0 for all {len(recs)}: its P90 TTFT is "
                          f"{floor:.2f} s or more even at zero load (the prefill of its longest "
@@ -314,13 +457,19 @@ def zero_goodput_reasons(plan: Plan, ranked: list[dict]) -> list[str]:
 
 CSV_FIELDS = ("label", "goodput", "goodput_lo", "goodput_hi", "lambda_max", "utilization",
               "cost_per_hour", "goodput_per_cost", "binding", "bandwidth_gbps", "key")
+TOPOLOGY_CSV_FIELDS = ("label", "goodput", "goodput_lo", "goodput_hi", "bound", "utilization",
+                       "cost_per_hour", "goodput_per_cost", "binding", "key")
 
 
 def write_csv(records: list[dict], path: str) -> None:
+    """The ranked records, a pair's or a topology's (what binds joined by spaces)."""
+    topology = bool(records) and "bound" in records[0]
     with open(path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=CSV_FIELDS, extrasaction="ignore")
+        w = csv.DictWriter(fh, fieldnames=TOPOLOGY_CSV_FIELDS if topology else CSV_FIELDS,
+                           extrasaction="ignore")
         w.writeheader()
-        w.writerows(records)
+        w.writerows({**r, "binding": " ".join(r["binding"])} if topology else r
+                    for r in records)
 
 
 def render(summary: dict, console: Console, top: int, out: str | None,
@@ -362,3 +511,29 @@ def render(summary: dict, console: Console, top: int, out: str | None,
         # parsed as styled text, so rich measures it and drops the colours where the output
         # is not a terminal (a file, a pipe): no escape bytes there
         console.print(Text.from_ansi(plt.build()), highlight=False)
+
+
+def render_topology(summary: dict, console: Console, top: int, out: str | None) -> None:
+    """A topology plan: the shipped deployment, the best at its cost or less, the front."""
+    sh = summary["shipped"]
+    console.print(f"{summary['candidates']} candidates; the routing bound pruned "
+                  f"{summary['pruned_by_bound']}; emulated {summary['emulated']}. "
+                  + (f"Results: {out}" if out else "Results not kept: --out FILE keeps them"))
+    console.print(f"shipped: {sh['label']}: SLO goodput {sh['goodput']:.3f} req/s (bound "
+                  f"{sh['bound']:.3f}) at {sh['cost_per_hour']:.2f}/h")
+    best = summary["best_within_shipped_cost"]
+    if best is not None:
+        console.print(f"best at the shipped cost or less: {best['label']}: {best['goodput']:.3f}"
+                      f" req/s at {best['cost_per_hour']:.2f}/h "
+                      f"({best['goodput'] / sh['goodput'] - 1:+.1%} goodput, "
+                      f"{best['cost_per_hour'] - sh['cost_per_hour']:+.2f}/h)"
+                      if sh["goodput"] > 0 else f"best at the shipped cost or less: "
+                      f"{best['label']}")
+    t = Table(title="cost/goodput Pareto front (each the best candidate at its budget)",
+              title_justify="left")
+    for col in ("candidate", "cost/h", "goodput (req/s)", "bound", "binds"):
+        t.add_column(col, justify="left" if col in ("candidate", "binds") else "right")
+    for r in summary["pareto"][:top]:
+        t.add_row(r["label"], f"{r['cost_per_hour']:.2f}", f"{r['goodput']:.3f}",
+                  f"{r['bound']:.3f}", ", ".join(r["binding"]))
+    console.print(t)

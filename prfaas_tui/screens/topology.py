@@ -385,30 +385,26 @@ class TopologyScreen(Screen):
 
     def open_plan(self, path: str) -> None:
         """Show a topology plan's front; the chosen candidate replaces the running topology."""
-        from prfaas_tui.screens.topology_plan import (
-            TopologyPlanError,
-            TopologyPlanScreen,
-            plan_base,
-            read_topology_plan,
-        )
+        from prfaas_tui.screens.plan import PlanChoice, PlanError, PlanScreen, open_plan
 
         try:
-            summary = read_topology_plan(path)
-            base = plan_base(summary)
-        except (TopologyPlanError, PresetError) as exc:
+            plan = open_plan(path)
+            if not plan.topology:
+                raise PlanError(f"{path}: a single pair's plan: open it with  prfaas-tui "
+                                f"--plan {path}")
+        except PlanError as exc:
             self.notify(str(exc), title="plan", severity="error")
             return
         self.plan = path
 
-        def chosen(rec: dict | None) -> None:
-            if rec is None:
+        def chosen(choice: PlanChoice | None) -> None:
+            if choice is None:
                 return
-            from emulator.planner.topology_plan import scenario_of_record
-
-            self.load(scenario_of_record(base, rec))
+            rec = choice.record
+            self.load(choice.scenario)
             self.notify(f"opened {rec['label']}: SLO goodput {rec['goodput']:.3f} req/s at "
                         f"{rec['cost_per_hour']:.2f}/h (bound {rec['bound']:.3f})")
-        self.app.push_screen(TopologyPlanScreen(summary, path), chosen)
+        self.app.push_screen(PlanScreen(path, topology=True), chosen)
 
     def load(self, scenario: Scenario, drill: Drill | None = None) -> None:
         self.session.load(scenario, drill)
