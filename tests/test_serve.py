@@ -119,6 +119,7 @@ return arguments[0].every(s => plain.includes(s));
 """
 
 
+@pytest.mark.slow  # a browser and a dashboard process start: seconds, more on a loaded machine
 @pytest.mark.skipif(not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)),
                     reason="needs Debian's chromium and chromium-driver (apt-get install chromium "
                            "chromium-driver; .ci/run installs them)")
@@ -158,7 +159,7 @@ def test_the_page_shows_the_dashboard_and_takes_keys(tmp_path):
                 return False
             return True
 
-        WebDriverWait(driver, 60, poll_frequency=0.2).until(listening)
+        WebDriverWait(driver, 30, poll_frequency=0.2).until(listening)
         driver.get(url)
         screen_has = lambda *words: lambda d: d.execute_script(SCREEN_HAS, list(words))  # noqa: E731
         WebDriverWait(driver, 60, poll_frequency=0.5).until(screen_has("PrfaaS", "Λmax"))
