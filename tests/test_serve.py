@@ -26,8 +26,8 @@ class FakeServer:
     """Stands in for textual_serve's Server: records what serve asked for, listens nowhere."""
     made: list[FakeServer] = []
 
-    def __init__(self, command: str, host: str, port: int, title: str) -> None:
-        self.command, self.host, self.port = command, host, port
+    def __init__(self, command: str, host: str, port: int, title: str, public_url: str) -> None:
+        self.command, self.host, self.port, self.url = command, host, port, public_url
         FakeServer.made.append(self)
 
     def serve(self) -> None:
@@ -47,7 +47,7 @@ def fake_server(monkeypatch):
 def test_the_served_command_is_the_dashboard_on_the_preset(fake_server, capsys):
     assert cli.main(["serve", "--preset", "toy", "--port", "8123"]) == 0
     (made,) = fake_server
-    assert (made.host, made.port) == ("127.0.0.1", 8123)
+    assert (made.host, made.port, made.url) == ("127.0.0.1", 8123, "http://127.0.0.1:8123")
     argv = shlex.split(made.command)
     assert argv[:3] == [sys.executable, "-m", "prfaas_tui.cli"]
     args, extra = cli._parser(argv[3:]).parse_known_args(argv[3:])
@@ -59,8 +59,14 @@ def test_the_served_command_is_the_dashboard_on_the_preset(fake_server, capsys):
 def test_a_non_loopback_host_is_said_in_one_line(fake_server, capsys):
     assert cli.main(["serve", "--host", "0.0.0.0"]) == 0
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "0.0.0.0:8000" in err
+    assert err.count("\n") == 1 and "0.0.0.0 port 8000" in err
     assert fake_server[0].host == "0.0.0.0"
+    # the page's websocket goes to this machine by name, not to the wildcard
+    assert fake_server[0].url == f"http://{socket.getfqdn()}:8000" and fake_server[0].url in err
+
+
+def test_an_ipv6_address_is_bracketed_in_the_page():
+    assert serve.page_url("::1", 8000) == "http://[::1]:8000"
 
 
 @pytest.mark.parametrize("host, loopback", [("127.0.0.1", True), ("127.0.0.9", True),

@@ -45,6 +45,15 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def page_url(host: str, port: int) -> str:
+    """The address the page gives the browser for its websocket: a wildcard (0.0.0.0, ::)
+    listens everywhere but is nowhere to connect to, so it becomes this machine's name; an
+    IPv6 address is bracketed."""
+    if host in ("0.0.0.0", "::"):
+        host = socket.getfqdn()
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
 def app_command(preset: str) -> str:
     """The shell command textual-serve runs per session: this interpreter, the same entry point
     as `prfaas-tui`, with the preset as an absolute path (the server's cwd need not be the
@@ -64,10 +73,12 @@ def main(args: argparse.Namespace) -> int:
         from textual_serve.server import Server
     except ImportError:
         raise UsageError(f"serve needs textual-serve: {INSTALL_HINT}") from None
+    url = page_url(args.host, args.port)
     if not is_loopback(args.host):
-        print(f"prfaas-tui serve: listening on {args.host}:{args.port}: anyone who can reach it "
-              "opens the dashboard", file=sys.stderr)
-    server = Server(app_command(preset), host=args.host, port=args.port, title="prfaas-tui")
+        print(f"prfaas-tui serve: listening on {args.host} port {args.port} ({url}): anyone who "
+              "can reach it opens the dashboard", file=sys.stderr)
+    server = Server(app_command(preset), host=args.host, port=args.port, title="prfaas-tui",
+                    public_url=url)
     try:
         server.serve()
     except socket.gaierror as exc:
