@@ -24,7 +24,7 @@ from prfaas_tui.errors import UsageError
 
 # subcommand -> module under prfaas_tui.commands (imported lazily: `solve` must not pay for Textual)
 COMMANDS = ("presets", "solve", "run", "drill", "profile", "plan", "snapshot", "new", "models",
-            "completion")
+            "completion", "serve")
 DEFAULT_PRESET = "paper-case-study"
 
 

@@ -87,7 +87,7 @@ def main(args: argparse.Namespace) -> int:
 def render(answer: dict, console: Console) -> None:
     b = answer["optimum"]
     console.print(f"wrote [bold]{answer['preset']}[/] (open it: prfaas-tui --preset {answer['preset']})")
-    for note in uncalibrated_notes(answer):
+    for note in [*uncalibrated_notes(answer), *answer["warnings"]]:
         console.print(note, style="yellow", highlight=False)
     console.print(f"optimum: t = {format_tokens(b['t'])} tokens, N_prfaas/N_p/N_d = "
                   f"{b['n_prfaas']}/{b['n_p']}/{b['n_d']}, p = {b['p']:.3f}, Lambda_max = "
