@@ -161,11 +161,13 @@ def build_plan(args: argparse.Namespace) -> Plan:
     except ValueError as exc:
         raise UsageError(f"--paradigm: {exc}") from None
     t = (AUTO_T,) if args.t == "auto" else _list("--t", args.t, parse_tokens)
-    for x in t if t != (AUTO_T,) else ():  # the knob's one range check (Controls.validate)
-        try:
-            sc.controls.changed(sc.system, t=x)
-        except KnobError as exc:
-            raise knob_error(exc) from None
+    bandwidths = _list("--bandwidth", args.bandwidth, parse_bandwidth)
+    for knob, xs in (("t", t if t != (AUTO_T,) else ()), ("bandwidth", bandwidths or ())):
+        for x in xs:  # the knob's one range check (Controls.validate)
+            try:
+                sc.controls.changed(sc.system, **{knob: x})
+            except KnobError as exc:
+                raise knob_error(exc) from None
     slo = SLO(parse_flag("--slo-ttft", parse_duration, args.slo_ttft, positive),
               parse_flag("--slo-tpot", parse_duration, args.slo_tpot, positive))
     duration = parse_flag("--duration", parse_duration, args.duration, positive)
@@ -173,7 +175,7 @@ def build_plan(args: argparse.Namespace) -> Plan:
     per_config = _count("--per-config", args.per_config, 1)
     space_kw = dict(n_prfaas=_ints("--n-prfaas", args.n_prfaas), pools=_ints("--pool", args.pool),
                     homogeneous_pools=_ints("--homogeneous-pool", args.homogeneous_pool),
-                    thresholds=t, bandwidths=_list("--bandwidth", args.bandwidth, parse_bandwidth),
+                    thresholds=t, bandwidths=bandwidths,
                     paradigms=paradigms)
     _check_work(sc, space_kw, {"seeds": seeds, "steps": steps, "duration": duration},
                 per_config, caps_from_args(args))

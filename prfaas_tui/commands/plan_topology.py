@@ -23,10 +23,10 @@ from emulator.planner.topology_plan import (
     TopologySpace,
     plan_topology,
 )
+from emulator.scenario.knobs import KNOBS, KnobError, best_cache_problem
 from emulator.scenario.reader import positive
-from emulator.scenario.topology_knobs import best_cache_problem
 from emulator.topology.spec import ROUTINGS
-from emulator.units import GBPS, parse_duration
+from emulator.units import parse_duration
 from prfaas_tui.commands.common import caps_from_args
 from prfaas_tui.errors import UsageError, parse_flag
 
@@ -109,7 +109,10 @@ def build(args: argparse.Namespace, sc) -> tuple[TopologySpace, Prices, Topology
         if name not in {k.name for k in topo.links}:
             raise UsageError(f"--link: no link named {name!r} (links: "
                              f"{', '.join(k.name for k in topo.links)})")
-        links[name] = tuple(g * GBPS for g in _floats("--link", name, text))
+        try:  # the bandwidth knob's parse and range (a bare number is Gbps)
+            links[name] = tuple(KNOBS["bandwidth"].read(x) for x in text.split(","))
+        except KnobError as exc:
+            raise UsageError(f"--link: {name}: {exc.reason}") from None
     routings = tuple(x.strip() for x in (args.routing or topo.routing).split(","))
     for r in routings:
         if r not in ROUTINGS:
