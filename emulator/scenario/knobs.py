@@ -43,9 +43,6 @@ MAX_INSTANCES = 100_000  # instances of one pool; the work cap (emulator.budget)
 MIN_BANDWIDTH = 1e6 / 8  # bytes/s: 1 Mbps
 MAX_BANDWIDTH = 1e15  # bytes/s: 8 Pbps
 
-__all__ = ["PAIR_LINK", "PAIR_REGION", "PAIR_SITE"]  # re-exported: the pair's element names
-
-
 class KnobError(ValueError):
     """An impossible knob setting. `reason` is the phrase after the knob's name (what a preset
     key or a flag is followed by); `element` ("link hub->west") the topology element it was
@@ -106,8 +103,8 @@ class Limits:
 @dataclass(frozen=True)
 class Knob:
     """One knob: its Controls field, flag, parse, range, how people name it and where it
-    lives (the pair's preset key; the topology elements and their knob names there, which are
-    also the topology preset's keys)."""
+    lives (the pair's preset key; the topology elements, the knob's name on each and its key
+    in that element's preset table)."""
 
     name: str  # the Controls field
     flag: str
@@ -171,15 +168,17 @@ class Knob:
             repr(value)
         return f"{why} (got {got})"
 
-    def read(self, raw: Any, limits: Limits | None = None, element: str | None = None) -> Any:
-        """`raw` parsed and range-checked; KnobError naming the knob (and the element)."""
-        name = self.name if element is None else self.at(element.split()[0])
+    def read(self, raw: Any, limits: Limits | None = None, *,
+             at: tuple[str, str] | None = None) -> Any:
+        """`raw` parsed and range-checked; KnobError naming the knob (and, `at` an element
+        (kind, name), the element and the knob's name there)."""
+        name, where = (self.name, None) if at is None else (self.at(at[0]), " ".join(at))
         try:
             value = self.parse(raw.strip() if isinstance(raw, str) else raw)
         except (UnitError, ValueError, TypeError) as exc:
-            raise KnobError(name, str(exc), element) from None
+            raise KnobError(name, str(exc), where) from None
         if (why := self.refusal(value, limits)) is not None:
-            raise KnobError(name, why, element)
+            raise KnobError(name, why, where)
         return value
 
     def at(self, kind: str) -> str:
@@ -249,7 +248,7 @@ def knob_at(kind: str, name: str) -> Knob:
 def read_at(kind: str, element: str, name: str, raw: Any) -> Any:
     """A value for knob `name` of element `element` (a `kind`), parsed and checked against
     the knob's static range; the deployment's bounds are `check_element`'s."""
-    return knob_at(kind, name).read(raw, element=f"{kind} {element}")
+    return knob_at(kind, name).read(raw, at=(kind, element))
 
 
 @dataclass(frozen=True)
