@@ -1,10 +1,11 @@
 """One rule per knob: the same value typed on every surface gets the same verdict.
 
-Each value goes through the command line's flag path, a pair preset's [deployment] key, a
-topology preset's [[link]]/[[region]]/[[site]] key, the dashboard's knob editor and the topology
+Each value goes through the command line's flag path, a pair preset's key, a topology preset's
+[[link]]/[[region]]/[[site]] (or [workload]) key, the dashboard's knob editor and the topology
 view's element editor; every surface must accept it or every surface refuse it, and the verdict
 is the registry's stated rule (emulator/scenario/knobs.py): bandwidth 1 Mbps to 8 Pbps, t any
-number of tokens in the length support (fractions too), instances whole from 0 to 100,000.
+number of tokens in the length support (fractions too), instances whole from 0 to 100,000, rate
+finite and >= 0.
 Work caps (emulator.budget) are not knob rules and are not exercised here."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from emulator.scenario.knobs import KnobError, check_element
+from emulator.scenario.knobs import KNOBS, KnobError, check_element
 from emulator.scenario.presets import load, presets_dir
 from emulator.scenario.reader import PresetError
 from prfaas_tui.commands.common import add_scenario_flags, scenario_from_args
@@ -35,6 +36,8 @@ SURFACES = {
     "t": ("--t", "threshold = 19400 ", "t", ("region", "east", "t"), "threshold = 19400\n"),
     "instances": ("--n-prfaas", "prfaas_gpus = 32 ", "n_prfaas", ("site", "hub", "instances"),
                   'profile = "h200"\nparallelism = 8\ngpus = 64\n'),
+    # the offered rate: no element's knob (a topology's is the total, its [workload] key)
+    "rate": ("--rate", "load = 0.9\n", "rate", None, "load = 0.9\n"),
 }
 
 CASES = [  # (knob, the value as typed, its TOML value, accepted?)
@@ -59,13 +62,18 @@ CASES = [  # (knob, the value as typed, its TOML value, accepted?)
     ("instances", "100000", "100000", True),
     ("instances", "100001", "100001", False),
     ("instances", "2.5", "2.5", False),
+    ("rate", "0", "0", True),
+    ("rate", "2.5", "2.5", True),
+    ("rate", "-1", "-1", False),
+    ("rate", "nan", "nan", False),
+    ("rate", "inf", "inf", False),
 ]
 
 
 def _cli(knob: str, text: str) -> bool:
     """The flag path every scenario command shares (flags generated from the registry)."""
     p = argparse.ArgumentParser()
-    add_scenario_flags(p)
+    add_scenario_flags(p, KNOBS)  # as `run` does: the rate and paradigm too
     args = p.parse_args(["--preset", "paper-case-study", f"{SURFACES[knob][0]}={text}"])
     try:
         scenario_from_args(args)
@@ -88,14 +96,15 @@ def _preset(tmp_path: Path, base: str, old: str, new: str, **kw) -> bool:
 
 def _pair_preset(tmp_path: Path, knob: str, toml: str) -> bool:
     old = SURFACES[knob][1]
-    key = {"bandwidth": "bandwidth", "t": "threshold", "instances": "n_prfaas"}[knob]
-    return _preset(tmp_path, PAIR, old, f"{key} = {toml} ")
+    key = {"bandwidth": "bandwidth", "t": "threshold", "instances": "n_prfaas"}.get(knob)
+    return _preset(tmp_path, PAIR, old, f"rate = {toml}\n" if key is None else f"{key} = {toml} ")
 
 
 def _topology_preset(tmp_path: Path, knob: str, toml: str) -> bool:
     old = SURFACES[knob][4]
     new = {"bandwidth": f"bandwidth = {toml}", "t": f"threshold = {toml}\n",
-           "instances": f'profile = "h200"\nparallelism = 8\ninstances = {toml}\n'}[knob]
+           "instances": f'profile = "h200"\nparallelism = 8\ninstances = {toml}\n',
+           "rate": f"rate = {toml}\n"}[knob]
     return _preset(tmp_path, TOPOLOGY, old, new, topology=True)
 
 
@@ -119,8 +128,11 @@ def _dashboard(settings: Settings, knob: str, text: str) -> bool:
     return True
 
 
-def _topology_view(knob: str, text: str) -> bool:
-    """The topology view's element editor: its text, then the element's check."""
+def _topology_view(knob: str, text: str) -> bool | None:
+    """The topology view's element editor: its text, then the element's check (None: the
+    knob is no element's)."""
+    if SURFACES[knob][3] is None:
+        return None
     kind, name, _ = SURFACES[knob][3]
     topo = load("two-regions", topology=True).declared_topology
     try:
@@ -140,6 +152,7 @@ def test_every_surface_gives_the_same_verdict(tmp_path, settings, knob, text, to
         "dashboard": _dashboard(settings, knob, text),
         "topology view": _topology_view(knob, text),
     }
+    verdicts = {where: v for where, v in verdicts.items() if v is not None}
     assert verdicts == dict.fromkeys(verdicts, accepted)
 
 
