@@ -23,7 +23,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Header, Label, Static
 
-from emulator.scenario.knobs import KnobError, read_at
+from emulator.scenario.knobs import KnobError, knob_at, read_at
 from emulator.scenario.reader import PresetError
 from emulator.scenario.scenario import Scenario
 from emulator.units import format_duration, format_tokens, to_gbps
@@ -244,15 +244,16 @@ class TopologyScreen(Screen):
         if kind == "region":
             r = spec.region(name)
             return (f"region {name}: t  N_p/N_d  routing = ?",
-                    f"{round(r.threshold)} {r.n_p}/{r.n_d} {self.session.region_policy(name)}",
+                    f"{r.threshold:.10g} {r.n_p}/{r.n_d} {self.session.region_policy(name)}",
                     "e.g. 32K 4/4 best-bandwidth (threshold, lp, best-bandwidth, "
                     "best-cache); any part may be left out")
         if kind == "site":
             return (f"site {name}: instances = ?", str(spec.site(name).instances),
-                    "prefill instances at the site")
+                    f"prefill instances at the site, {knob_at('site', 'instances').span()}")
         k = spec.link(*name.split("->", 1))
         return (f"link {name}: bandwidth = ?", f"{to_gbps(k.bandwidth):g}",
-                "Gbps, or with a unit ('1000 MB/s'); a brownout still takes its share")
+                f"{knob_at('link', 'bandwidth').span()}, in Gbps or with a unit ('1000 MB/s'); "
+                "a brownout still takes its share")
 
     def parse_knobs(self, text: str) -> dict[str, Any]:
         """The selected element's knobs from the dialog's text (KnobError: one line)."""
