@@ -39,7 +39,9 @@ def hint(key: str) -> str:
         return f"{k.written} (= 32,768), from 0 to the longest request"
     if key == "rate":
         return f"{k.span()}, or a share of Λmax like 90%"
-    return f"{k.span()}: {k.written}" + (" (a bare number is Gbps)" if key == "bandwidth" else "")
+    if key == "bandwidth":
+        return f"{k.span()}, {k.written.removeprefix('a bandwidth ')} (a bare number is Gbps)"
+    return f"{k.written} from {k.span()}"
 
 
 def _got(text: str) -> str:
