@@ -20,7 +20,7 @@ _BYTE_UNITS = {
     "kb": KB, "mb": MB, "gb": GB, "tb": TB,
     "kib": KiB, "mib": MiB, "gib": GiB, "tib": TiB,
 }
-_BIT_PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
+_BIT_PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15}
 _TIME_UNITS = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "min": 60.0, "h": 3600.0}
 _TOKEN_SUFFIX = {"": 1, "k": K_TOKENS, "m": K_TOKENS**2}
 

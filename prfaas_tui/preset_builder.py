@@ -20,9 +20,10 @@ from emulator.cards.roofline import DEFAULT_OVERHEAD_S, DEFAULT_OVERHEAD_SOURCE
 from emulator.cards.sources import card_profile
 from emulator.optimizer import paradigms, search
 from emulator.scenario import presets
+from emulator.scenario.knobs import KNOBS
 from emulator.scenario.reader import positive
 from emulator.trace_formats import read_workload
-from emulator.units import parse_bandwidth, parse_duration, parse_tokens, to_gbps
+from emulator.units import parse_duration, parse_tokens, to_gbps
 from prfaas_tui.errors import UsageError, parse_flag
 
 
@@ -96,7 +97,8 @@ def build_preset(spec: NewSpec, out: Path) -> tomlkit.TOMLDocument:
     homo = spec.homogeneous_gpus if spec.homogeneous_gpus is not None else spec.prfaas_gpus + spec.local_gpus
     if homo < 0 or homo % par:
         raise UsageError(f"--homogeneous-gpus: {homo} GPUs is not a whole number of {par}-GPU instances")
-    bw = parse_flag("--bandwidth", parse_bandwidth, spec.bandwidth, positive)
+    bw_knob = KNOBS["bandwidth"]  # the knob's one rule, so the preset written loads
+    bw = parse_flag("--bandwidth", bw_knob.parse, spec.bandwidth, bw_knob.problem)
     parse_flag("--t-decode", parse_duration, spec.t_decode, positive)
     if spec.bs_max <= 0:
         raise UsageError(f"--bs-max: must be > 0 (got {spec.bs_max})")

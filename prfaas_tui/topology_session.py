@@ -177,19 +177,14 @@ class TopologySession:
 
     def check(self, kind: str, name: str, **knobs: Any) -> None:
         """KnobError unless the change could run now (the running spec's checks)."""
-        from emulator.scenario import topology_knobs as tk
+        from emulator.scenario.knobs import best_cache_problem, check_element
         from emulator.sim.topology_live import running_spec
 
         assert self.driver is not None
         spec, bound = self.driver.call(lambda emu: (running_spec(emu.emu),
                                                     emu.emu.bound is not None))
-        if kind == "region":
-            tk.check_region(spec, name, has_bound=bound,
-                            cache_problem=tk.best_cache_problem(self.scenario.sim), **knobs)
-        elif kind == "site":
-            tk.check_site(spec, name, **knobs)
-        else:
-            tk.check_link(spec, name, **knobs)
+        check_element(spec, kind, name, has_bound=bound,
+                      cache_problem=best_cache_problem(self.scenario.sim), **knobs)
 
     def step_gain(self, kind: str, name: str) -> tuple[float, float]:
         """(step, what the bound gains by it) for the selected element: a link +10 Gbps of

@@ -49,7 +49,7 @@ def test_every_scenario_command_has_the_same_knob_flags(capsys):
     (["--np", "3", "--nd", "1"], "--np/--nd: n_p + n_d = 4 exceeds the local pool of 3"),
     (["--nd", "0"], "--np/--nd: n_d must be >= 1: every request needs decode (got 0)"),
     (["--n-prfaas", "-1"], "--n-prfaas: must be >= 0 (got -1)"),
-    (["--bandwidth", "0"], "--bandwidth: must be > 0 (got 0 Gbps)"),
+    (["--bandwidth", "0"], "--bandwidth: must be >= 1 Mbps (got 0 Gbps)"),
     (["--t", "1M"], "--t: 1048576 tokens lies outside the length distribution's support"),
 ])
 def test_solve_and_run_refuse_alike(capsys, argv, line):

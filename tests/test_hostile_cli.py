@@ -223,7 +223,7 @@ def test_run_with_a_stage_that_cannot_serve(capsys, argv, source):
 
 @pytest.mark.parametrize("old, new, source", [
     ("prfaas_gpus = 32 ", "prfaas_gpus = 0 ", "--n-prfaas"),
-    ('bandwidth = "100 Gbps"', 'bandwidth = "1e-300 Gbps"', "--bandwidth"),
+    ('bandwidth = "100 Gbps"', 'bandwidth = "1 Mbps"', "--bandwidth"),  # the least B_out
 ])
 def test_preset_with_a_stage_that_cannot_serve(capsys, tmp_path, old, new, source):
     line = refused(capsys, "run", "--preset", preset(tmp_path, old, new), "--duration", "30")

@@ -9,7 +9,14 @@ from dataclasses import replace
 import pytest
 
 from emulator.paradigm import Paradigm
-from emulator.scenario.knobs import MAX_BANDWIDTH, MAX_INSTANCES, Controls, KnobError, number
+from emulator.scenario.knobs import (
+    MAX_BANDWIDTH,
+    MAX_INSTANCES,
+    MIN_BANDWIDTH,
+    Controls,
+    KnobError,
+    number,
+)
 
 
 @pytest.fixture
@@ -20,9 +27,9 @@ def base(toy) -> Controls:
 @pytest.mark.parametrize("knob, ok, bad", [
     ("n_prfaas", 0, -1),
     ("n_prfaas", MAX_INSTANCES, MAX_INSTANCES + 1),
-    ("bandwidth", 0.5, 0.0),
+    ("bandwidth", MIN_BANDWIDTH, MIN_BANDWIDTH * (1 - 1e-9)),
     ("bandwidth", MAX_BANDWIDTH, MAX_BANDWIDTH * (1 + 1e-9)),
-    ("bandwidth", 0.5, float("inf")),
+    ("bandwidth", MIN_BANDWIDTH, float("inf")),
     ("t", 0.0, -1.0),
     ("rate", 0.0, -1e-9),
     ("rate", 0.0, float("nan")),
@@ -38,7 +45,7 @@ def test_each_bound_takes_its_last_legal_value_and_refuses_the_next(toy, base, k
 def test_the_upper_bounds_say_what_the_limit_is(toy, base):
     with pytest.raises(KnobError, match=f"at most {MAX_INSTANCES}"):
         replace(base, n_prfaas=MAX_INSTANCES + 1).validate(toy.system)
-    with pytest.raises(KnobError, match="at most .* Gbps"):
+    with pytest.raises(KnobError, match="at most 8 Pbps"):
         replace(base, bandwidth=MAX_BANDWIDTH * 2).validate(toy.system)
 
 

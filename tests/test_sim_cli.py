@@ -67,7 +67,7 @@ def test_same_preset_and_seed_give_identical_json_apart_from_timing(capsys):
 
 
 @pytest.mark.parametrize("argv, needle", [
-    (["--bandwidth", "-5"], "--bandwidth: must be > 0"),
+    (["--bandwidth", "-5"], "--bandwidth: must be >= 1 Mbps"),
     (["--bandwidth", "fast"], "--bandwidth:"),
     (["--np", "3", "--nd", "2"], "--np/--nd: n_p + n_d = 5 exceeds the local pool of 3"),
     (["--nd", "0"], "--np/--nd: n_d must be >= 1"),

@@ -84,7 +84,7 @@ def test_a_price_missing_names_the_key():
 @pytest.mark.parametrize("argv, words", [
     (["--site", "hub=8"], "site[0].price"),
     (["--site", "nowhere=3", "--price", "hub=2"], "--site: no site named 'nowhere'"),
-    (["--link", "hub->west=-5"], "--link: hub->west: every value must be"),
+    (["--link", "hub->west=-5"], "--link: hub->west: must be >= 1 Mbps"),
     (["--routing", "magic"], "--routing: 'magic'"),
     (["--n-prfaas", "2:4"], "--n-prfaas: a single-pair flag"),
     (["--trace", "x.csv"], "--trace: a single-pair flag"),

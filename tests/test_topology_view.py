@@ -385,7 +385,7 @@ async def test_a_topology_drill_from_the_pair_dashboard_opens_the_view_and_back(
     (("region", "west"), "999K", "outside the length distribution's support"),
     (("region", "west"), "0/8", ""),
     (("site", "hub"), "-2", "instances must be >= 0"),
-    (("link", "hub->west"), "0", "bandwidth must be > 0"),
+    (("link", "hub->west"), "0", "link hub->west: bandwidth must be >= 1 Mbps"),
     (("link", "hub->west"), "fast", ""),
 ])
 async def test_bad_knob_text_is_one_line_and_changes_nothing(element, text, says):

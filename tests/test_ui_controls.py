@@ -72,18 +72,20 @@ async def test_type_exact_t_with_validation():
         assert "t is a token count like 19400 or 32K (got 'lots')" in screen_text(app)
         await pilot.press("ctrl+a", "ctrl+k", *"2M", "enter")
         assert "tokens, the longest request (got 2,097,152)" in screen_text(app)
-        await pilot.press("ctrl+a", "ctrl+k", *"2.5", "enter")  # not silently 2
-        assert "t is a whole number of tokens (got 2.5: try 2 or 3)" in screen_text(app)
         await pilot.press("ctrl+a", "ctrl+k", *"20000", "enter")
         assert not isinstance(app.screen, ValuePrompt)
         assert dash(app).settings.scenario.t == 20000
         assert emulator_knobs(app)["t"] == 20000
+        await pilot.press("t", "ctrl+a", "ctrl+k", *"2.5", "enter")  # a cut, as on the CLI
+        assert not isinstance(app.screen, ValuePrompt)
+        assert dash(app).settings.scenario.t == 2.5 and emulator_knobs(app)["t"] == 2.5
 
 
 @pytest.mark.parametrize(("key", "typed", "reason"), [
     ("speed", "2000x", "speed is 1x to 1000x, or max (got 2000x)"),
     ("speed", "fast", "speed is 1x to 1000x, or max (got 'fast')"),
-    ("bandwidth", "1e9", "B_out is 1 Mbps to 100 Tbps (got 1e+09 Gbps)"),
+    ("bandwidth", "1e9", "B_out is 1 Mbps to 8 Pbps (got 1000 Pbps)"),
+    ("bandwidth", "0.5 Mbps", "B_out is 1 Mbps to 8 Pbps (got 0.5 Mbps)"),
     ("bandwidth", "lots", "B_out is a bandwidth like 100 Gbps or 1000 MB/s (got 'lots')"),
     ("n_p", "1.5", "N_p is a whole number of instances (got '1.5')"),
 ])
@@ -102,7 +104,7 @@ async def test_typed_values_outside_their_range_are_refused_in_words(key, typed,
         assert d.settings == before
 
 
-async def test_typed_speed_max_and_the_t_prompt_offers_whole_tokens():
+async def test_typed_speed_max_and_the_t_prompt_offers_t_as_it_is():
     async with app_at().run_test(size=SIZE) as pilot:
         app, d = pilot.app, dash(pilot.app)
         await select_knob(pilot, "speed")
@@ -110,7 +112,7 @@ async def test_typed_speed_max_and_the_t_prompt_offers_whole_tokens():
         assert not isinstance(app.screen, ValuePrompt) and math.isinf(d.settings.speed)
         await pilot.press("t")
         shown = app.screen.query_one("Input").value
-        assert shown == f"{round(d.settings.scenario.t)}"
+        assert shown == f"{d.settings.scenario.t:.10g}"
         await pilot.press("enter")  # the value offered parses back unchanged
         assert not isinstance(app.screen, ValuePrompt)
 

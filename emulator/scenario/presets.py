@@ -18,7 +18,7 @@ from emulator.model import System
 from emulator.profiles import BEYOND_RULES, LIMITS, Curve, Profile
 from emulator.scenario.decode import parse_decode
 from emulator.scenario.incidents import count_problem, site_count_problem, target_problem
-from emulator.scenario.knobs import MAX_BANDWIDTH
+from emulator.scenario.knobs import KNOBS
 from emulator.scenario.lengths import MAX_TOKENS, parse_lengths
 from emulator.scenario.reader import (
     PresetError,
@@ -26,7 +26,6 @@ from emulator.scenario.reader import (
     a_price,
     at_most,
     default_of,
-    non_negative,
     one_of,
     positive,
     read_fields,
@@ -42,7 +41,6 @@ from emulator.scenario.topology import (
 )
 from emulator.scenario.topology import profile_ref as named_profile
 from emulator.units import (
-    parse_bandwidth,
     parse_bytes,
     parse_duration,
     parse_tokens,
@@ -133,12 +131,9 @@ def from_dict(data: dict, path: str | Path | None = None, *, topology: bool = Fa
     local_prof = profile_ref(dep, "local_profile", first)
     n_prfaas = instances(dep, "n_prfaas", "prfaas_gpus")
     pool = instances(dep, "local_pool", "local_gpus")
-    bandwidth = dep.get("bandwidth", parse_bandwidth, check=lambda x: positive(x) or
-                        at_most(MAX_BANDWIDTH, "8 Pbps")(x))
+    bandwidth = _knob(dep, "bandwidth")
     top |= read_fields(Scenario, dep, "deployment")  # rdma_bandwidth
-    n_p = dep.get("n_p", int, check=non_negative)
-    n_d = dep.get("n_d", int, check=non_negative)
-    t = dep.get("threshold", parse_tokens, check=non_negative)
+    n_p, n_d, t = _knob(dep, "n_p"), _knob(dep, "n_d"), _knob(dep, "t")
     dep.finish()
 
     dec = root.section("decode", required=True)
@@ -184,6 +179,13 @@ def from_dict(data: dict, path: str | Path | None = None, *, topology: bool = Fa
                   n_d=n_d, profiles=profiles, sim=sim, source=data, **top)
     check_knobs(sc)
     return sc
+
+
+def _knob(dep: Reader, name: str):
+    """A [deployment] knob through the registry: its parse and its static range (the
+    deployment's bounds are `check_knobs`')."""
+    k = KNOBS[name]
+    return dep.get(k.key.split(".")[-1], int if k.whole else k.parse, check=k.problem)
 
 
 def _topology_scenario(data: dict, path: str | Path | None) -> Scenario:

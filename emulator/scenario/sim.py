@@ -31,6 +31,7 @@ from emulator.distributions import LengthDistribution
 from emulator.files import FileRefused, checked
 from emulator.scenario.cache import CacheConfig, SessionWorkload, parse_cache, parse_sessions
 from emulator.scenario.incidents import FIXED_LENGTHS, Incident, cut_problem, parse_incidents
+from emulator.scenario.knobs import KNOBS
 from emulator.scenario.lengths import parse_lengths
 from emulator.scenario.prefill import PrefillBackendConfig, parse_prefill
 from emulator.scenario.reader import (
@@ -67,7 +68,8 @@ WORK, DEC, EMU, SLO = "workload", "decode", "emulator", "slo"
 @dataclass(frozen=True)
 class SimConfig:
     arrival: str = setting("poisson", parse=str, check=one_of(*ARRIVALS), section=WORK)
-    rate: float | None = setting(None, check=positive, section=WORK)  # req/s; None: `load`
+    # req/s (the rate knob's rule); None: `load`
+    rate: float | None = setting(None, check=KNOBS["rate"].problem, section=WORK)
     load: float = setting(0.9, check=a_load, section=WORK)  # x the model's Lambda_max
     cv: float = setting(1.0, check=positive, section=WORK)  # gamma: CV of inter-arrival times
     on_mean: float = setting(60.0, parse=parse_duration, check=positive, section=WORK)  # onoff

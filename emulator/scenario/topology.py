@@ -18,7 +18,7 @@ from emulator.distributions import LengthDistribution
 from emulator.model import DecodeSpec
 from emulator.profiles import Profile
 from emulator.scenario.decode import parse_decode
-from emulator.scenario.knobs import MAX_BANDWIDTH, MAX_INSTANCES
+from emulator.scenario.knobs import KNOBS, MAX_BANDWIDTH, MAX_INSTANCES, Limits, knob_at
 from emulator.scenario.lengths import parse_lengths
 from emulator.scenario.reader import (
     PresetError,
@@ -45,7 +45,7 @@ from emulator.topology.spec import (
 )
 from emulator.trace_formats import read_workload
 from emulator.traces import TraceError
-from emulator.units import parse_bandwidth, parse_duration, parse_tokens
+from emulator.units import parse_bandwidth, parse_duration
 
 TABLES = ("site", "region", "link")
 
@@ -140,8 +140,8 @@ def _region(r: Reader, profiles: dict[str, Profile], base_decode: DecodeSpec,
     profile = profile_ref(r, "profile", profiles)
     par = r.get("parallelism", int, 1, check=lambda x: positive(x) or at_most(4096, "4096 GPUs")(x))
     pool = read_instances(r, "pool", "gpus", par)
-    n_p = r.get("n_p", int, check=non_negative)
-    n_d = r.get("n_d", int, check=non_negative)
+    n_p = r.get("n_p", int, check=KNOBS["n_p"].problem)
+    n_d = r.get("n_d", int, check=KNOBS["n_d"].problem)
     if default_share is None and not r.has("share"):
         raise r.error("share", "missing: give every region a share, or none (equal shares)")
     share = r.get("share", float, default_share, check=between(0.0, 1.0))
@@ -169,9 +169,9 @@ def _region(r: Reader, profiles: dict[str, Profile], base_decode: DecodeSpec,
     decode = base_decode if dec is None else parse_decode(dec, base_decode)
     if dec is not None:
         dec.finish()
-    lo, hi = own.support
-    t = r.get("threshold", parse_tokens, check=lambda x: non_negative(x) or (
-        None if x <= hi else f"lies outside the region's length support [{lo:.0f}, {hi:.0f}]"))
+    hi = own.support[1]
+    t = r.get("threshold", KNOBS["t"].parse,
+              check=lambda x: KNOBS["t"].problem(x, Limits(t_max=hi)))
     r.finish()
     return Region(name, profile, pool, n_p, n_d, t, share, own, decode, par, rdma, price, replay)
 
@@ -179,7 +179,8 @@ def _region(r: Reader, profiles: dict[str, Profile], base_decode: DecodeSpec,
 def _link(r: Reader) -> Link:
     site = r.get("site", str)
     region = r.get("region", str)
-    bandwidth = _bandwidth(r, "bandwidth")
+    bw = knob_at("link", "bandwidth")
+    bandwidth = r.get("bandwidth", bw.parse, check=bw.problem)
     rtt = r.get("rtt", parse_duration, 0.0, check=lambda x: non_negative(x) or
                 at_most(60.0, "a minute of round trip")(x))
     long_share = r.get("long_share", float, None, check=between(0.0, 1.0))

@@ -28,10 +28,9 @@ from emulator.model import STAGES, OperatingPoint, Stage
 from emulator.optimizer import homogeneous as homogeneous_point
 from emulator.paradigm import Paradigm
 from emulator.scenario.incidents import Incident
-from emulator.scenario.knobs import Controls, KnobError
+from emulator.scenario.knobs import Controls, KnobError, best_cache_problem
 from emulator.scenario.scenario import Scenario
 from emulator.scenario.topology import replay_problem
-from emulator.scenario.topology_knobs import best_cache_problem
 from emulator.sim.accounting import Accounting
 from emulator.sim.cache_runtime import CacheRuntime
 from emulator.sim.costs import Costs

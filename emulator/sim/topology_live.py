@@ -5,9 +5,9 @@ instances per site, each link's bandwidth knob and the share of it its incidents
 site's egress now, each region's threshold, alive split and long-request shares.
 
 `set_region`, `set_site` and `set_link` turn one element's knob on the running emulation at the
-current simulated time, checked first by `emulator.scenario.topology_knobs` (a `KnobError` and
-nothing changed when it cannot run); each change is noted in the decision log. Role changes
-drain as the pair's do, nothing is lost.
+current simulated time, checked first by `emulator.scenario.knobs.check_element` (a
+`KnobError` and nothing changed when it cannot run); each change is noted in the decision log.
+Role changes drain as the pair's do, nothing is lost.
 """
 
 from __future__ import annotations
@@ -15,13 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from emulator.scenario.knobs import KnobError
-from emulator.scenario.topology_knobs import (
-    best_cache_problem,
-    check_link,
-    check_region,
-    check_site,
-)
+from emulator.scenario.knobs import KnobError, best_cache_problem, check_element
 from emulator.sim.site_policy import ThresholdPolicy
 from emulator.topology.live import LiveState
 from emulator.topology.spec import Topology
@@ -86,9 +80,9 @@ def set_region(emu, region: str, *, t: float | None = None, n_p: int | None = No
     rt = emu.topology
     r = rt.region(region)
     spec = running_spec(emu)
-    check_region(spec, region, t=t, n_p=n_p, n_d=n_d, routing=routing,
-                 has_bound=emu.bound is not None,
-                 cache_problem=best_cache_problem(emu.scenario.sim))
+    check_element(spec, "region", region, t=t, n_p=n_p, n_d=n_d, routing=routing,
+                  has_bound=emu.bound is not None,
+                  cache_problem=best_cache_problem(emu.scenario.sim))
     now = spec.region(region)
     if routing is not None and routing != region_routing(emu, region):
         r.policy = rt._policy(replace(now, threshold=now.threshold if t is None else t),
@@ -123,7 +117,7 @@ def set_site(emu, site: str, instances: int) -> None:
     """A site's prefill instances (more than it has: new machines join at once)."""
     rt = emu.topology
     s = rt.site(site)
-    check_site(running_spec(emu), site, instances)
+    check_element(running_spec(emu), "site", site, instances=instances)
     if instances == s.pool.count("prfaas"):
         return
     s.pool.resize(max(s.pool.size, instances))
@@ -136,7 +130,7 @@ def set_link(emu, link: str, bandwidth: float) -> None:
     """A link's bandwidth knob, bytes/s (its incidents' shares stay in force)."""
     rt = emu.topology
     lk = rt.link(link)
-    check_link(running_spec(emu), link, bandwidth)
+    check_element(running_spec(emu), "link", link, bandwidth=bandwidth)
     if bandwidth == lk.bandwidth:
         return
     lk.bandwidth = float(bandwidth)

@@ -48,6 +48,9 @@ NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # no '>' or ':': names
 MAX_SITES, MAX_REGIONS, MAX_LINKS = 32, 64, 256  # 64 regions x 256 links: solve in ~30 s
 SHARE_TOLERANCE = 1e-6
 DEFAULT_RDMA = 800 * GBPS
+# the single pair's elements as the 1x1 topology names them (`Topology.pair`)
+PAIR_SITE, PAIR_REGION = Cluster.PRFAAS.value, Cluster.PD.value
+PAIR_LINK = f"{PAIR_SITE}->{PAIR_REGION}"
 
 
 @dataclass(frozen=True)
@@ -239,9 +242,9 @@ class Topology:
     @classmethod
     def pair(cls, system: System, t: float, n_p: int, n_d: int, rtt: float = 0.0) -> Topology:
         """The 1x1 topology of a single-pair deployment (its link carries every long request)."""
-        site = Site(Cluster.PRFAAS.value, system.prfaas, system.n_prfaas,
+        site = Site(PAIR_SITE, system.prfaas, system.n_prfaas,
                     parallelism=system.parallelism, price=system.price_prfaas)
-        region = Region(Cluster.PD.value, system.local, system.local_pool, n_p, n_d, t, 1.0,
+        region = Region(PAIR_REGION, system.local, system.local_pool, n_p, n_d, t, 1.0,
                         system.lengths, system.decode, parallelism=system.parallelism,
                         price=system.price_local)
         return cls((site,), (region,), (Link(site.name, region.name, system.bandwidth, rtt),))

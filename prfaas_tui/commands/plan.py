@@ -35,11 +35,10 @@ from emulator.planner.space import AUTO_T, Candidate, Space, TopologySpace
 from emulator.planner.store import OtherPlan, check_writable
 from emulator.planner.sweep import Plan, run_plan
 from emulator.scenario import presets
-from emulator.scenario.knobs import KnobError, whole
+from emulator.scenario.knobs import KNOBS, KnobError, best_cache_problem, whole
 from emulator.scenario.reader import positive
-from emulator.scenario.topology_knobs import best_cache_problem
 from emulator.topology.spec import ROUTINGS
-from emulator.units import GBPS, parse_bandwidth, parse_duration, parse_tokens
+from emulator.units import parse_bandwidth, parse_duration, parse_tokens
 from prfaas_tui import json_out
 from prfaas_tui.commands.common import add_budget_flags, caps_from_args, knob_error
 from prfaas_tui.commands.trace_flags import add_trace_flags, with_workload, workload_from_args
@@ -220,11 +219,13 @@ def build_plan(args: argparse.Namespace) -> Plan:
     except ValueError as exc:
         raise UsageError(f"--paradigm: {exc}") from None
     t = (AUTO_T,) if args.t in (None, "auto") else _list("--t", args.t, parse_tokens)
-    for x in t if t != (AUTO_T,) else ():  # the knob's one range check (Controls.validate)
-        try:
-            sc.controls.changed(sc.system, t=x)
-        except KnobError as exc:
-            raise knob_error(exc) from None
+    bandwidths = _list("--bandwidth", args.bandwidth, parse_bandwidth)
+    for knob, xs in (("t", t if t != (AUTO_T,) else ()), ("bandwidth", bandwidths or ())):
+        for x in xs:  # the knob's one range check (Controls.validate)
+            try:
+                sc.controls.changed(sc.system, **{knob: x})
+            except KnobError as exc:
+                raise knob_error(exc) from None
     slo = SLO(parse_flag("--slo-ttft", parse_duration, args.slo_ttft, positive),
               parse_flag("--slo-tpot", parse_duration, args.slo_tpot, positive))
     duration = parse_flag("--duration", parse_duration, args.duration, positive)
@@ -232,7 +233,7 @@ def build_plan(args: argparse.Namespace) -> Plan:
     per_config = _count("--per-config", args.per_config or "3", 1)
     space_kw = dict(n_prfaas=_ints("--n-prfaas", args.n_prfaas), pools=_ints("--pool", args.pool),
                     homogeneous_pools=_ints("--homogeneous-pool", args.homogeneous_pool),
-                    thresholds=t, bandwidths=_list("--bandwidth", args.bandwidth, parse_bandwidth),
+                    thresholds=t, bandwidths=bandwidths,
                     paradigms=paradigms)
     _check_work(sc, space_kw, {"seeds": seeds, "steps": steps, "duration": duration},
                 per_config, caps_from_args(args))
@@ -290,7 +291,10 @@ def build_topology_plan(args: argparse.Namespace, sc) -> Plan:
         if name not in {k.name for k in topo.links}:
             raise UsageError(f"--link: no link named {name!r} (links: "
                              f"{', '.join(k.name for k in topo.links)})")
-        links[name] = tuple(g * GBPS for g in _floats(f"--link: {name}", text))
+        try:  # the bandwidth knob's parse and range (a bare number is Gbps)
+            links[name] = tuple(KNOBS["bandwidth"].read(x) for x in text.split(","))
+        except KnobError as exc:
+            raise UsageError(f"--link: {name}: {exc.reason}") from None
     routings = tuple(x.strip() for x in (args.routing or topo.routing).split(","))
     for r in routings:
         if r not in ROUTINGS:

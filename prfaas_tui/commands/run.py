@@ -141,7 +141,7 @@ def build_topology(sc: Scenario, args) -> Emulation:
     duration = parse_flag("--duration", parse_duration, args.duration, positive)
     load_ = parse_flag("--load", float, args.load, a_load)
     seed = parse_flag("--seed", whole, args.seed, a_seed)
-    rate = parse_flag("--rate", KNOBS["rate"].parse, args.rate)
+    rate = parse_flag("--rate", KNOBS["rate"].parse, args.rate, KNOBS["rate"].problem)
     if rate is not None and load_ is not None:
         raise UsageError("--rate/--load: give one or the other")
     caps = caps_from_args(args)

@@ -412,8 +412,8 @@ class Dashboard(Screen):
 
         self.query_one(ControlPanel).select(knob.key)
         shown = knob.show(self.settings).split(" · ")[0]  # the part that parses back
-        if knob.key == "t":  # whole tokens, no separators (t may be 19353.6)
-            shown = f"{round(self.settings.scenario.t)}"
+        if knob.key == "t":  # no separators; a fraction as it is (t may be 19353.6)
+            shown = f"{self.settings.scenario.t:.10g}"
         self.app.push_screen(ValuePrompt(f"{knob.label} = ?", shown, knob.hint,
                                          validate), done)
 

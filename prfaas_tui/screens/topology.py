@@ -23,10 +23,10 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Header, Label, Static
 
-from emulator.scenario.knobs import KnobError, whole
+from emulator.scenario.knobs import KnobError, knob_at, read_at
 from emulator.scenario.reader import PresetError
 from emulator.scenario.scenario import Scenario
-from emulator.units import format_duration, format_tokens, parse_bandwidth, parse_tokens, to_gbps
+from emulator.units import format_duration, format_tokens, to_gbps
 from prfaas_tui.live import Tick, load_drill
 from prfaas_tui.messages import EmulatorFailed, TickReady
 from prfaas_tui.modelview import step_speed
@@ -244,35 +244,21 @@ class TopologyScreen(Screen):
         if kind == "region":
             r = spec.region(name)
             return (f"region {name}: t  N_p/N_d  routing = ?",
-                    f"{round(r.threshold)} {r.n_p}/{r.n_d} {self.session.region_policy(name)}",
+                    f"{r.threshold:.10g} {r.n_p}/{r.n_d} {self.session.region_policy(name)}",
                     "e.g. 32K 4/4 best-bandwidth (threshold, lp, best-bandwidth, "
                     "best-cache); any part may be left out")
         if kind == "site":
             return (f"site {name}: instances = ?", str(spec.site(name).instances),
-                    "prefill instances at the site")
+                    f"prefill instances at the site, {knob_at('site', 'instances').span()}")
         k = spec.link(*name.split("->", 1))
         return (f"link {name}: bandwidth = ?", f"{to_gbps(k.bandwidth):g}",
-                "Gbps, or with a unit ('1000 MB/s'); a brownout still takes its share")
+                f"{knob_at('link', 'bandwidth').span()}, in Gbps or with a unit ('1000 MB/s'); "
+                "a brownout still takes its share")
 
     def parse_knobs(self, text: str) -> dict[str, Any]:
-        """The selected element's knobs from the dialog's text (ValueError: one line)."""
-        kind, _ = self.selected  # type: ignore[misc]
-        if kind == "site":
-            return {"instances": whole(text.strip())}
-        if kind == "link":
-            return {"bandwidth": parse_bandwidth(text.strip())}
-        out: dict[str, Any] = {}
-        for part in text.split():
-            if "/" in part:
-                a, b = part.split("/", 1)
-                out["n_p"], out["n_d"] = whole(a), whole(b)
-            elif part[0].isdigit():
-                out["t"] = float(parse_tokens(part))
-            else:
-                out["routing"] = part
-        if not out:
-            raise ValueError("give t, N_p/N_d or a routing policy")
-        return out
+        """The selected element's knobs from the dialog's text (KnobError: one line)."""
+        kind, name = self.selected  # type: ignore[misc]
+        return parse_element_text(kind, name, text)
 
     def action_knobs(self) -> None:
         prompt = self.knob_prompt()
@@ -415,6 +401,27 @@ class TopologyScreen(Screen):
         self.app.sub_title = f"{scenario.name} · topology"
         self.session.start(self.at if not self.live else None)
         self.redraw()
+
+
+def parse_element_text(kind: str, name: str, text: str) -> dict[str, Any]:
+    """An element's knobs as the dialog takes them: a site's instances, a link's bandwidth, a
+    region's `t N_p/N_d routing` (any part left out), each through the knob registry's parse
+    and range (KnobError: one line naming the element and the knob)."""
+    if kind != "region":
+        field = "instances" if kind == "site" else "bandwidth"
+        return {field: read_at(kind, name, field, text)}
+    out: dict[str, Any] = {}
+    for part in text.split():
+        if "/" in part:
+            a, b = part.split("/", 1)
+            out["n_p"], out["n_d"] = (read_at(kind, name, k, x) for k, x in (("n_p", a), ("n_d", b)))
+        elif part[0].isdigit() or part[0] in "+-.":
+            out["t"] = float(read_at(kind, name, "t", part))
+        else:
+            out["routing"] = part
+    if not out:
+        raise KnobError("t", "give t, N_p/N_d or a routing policy", f"{kind} {name}")
+    return out
 
 
 def _shown(key: str, value: Any) -> str:

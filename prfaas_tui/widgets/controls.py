@@ -20,7 +20,7 @@ from textual.widget import Widget
 
 from emulator.paradigm import Paradigm
 from emulator.units import GBPS, K_TOKENS, format_tokens, to_gbps
-from prfaas_tui.knob_input import RANGES, KnobInputError, Limits, parse_knob
+from prfaas_tui.knob_input import KnobInputError, Limits, hint, parse_knob
 from prfaas_tui.modelview import (
     ModelView,
     Refused,
@@ -38,8 +38,8 @@ def speed_text(speed: float) -> str:
 
 
 def _typed(key: str) -> Callable[[Settings, str], dict]:
-    """A typed value through knob_input.parse_knob: the range stated and enforced in one
-    table, one line in the project's words when refused (never a Python message)."""
+    """A typed value through knob_input.parse_knob: the knob registry's parse and range, one
+    line in the project's words when refused (never a Python message)."""
     def parse(s: Settings, text: str) -> dict:
         system = s.scenario.system
         lam = paradigm_point(s).lambda_max if key == "rate" else None
@@ -93,29 +93,29 @@ class Knob:
 
 
 KNOBS: tuple[Knob, ...] = (
-    Knob("t", "t", f"threshold: {RANGES['t'].words}",
+    Knob("t", "t", f"threshold: {hint('t')}",
          lambda s: f"{format_tokens(s.scenario.t)}",
          _t_step, _typed("t")),
-    Knob("n_prfaas", "N_prfaas", RANGES["n_prfaas"].words,
+    Knob("n_prfaas", "N_prfaas", hint("n_prfaas"),
          lambda s: str(s.scenario.system.n_prfaas),
          lambda s, d: {"n_prfaas": s.scenario.system.n_prfaas + int(math.copysign(1, d))},
          _typed("n_prfaas")),
-    Knob("n_p", "N_p", RANGES["n_p"].words,
+    Knob("n_p", "N_p", hint("n_p"),
          lambda s: str(s.scenario.n_p),
          lambda s, d: {"n_p": s.scenario.n_p + int(math.copysign(1, d))},
          _typed("n_p")),
-    Knob("n_d", "N_d", RANGES["n_d"].words,
+    Knob("n_d", "N_d", hint("n_d"),
          lambda s: str(s.scenario.n_d),
          lambda s, d: {"n_d": s.scenario.n_d + int(math.copysign(1, d))},
          _typed("n_d")),
-    Knob("bandwidth", "B_out", f"cross-datacenter link: {RANGES['bandwidth'].words}",
+    Knob("bandwidth", "B_out", f"cross-datacenter link: {hint('bandwidth')}",
          lambda s: f"{to_gbps(s.scenario.system.bandwidth):.4g} Gbps",
          _gbps_step, _typed("bandwidth")),
-    Knob("rate", "rate", f"offered rate: {RANGES['rate'].words}",
+    Knob("rate", "rate", f"offered rate: {hint('rate')}",
          lambda s: f"{s.rate:.3g} req/s", _rate_step, _typed("rate")),
     Knob("paradigm", "paradigm", "prfaas-pd, homogeneous or naive",
          lambda s: s.paradigm.label, _cycle, lambda s, x: _paradigm(x)),
-    Knob("speed", "speed", f"simulated seconds per wall second: {RANGES['speed'].words}",
+    Knob("speed", "speed", f"simulated seconds per wall second: {hint('speed')}",
          lambda s: speed_text(s.speed),
          lambda s, d: {"speed": step_speed(s.speed, int(math.copysign(1, d)))},
          _typed("speed")),
