@@ -138,12 +138,12 @@ class Fork:
         self.session.stop()
 
     # -- the fork's emulator thread ---------------------------------------------------------------
-    def _replay(self, driver: Driver, emu: Any) -> None:
+    def _replay(self, driver: Driver) -> None:
         t0 = time.perf_counter()
         o = self.origin
         expect: dict[float, list[tuple[str, Any]]] = defaultdict(list)
         for snap in o.history:
-            expect[snap.sim_time].append(("snap", repr(snap)))
+            expect[snap.sim_time].append(("snap", _printed(snap)))
         for row in o.rows:
             expect[row[0]].append(("row", row))  # sim_time is the first column
         changes: dict[float, list[Logged]] = defaultdict(list)
@@ -152,17 +152,17 @@ class Fork:
         checked = bad = 0
         first: float | None = None
         for t in sorted(set(expect) | set(changes) | {o.at}):
-            if t > emu.now:
-                emu.run_until(t)
+            if t > driver.now:
+                driver.run_until(t)
             wanted = expect.get(t, ())
-            states = [emu.snapshot()] if wanted else []  # before, then after each change
+            states = [driver.snapshot()] if wanted else []  # before, then after each change
             for entry in changes.get(t, ()):
                 try:
-                    driver.perform(emu, entry.change)
+                    driver.perform(entry.change)
                 except Exception:  # the parent took it: a refusal here is a divergence
                     bad, first = bad + 1, t if first is None else first
                 if wanted:
-                    states.append(emu.snapshot())
+                    states.append(driver.snapshot())
             kept = None
             for kind, want in wanted:
                 checked += 1
@@ -178,8 +178,13 @@ class Fork:
 
     def _print(self, kind: str, snap: Any) -> Any:
         """What is compared with the parent's: the snapshot's repr (every field, floats
-        exactly), or the export row the parent's record kept."""
+        exactly; a topology's also its regions', sites' and links' objects and live state), or
+        the export row the parent's record kept."""
         if kind == "snap":
-            return repr(snap)
+            return _printed(snap)
         return tuple(metric_row(snap, self.session.point_at(snap)).values())
 
+
+def _printed(snap: Any) -> str:
+    """A snapshot as compared: its repr, and a topology's objects (not in the repr)."""
+    return repr(snap) if snap.topology is None else f"{snap!r} {snap.topology!r}"
