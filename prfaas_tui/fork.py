@@ -2,11 +2,12 @@
 
 A fork is a second `Session` on the parent's run: the same scenario and seed, built at the
 settings the parent's emulation was built at, with the parent's change log (`live.Logged`:
-knobs, incidents, pins, the scheduler switch, each at the simulated time it took effect)
-replayed unpaced to the parent's now. The emulation is deterministic, so the replay is the
-parent's run again; that is checked, not assumed: every snapshot of the parent's history and an
-even sample of its whole-run record is compared with the fork's at the same simulated time
-(exactly: the same `repr`, the same export row). At a change instant the parent may have
+knobs, incidents, pins, the scheduler switch, a topology element's knobs, each at the
+simulated time it took effect) replayed unpaced to the parent's now. The emulation is
+deterministic, so the replay is the parent's run again; that is checked, not assumed: every
+snapshot of the parent's history (a topology's regions, sites and links too) and an even sample
+of its whole-run record is compared with the fork's at the same simulated time (exactly: the
+same `repr`, the same export row). At a change instant the parent may have
 snapshotted before the change, after it, or between two changes made at that instant (keys
 pressed while the clock stood still), so any of those states is accepted there.
 
@@ -132,6 +133,7 @@ class Fork:
         """The parent carries on as the fork, on its own clock, paused as the parent was."""
         paused = self.parent.driver.paused if self.parent.driver is not None else False
         self.parent.adopt(self.session)
+        assert self.parent.driver is not None
         self.parent.take(self.parent.driver.lead(paused))
 
     def drop(self) -> None:
