@@ -139,3 +139,81 @@ def test_a_refused_element_change_is_one_line_and_not_logged(parent):
         parent.request(t=4096.0)  # a topology's knobs are its elements'
     _, log, _ = parent.driver.origin()
     assert len(log) == 4
+
+
+# -- the keys in the real app (Pilot, headless, live=False) ----------------------------------------
+async def _topology_app(pilot):
+    from prfaas_tui.screens.topology import TopologyScreen
+
+    await pilot.pause()
+    screen = pilot.app.screen
+    assert isinstance(screen, TopologyScreen)
+    return screen
+
+
+async def _type(pilot, text: str) -> None:
+    for _ in range(12):
+        await pilot.press("backspace")
+    for ch in text:
+        await pilot.press(ch)
+    await pilot.press("enter")
+    await pilot.pause()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+async def test_f_E_and_c_work_in_the_topology_view(size, tmp_path, monkeypatch):
+    from test_ui_support import screen_text
+
+    from prfaas_tui.app import PrfaasApp
+    from prfaas_tui.screens.compare import CompareScreen
+    from prfaas_tui.screens.events import EventsScreen
+    from prfaas_tui.screens.fork import ForkScreen
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    app = PrfaasApp("two-regions", live=False, at=120.0)
+    async with app.run_test(size=size) as pilot:
+        view = await _topology_app(pilot)
+        while view.selected != ("link", "hub->west"):
+            await pilot.press("down")
+        await pilot.press("enter")
+        await pilot.pause()
+        await _type(pilot, "25")  # the run's own change, before the fork
+        assert view.session.running_spec().link("hub", "west").bandwidth == 25 * GBPS
+        await pilot.press("full_stop")
+        await pilot.pause()
+
+        await pilot.press("E")  # the events: the link's change is listed
+        await pilot.pause()
+        assert isinstance(app.screen, EventsScreen)
+        assert "hub->west: bandwidth -> 25.00 Gbps" in screen_text(app)
+        await pilot.press("escape")
+        await pilot.pause()
+
+        await pilot.press("f")  # a fork, replayed and checked
+        await pilot.pause()
+        fork = app.screen
+        assert isinstance(fork, ForkScreen)
+        assert fork.fork.verdict.ok and fork.fork.verdict.changes == 1
+        text = screen_text(app)
+        assert "identical" in text and "hub->west" in text
+        while fork.selected != ("link", "hub->west"):
+            await pilot.press("down")
+        await pilot.press("e")
+        await pilot.pause()
+        await _type(pilot, "80")  # the what-if: the fork alone
+        assert fork.session.running_spec().link("hub", "west").bandwidth == 80 * GBPS
+        assert view.session.running_spec().link("hub", "west").bandwidth == 25 * GBPS
+        await pilot.press("escape")  # dropped: the run goes on as it was
+        await pilot.pause()
+        assert app.screen is view
+
+        await pilot.press("c")  # the routing policies on the same seeded workload
+        await pilot.pause()
+        assert isinstance(app.screen, CompareScreen)
+        await pilot.pause()
+        text = screen_text(app)
+        for routing in ("threshold", "lp", "best-bandwidth"):
+            assert routing in text
+        assert "model Λmax" not in text  # no pair model on a topology

@@ -148,8 +148,7 @@ def compare_table(variants: tuple[Variant, ...]) -> Table:
             lambda v: f"{driving_point(v).lambda_max:.2f}")
         row("model binds", lambda v: STAGE_LABELS[binding_stage(driving_point(v))])
         row("offered req/s", lambda v: f"{v.settings.rate:.2f}")
-    else:  # a topology: each region offers its preset's rate
-        row("routing", lambda v: v.label)
+    else:  # a topology (the columns are its routing policies): its regions' preset rates
         row("offered req/s", snap(lambda s: f"{s.offered_rate:.2f}"))
     row("simulated", snap(lambda s: format_duration(s.sim_time)))
     row("served req/s", snap(lambda s: f"{s.served_rate:.2f}"))

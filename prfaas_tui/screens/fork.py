@@ -192,8 +192,8 @@ def topology_table(run: Session, fork: Session, ready: bool, selected: Element |
         n = r.name
         row(f"{n} t", lambda o, s, n=n: format_tokens(
             next(x[1] for x in o["live_state"].regions if x[0] == n)), ("region", n))
-        row(f"{n} N_p / N_d", lambda o, s, n=n: f"{o['regions'][n]['n_p']} / "
-                                                f"{o['regions'][n]['n_d']}")
+        row(f"{n} N_p/N_d", lambda o, s, n=n: f"{o['regions'][n]['n_p']}/"
+                                              f"{o['regions'][n]['n_d']}")
         row(f"{n} routing", lambda o, s, n=n: str(o["policies"][n]))
     for site in topo.sites:
         row(f"{site.name} instances", lambda o, s, n=site.name: str(o["sites"][n]["instances"]),
