@@ -64,8 +64,8 @@ class Verdict:
     def text(self) -> str:
         from emulator.units import format_duration
 
-        head = (f"replayed {format_duration(self.at)} and {self.changes} changes "
-                f"in {self.wall_s:.2f} s")
+        changes = f"{self.changes} change{'' if self.changes == 1 else 's'}"
+        head = f"replayed {format_duration(self.at)} and {changes} in {self.wall_s:.2f} s"
         if self.ok:
             return f"{head}: {self.checked:,} of {self.checked:,} checks identical"
         if self.checked == 0:
