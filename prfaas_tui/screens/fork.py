@@ -37,7 +37,7 @@ from prfaas_tui.screens.element_knobs import edit_element
 from prfaas_tui.session import Session
 from prfaas_tui.throttle import Coalesced
 from prfaas_tui.timeaxis import DEFAULT_SPAN, TimeWindow, clip, frame
-from prfaas_tui.topology_text import Element, elements
+from prfaas_tui.topology_text import Element, elements, step_element
 from prfaas_tui.widgets.controls import KNOB_BY_KEY, ControlPanel, speed_text
 from prfaas_tui.widgets.model_panel import STAGE_LABELS, num
 from prfaas_tui.widgets.plots import Chart
@@ -391,10 +391,7 @@ class ForkScreen(Screen[bool]):
         return True
 
     def action_select(self, step: int) -> None:
-        if not self.order:
-            return
-        i = self.order.index(self.selected) if self.selected in self.order else -1
-        self.selected = self.order[(i + step) % len(self.order)]
+        self.selected = step_element(self.order, self.selected, step)
         self.show()
 
     def action_edit_element(self) -> None:

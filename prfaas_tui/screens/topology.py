@@ -40,7 +40,7 @@ from prfaas_tui.screens.drills import DrillPicker
 from prfaas_tui.screens.element_knobs import change_element, edit_element, knob_prompt, parse_knobs
 from prfaas_tui.screens.prompt import ValuePrompt
 from prfaas_tui.session import Session
-from prfaas_tui.topology_text import Element, Figures, elements
+from prfaas_tui.topology_text import Element, Figures, elements, step_element
 from prfaas_tui.widgets.status import KeyFooter, clock
 from prfaas_tui.widgets.topology_map import (
     SelectionChart,
@@ -240,10 +240,7 @@ class TopologyScreen(Screen):
 
     # -- selection and knobs ---------------------------------------------------------------------
     def action_select(self, step: int) -> None:
-        if not self.order:
-            return
-        i = self.order.index(self.selected) if self.selected in self.order else -1
-        self.selected = self.order[(i + step) % len(self.order)]
+        self.selected = step_element(self.order, self.selected, step)
         self.redraw()
 
     def select(self, kind: str, name: str) -> None:
