@@ -23,7 +23,7 @@ import copy
 import math
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -62,6 +62,18 @@ if TYPE_CHECKING:
     from prfaas_tui.live import LiveKnobs, Snapshot
 
 
+def _initial(scenario: Scenario, speed: float) -> Settings:
+    """A pair's settings at its preset (its rate, load x Λmax otherwise); a topology's carry
+    the scenario and the pace only (its regions' rates are its own)."""
+    if scenario.declared_topology is None:
+        return Settings.initial(scenario, speed)
+    return Settings(scenario=scenario, speed=speed)
+
+
+def _view(settings: Settings) -> ModelView | None:
+    return ModelView.of(settings) if settings.scenario.declared_topology is None else None
+
+
 @dataclass(frozen=True)
 class Run:
     """What a fresh emulation starts from: its scenario, an optional drill, and for a plan
@@ -92,8 +104,9 @@ class Session:
         self.live, self.seed = live, seed
         self._post_tick, self._post_error = post_tick, post_error
         self.run = Run(scenario, drill)
-        self.settings = Settings.initial(scenario, speed)
-        self.view = ModelView.of(self.settings)
+        self.settings = _initial(scenario, speed)
+        # the pair's model at the settings (None on a topology: its model is `model`)
+        self.view: ModelView | None = _view(self.settings)
         self.tick: Tick | None = None
         self.generation = 0
         self.driver: Emulator | None = None
@@ -205,13 +218,13 @@ class Session:
         """Replace the running scenario (or start a drill): new settings and model, then a
         fresh emulation (`start`). Refused, with nothing replaced, when the paradigm cannot run
         on the scenario."""
-        settings = Settings.initial(scenario, self.settings.speed)
+        settings = _initial(scenario, self.settings.speed)
         if paradigm != settings.paradigm:
             settings = settings.apply(paradigm=paradigm)
         self.stop()
         self.generation += 1
         self.run = Run(scenario, drill, split, base)
-        self.settings, self.view = settings, ModelView.of(settings)
+        self.settings, self.view = settings, _view(settings)
         self._points.clear()
         self.tick = None
         self.effective, self.report = None, None
@@ -327,9 +340,17 @@ class Session:
         """Validate the changes, recompute the model and take the emulation there; Refused,
         with nothing changed, when impossible. A topology's settings carry its pace only (its
         knobs are its elements': `set_region`, `set_site`, `set_link`)."""
-        if self.topology is not None and set(changes) - {"speed"}:
-            raise Refused("a topology's knobs are its regions', sites' and links' (enter on "
-                          "the map)")
+        if self.topology is not None:
+            if set(changes) - {"speed"}:
+                raise Refused("a topology's knobs are its regions', sites' and links' (enter "
+                              "on the map)")
+            speed = changes["speed"]
+            if not isinstance(speed, int | float) or not speed > 0:
+                raise Refused("the speed must be > 0")
+            self.settings = replace(self.settings, speed=float(speed))
+            if self.driver is not None:
+                self.take(self.driver.apply(self.settings))
+            return
         old, new = self.settings.scenario, self.settings.apply(**changes)
         self.settings, self.view = new, ModelView.of(new)
         if self.driver is not None:
