@@ -115,23 +115,32 @@ class LiveState:
 
 
 class _Knobs(Protocol):
-    t: float
-    n_p: int
-    n_d: int
-    n_prfaas: int
-    bandwidth: float
+    @property
+    def t(self) -> float: ...
+    @property
+    def n_p(self) -> int: ...
+    @property
+    def n_d(self) -> int: ...
+    @property
+    def n_prfaas(self) -> int: ...
+    @property
+    def bandwidth(self) -> float: ...
 
 
 class _Link(Protocol):
-    capacity: float
+    @property
+    def capacity(self) -> float: ...
 
 
 class SnapshotLike(Protocol):
-    """What `LiveState.of` reads from an engine Snapshot."""
+    """What `LiveState.of` reads from an engine Snapshot (read-only: a snapshot is frozen)."""
 
-    knobs: _Knobs
-    stages: dict
-    link: _Link
+    @property
+    def knobs(self) -> _Knobs: ...
+    @property
+    def stages(self) -> dict: ...
+    @property
+    def link(self) -> _Link: ...
 
 
 def effective_system(system: System, state: LiveState) -> System:

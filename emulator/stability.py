@@ -31,13 +31,18 @@ class _StageLike(Protocol):
 
 
 class SnapshotRowLike(Protocol):
-    """What `Row.of` reads from an engine Snapshot."""
+    """What `Row.of` reads from an engine Snapshot (read-only: a snapshot is frozen)."""
 
-    sim_time: float
-    offered_rate: float
-    served_rate: float
-    stages: dict
-    ttft_p90: float | None
+    @property
+    def sim_time(self) -> float: ...
+    @property
+    def offered_rate(self) -> float: ...
+    @property
+    def served_rate(self) -> float: ...
+    @property
+    def stages(self) -> dict: ...
+    @property
+    def ttft_p90(self) -> float | None: ...
 
 
 class Row(NamedTuple):

@@ -84,7 +84,8 @@ class PrfaasApp(App):
             from prfaas_tui.screens.topology import TopologyScreen
 
             shown, self.topology_plan = self.topology_plan, None  # opened once, at start
-            return TopologyScreen(scenario, drill=drill, plan=shown, **kw)
+            return TopologyScreen(scenario, drill=drill, plan=shown, export_dir=self.export_dir,
+                                  **kw)
         from prfaas_tui.screens.dashboard import Dashboard
 
         return Dashboard(scenario, drill=drill, plan=plan, export_dir=self.export_dir, **kw)

@@ -2,11 +2,12 @@
 
 A fork is a second `Session` on the parent's run: the same scenario and seed, built at the
 settings the parent's emulation was built at, with the parent's change log (`live.Logged`:
-knobs, incidents, pins, the scheduler switch, each at the simulated time it took effect)
-replayed unpaced to the parent's now. The emulation is deterministic, so the replay is the
-parent's run again; that is checked, not assumed: every snapshot of the parent's history and an
-even sample of its whole-run record is compared with the fork's at the same simulated time
-(exactly: the same `repr`, the same export row). At a change instant the parent may have
+knobs, incidents, pins, the scheduler switch, a topology element's knobs, each at the
+simulated time it took effect) replayed unpaced to the parent's now. The emulation is
+deterministic, so the replay is the parent's run again; that is checked, not assumed: every
+snapshot of the parent's history (a topology's regions, sites and links too) and an even sample
+of its whole-run record is compared with the fork's at the same simulated time (exactly: the
+same `repr`, the same export row). At a change instant the parent may have
 snapshotted before the change, after it, or between two changes made at that instant (keys
 pressed while the clock stood still), so any of those states is accepted there.
 
@@ -63,8 +64,8 @@ class Verdict:
     def text(self) -> str:
         from emulator.units import format_duration
 
-        head = (f"replayed {format_duration(self.at)} and {self.changes} changes "
-                f"in {self.wall_s:.2f} s")
+        changes = f"{self.changes} change{'' if self.changes == 1 else 's'}"
+        head = f"replayed {format_duration(self.at)} and {changes} in {self.wall_s:.2f} s"
         if self.ok:
             return f"{head}: {self.checked:,} of {self.checked:,} checks identical"
         if self.checked == 0:
@@ -132,18 +133,19 @@ class Fork:
         """The parent carries on as the fork, on its own clock, paused as the parent was."""
         paused = self.parent.driver.paused if self.parent.driver is not None else False
         self.parent.adopt(self.session)
+        assert self.parent.driver is not None
         self.parent.take(self.parent.driver.lead(paused))
 
     def drop(self) -> None:
         self.session.stop()
 
     # -- the fork's emulator thread ---------------------------------------------------------------
-    def _replay(self, driver: Driver, emu: Any) -> None:
+    def _replay(self, driver: Driver) -> None:
         t0 = time.perf_counter()
         o = self.origin
         expect: dict[float, list[tuple[str, Any]]] = defaultdict(list)
         for snap in o.history:
-            expect[snap.sim_time].append(("snap", repr(snap)))
+            expect[snap.sim_time].append(("snap", _printed(snap)))
         for row in o.rows:
             expect[row[0]].append(("row", row))  # sim_time is the first column
         changes: dict[float, list[Logged]] = defaultdict(list)
@@ -152,17 +154,17 @@ class Fork:
         checked = bad = 0
         first: float | None = None
         for t in sorted(set(expect) | set(changes) | {o.at}):
-            if t > emu.now:
-                emu.run_until(t)
+            if t > driver.now:
+                driver.run_until(t)
             wanted = expect.get(t, ())
-            states = [emu.snapshot()] if wanted else []  # before, then after each change
+            states = [driver.snapshot()] if wanted else []  # before, then after each change
             for entry in changes.get(t, ()):
                 try:
-                    driver.perform(emu, entry.change)
+                    driver.perform(entry.change)
                 except Exception:  # the parent took it: a refusal here is a divergence
                     bad, first = bad + 1, t if first is None else first
                 if wanted:
-                    states.append(emu.snapshot())
+                    states.append(driver.snapshot())
             kept = None
             for kind, want in wanted:
                 checked += 1
@@ -178,8 +180,13 @@ class Fork:
 
     def _print(self, kind: str, snap: Any) -> Any:
         """What is compared with the parent's: the snapshot's repr (every field, floats
-        exactly), or the export row the parent's record kept."""
+        exactly; a topology's also its regions', sites' and links' objects and live state), or
+        the export row the parent's record kept."""
         if kind == "snap":
-            return repr(snap)
+            return _printed(snap)
         return tuple(metric_row(snap, self.session.point_at(snap)).values())
 
+
+def _printed(snap: Any) -> str:
+    """A snapshot as compared: its repr, and a topology's objects (not in the repr)."""
+    return repr(snap) if snap.topology is None else f"{snap!r} {snap.topology!r}"

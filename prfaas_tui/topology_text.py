@@ -34,6 +34,14 @@ def elements(topo: Topology) -> list[Element]:
             + [("link", k.name) for k in topo.links])
 
 
+def step_element(order: list[Element], selected: Element | None, step: int) -> Element | None:
+    """The element `step` places from `selected` in `order`, round the end (the arrow keys)."""
+    if not order:
+        return selected
+    i = order.index(selected) if selected in order else -1
+    return order[(i + step) % len(order)]
+
+
 def gbps(x: float | None) -> str:
     if x is None or not math.isfinite(x):
         return "–"

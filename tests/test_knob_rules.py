@@ -22,7 +22,7 @@ from emulator.scenario.reader import PresetError
 from prfaas_tui.commands.common import add_scenario_flags, scenario_from_args
 from prfaas_tui.errors import UsageError
 from prfaas_tui.modelview import Refused, Settings
-from prfaas_tui.screens.topology import parse_element_text
+from prfaas_tui.screens.element_knobs import parse_knobs
 from prfaas_tui.widgets.controls import KNOB_BY_KEY
 
 PAIR = (presets_dir() / "paper-case-study.toml").read_text(encoding="utf-8")
@@ -139,7 +139,7 @@ def _topology_view(knob: str, text: str) -> bool | None:
     kind, name, _ = SURFACES[knob][3]
     topo = load("two-regions", topology=True).declared_topology
     try:
-        check_element(topo, kind, name, **parse_element_text(kind, name, text))
+        check_element(topo, kind, name, **parse_knobs(kind, name, text))
     except KnobError as exc:
         assert "\n" not in str(exc) and name in str(exc)
         return False

@@ -161,7 +161,7 @@ async def test_o_and_O_apply_the_live_optima():
         from emulator.topology.live import live_spec
         from emulator.topology.policy import search_policy
 
-        best, _ = search_policy(live_spec(screen.session.base, screen.session.state))
+        best, _ = search_policy(live_spec(screen.session.topology, screen.session.state))
         spec = screen.session.running_spec()
         for name, s in best.settings.items():
             assert spec.region(name).threshold == s.t
@@ -398,7 +398,7 @@ async def test_bad_knob_text_is_one_line_and_changes_nothing(element, text, says
         kind, name = element
         try:
             reason = None
-            screen.session.check(kind, name, **screen.parse_knobs(text))
+            screen.session.check_element(kind, name, **screen.parse_knobs(text))
         except ValueError as exc:  # KnobError is a ValueError
             reason = str(exc)
         if text == "0/8":  # N_d = 8 with N_p = 0 fits the pool of 8: accepted

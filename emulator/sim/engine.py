@@ -19,6 +19,7 @@ import math
 from collections import deque
 from collections.abc import Callable, Coroutine, Hashable
 from dataclasses import replace
+from typing import TypeVar
 
 import numpy as np
 
@@ -57,6 +58,8 @@ from emulator.sim.workload import SyntheticSource, TraceSource, Workload
 from emulator.trace_formats import load_trace
 from emulator.traces import MOONCAKE_BLOCK_TOKENS, Trace
 from emulator.units import to_gbps
+
+V = TypeVar("V")
 
 
 class Emulation:
@@ -160,7 +163,7 @@ class Emulation:
         self.cache_flushes = 0
         self._done_hooks: list[Callable[[Request, float], None]] = []
         self._arrive_hooks: list[Callable[[Request], None]] = []
-        self._tasks: list[asyncio.Task] = []
+        self._tasks: list[asyncio.Task[object]] = []
         region.max_queue = sim.max_queue
         region.max_wait = sim.max_queue_seconds
         region.kv_bounded = sim.kv_budget is not None
@@ -374,7 +377,7 @@ class Emulation:
         self.loop.run_until(t)
 
     def run(self, progress: Callable[[float, float], None] | None = None,
-            slices: int = 100):
+            slices: int = 100) -> RunResult:
         """Run to `duration`, check the accounting (AccountingError), return a RunResult.
         `progress(now, duration)` is called `slices` times along the way when given."""
         end = self.duration
@@ -448,7 +451,7 @@ class Emulation:
     def __enter__(self) -> Emulation:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- controllers -----------------------------------------------------------------------
@@ -464,7 +467,7 @@ class Emulation:
 
         self.loop.call_at(self.now + period if start is None else start, tick)
 
-    def spawn(self, coro: Coroutine) -> asyncio.Task:
+    def spawn(self, coro: Coroutine[object, object, object]) -> asyncio.Task[object]:
         """Run a coroutine on the virtual loop (asyncio.sleep is simulated time there)."""
         task = self.loop.create_task(coro)
         self._tasks.append(task)
@@ -772,7 +775,7 @@ class Emulation:
         return self.observer.snapshot()
 
 
-def _keyed(table: dict, key: Hashable, value: object) -> None:
+def _keyed(table: dict[Hashable, V], key: Hashable, value: V | None) -> None:
     if value is None:
         table.pop(key, None)
     else:

@@ -1,7 +1,8 @@
 """Compare: the same seeded workload through two or three deployments, side by side.
 
-PrfaaS-PD against homogeneous and naive on the same hardware; during a drill, the drill with
-its scheduler against the static baseline, each with its scorecard. Each variant gets its own
+PrfaaS-PD against homogeneous and naive on the same hardware; on a topology, its routing
+policies (threshold, lp, best-bandwidth, and best-cache where the preset runs caches); during a
+drill, the drill with its scheduler against the static baseline, each with its scorecard. Each variant gets its own
 synchronous `Driver` (same seed, same offered rate), advanced in chunks to a fixed simulated
 horizon: in a worker thread when live, before the first render when not (deterministic).
 """
@@ -43,9 +44,16 @@ SAMPLES = 20  # snapshots per chunk, fewer on a long horizon: the whole run fits
 @dataclass(frozen=True)
 class Variant:
     label: str
-    view: ModelView
+    settings: Settings
+    view: ModelView | None = None  # the pair's model (None on a topology: no pair model)
     tick: Tick | None = None
     card: dict | None = None  # the drill's scorecard at the end of the horizon
+
+
+def variant(label: str, settings: Settings) -> Variant:
+    """A variant at these settings, with the pair's model where it is a single pair."""
+    pair = settings.scenario.declared_topology is None
+    return Variant(label, settings, ModelView.of(settings) if pair else None)
 
 
 def paradigm_variants(settings: Settings) -> list[Variant]:
@@ -56,13 +64,26 @@ def paradigm_variants(settings: Settings) -> list[Variant]:
             s = settings.apply(paradigm=p)
         except Refused:
             continue  # e.g. no homogeneous pool in this preset
-        out.append(Variant(p.label, ModelView.of(s)))
+        out.append(variant(p.label, s))
     return out
+
+
+def routing_variants(settings: Settings) -> list[Variant]:
+    """A topology under each routing policy it can run, every region alike."""
+    from emulator.scenario.knobs import best_cache_problem
+    from emulator.topology.spec import ROUTINGS
+
+    sc = settings.scenario
+    topo = sc.declared_topology
+    assert topo is not None
+    return [variant(r, replace(settings, scenario=replace(
+                sc, declared_topology=replace(topo, routing=r))))
+            for r in ROUTINGS if r != "best-cache" or best_cache_problem(sc.sim) is None]
 
 
 def scheduler_variants(settings: Settings, drill: Drill) -> list[Variant]:
     """The drill as the operator runs it, with its scheduler on and off (static)."""
-    return [Variant(label, ModelView.of(replace(settings, scenario=drill.with_scheduler(on))))
+    return [variant(label, replace(settings, scenario=drill.with_scheduler(on)))
             for label, on in (("scheduler", True), ("static", False))]
 
 
@@ -85,7 +106,8 @@ class ServedChart(Chart):
         top = 1e-3
         for v in ran:
             h = v.tick.history
-            top = max(top, max((s.served_rate for s in h), default=0), v.view.point.lambda_max)
+            top = max(top, max((s.served_rate for s in h), default=0),
+                      v.view.point.lambda_max if v.view is not None else 0.0)
         top *= 1.15
         self.time_axis(plt, frame(window, snap.incident_windows, snap.decisions), top)
         for v, col in zip(variants, self.COLORS, strict=False):
@@ -98,7 +120,7 @@ class ServedChart(Chart):
 
 def driving_point(v: Variant) -> Any:
     """A variant's model in the driving mode (the preset's mode may be paper)."""
-    st = v.view.settings
+    st = v.settings
     return paradigm_point(replace(st, scenario=replace(st.scenario, mode=DRIVING_MODE)))
 
 
@@ -115,14 +137,19 @@ def compare_table(variants: tuple[Variant, ...]) -> Table:
         return lambda v: "…" if v.tick is None else f(v.tick.snapshot)
 
     def knobs(v: Variant) -> str:
+        assert v.view is not None
         k = v.view.point.knobs
         return f"{k.n_prfaas}/{k.n_p}/{k.n_d}"
 
-    row("N_prfaas / N_p / N_d", knobs)
-    # in the dashboard's driving mode, so the figure is the one its strip and panel show
-    row(f"model Λmax req/s ({DRIVING_MODE})", lambda v: f"{driving_point(v).lambda_max:.2f}")
-    row("model binds", lambda v: STAGE_LABELS[binding_stage(driving_point(v))])
-    row("offered req/s", lambda v: f"{v.view.settings.rate:.2f}")
+    if all(v.view is not None for v in variants):
+        row("N_prfaas / N_p / N_d", knobs)
+        # in the dashboard's driving mode, so the figure is the one its strip and panel show
+        row(f"model Λmax req/s ({DRIVING_MODE})",
+            lambda v: f"{driving_point(v).lambda_max:.2f}")
+        row("model binds", lambda v: STAGE_LABELS[binding_stage(driving_point(v))])
+        row("offered req/s", lambda v: f"{v.settings.rate:.2f}")
+    else:  # a topology (the columns are its routing policies): its regions' preset rates
+        row("offered req/s", snap(lambda s: f"{s.offered_rate:.2f}"))
     row("simulated", snap(lambda s: format_duration(s.sim_time)))
     row("served req/s", snap(lambda s: f"{s.served_rate:.2f}"))
     row("completed", snap(lambda s: f"{s.completed:,}"))
@@ -162,16 +189,19 @@ class CompareScreen(Screen):
         super().__init__()
         self.settings, self.live, self.seed, self.drill = settings, live, seed, drill
         self.horizon = horizon or (drill.duration if drill else HORIZON_S)
+        self.topology = settings.scenario.declared_topology is not None
         self.variants = tuple(scheduler_variants(settings, drill) if drill
+                              else routing_variants(settings) if self.topology
                               else paradigm_variants(settings))
 
     def compose(self) -> ComposeResult:
         with Vertical():
             what = f"drill {self.drill.name}" if self.drill else self.settings.scenario.name
+            offered = ("the preset's rates offered to each" if self.topology
+                       else f"{self.settings.rate:.2f} req/s offered to each")
             yield Static(f"compare · {what} · seed "
                          f"{self.seed if self.seed is not None else self.settings.scenario.sim.seed}"
-                         f" · {self.settings.rate:.2f} req/s offered to each · "
-                         f"{format_duration(self.horizon)} simulated", id="title")
+                         f" · {offered} · {format_duration(self.horizon)} simulated", id="title")
             yield Static(compare_table(self.variants), id="table")
             yield ServedChart(id="served")
         yield Footer(compact=True)
@@ -180,7 +210,7 @@ class CompareScreen(Screen):
         self.action_rerun()
 
     def action_rerun(self) -> None:
-        self.variants = tuple(Variant(v.label, v.view) for v in self.variants)
+        self.variants = tuple(Variant(v.label, v.settings, v.view) for v in self.variants)
         if self.live:
             self._run_threaded()
         else:
@@ -189,7 +219,7 @@ class CompareScreen(Screen):
     def _run(self, report, cancelled=lambda: False) -> tuple[Variant, ...]:
         """Advance every variant chunk by chunk; `report(results, done)` after each chunk."""
         attach = attach_recorder if self.drill else None
-        drivers = [Driver(v.view.settings, live=False, seed=self.seed, attach=attach,
+        drivers = [Driver(v.settings, live=False, seed=self.seed, attach=attach,
                           on_tick=lambda t: None, on_error=lambda text, fatal: None)
                    for v in self.variants]
         results = list(self.variants)

@@ -63,7 +63,7 @@ from prfaas_tui.widgets.timeline import DrillTimeline
 from prfaas_tui.widgets.topology import TopologyStrip
 
 if TYPE_CHECKING:
-    from emulator.sim.drills import Drill
+    from emulator.scenario.drill import Drill
     from prfaas_tui.screens.plan import PlanChoice
 
 

@@ -3,8 +3,10 @@
 The fork (`prfaas_tui.fork.Fork`) replays the run to now and then follows the run's clock, so
 the two share one time axis: served rate (Λ), TTFT P90 and the queues drawn for both, with the
 fork instant marked. The knobs on the left are the fork's; a change there goes to the fork
-alone. `enter` keeps the fork (the dashboard carries on with it, its history and record), `esc`
-drops it (the run goes on untouched). Space, `.` and the speed keys work the shared clock.
+alone. On a topology the left side lists its regions, sites and links for both, and `e` turns
+the selected element's knobs in the fork (↑↓ select). `enter` keeps the fork (the dashboard
+carries on with it, its history and record), `esc` drops it (the run goes on untouched).
+Space, `.` and the speed keys work the shared clock.
 """
 
 from __future__ import annotations
@@ -31,9 +33,11 @@ from prfaas_tui.fork import Fork
 from prfaas_tui.live import Tick
 from prfaas_tui.messages import EmulatorFailed, TickReady
 from prfaas_tui.modelview import Refused, step_speed
+from prfaas_tui.screens.element_knobs import edit_element
 from prfaas_tui.session import Session
 from prfaas_tui.throttle import Coalesced
 from prfaas_tui.timeaxis import DEFAULT_SPAN, TimeWindow, clip, frame
+from prfaas_tui.topology_text import Element, elements, step_element
 from prfaas_tui.widgets.controls import KNOB_BY_KEY, ControlPanel, speed_text
 from prfaas_tui.widgets.model_panel import STAGE_LABELS, num
 from prfaas_tui.widgets.plots import Chart
@@ -161,6 +165,50 @@ def pair_table(run: Session, fork: Session, ready: bool,
     return table
 
 
+def topology_table(run: Session, fork: Session, ready: bool, selected: Element | None,
+                   colors: tuple[str, str] = ("", "")) -> Table:
+    """A topology's run and fork side by side: each region's t, split and routing, each
+    site's instances, each link's bandwidth (the `selected` element marked), then what each
+    measures now."""
+    table = Table(box=None, padding=(0, 1, 0, 0), header_style="bold", expand=True)
+    table.add_column("", no_wrap=True)
+    table.add_column(Text("run", style=colors[0]), justify="right", no_wrap=True)
+    table.add_column(Text("fork", style=colors[1]), justify="right", no_wrap=True)
+
+    def row(name: str, f: Callable[[dict, Any], str], element: Element | None = None) -> None:
+        cells = []
+        for sess, live in ((run, True), (fork, ready)):
+            objects, snap = sess.objects, sess.tick.snapshot if sess.tick else None
+            cells.append("…" if not live or objects is None or snap is None
+                         else f(objects, snap))
+        style = "bold" if cells[0] != cells[1] else ""
+        mark = "▸ " if element is not None and element == selected else "  "
+        table.add_row(Text(mark + name, style="reverse" if mark.strip() else "dim"),
+                      *(Text(c, style=style) for c in cells))
+
+    topo = run.topology
+    assert topo is not None
+    for r in topo.regions:
+        n = r.name
+        row(f"{n} t", lambda o, s, n=n: format_tokens(
+            next(x[1] for x in o["live_state"].regions if x[0] == n)), ("region", n))
+        row(f"{n} N_p/N_d", lambda o, s, n=n: f"{o['regions'][n]['n_p']}/"
+                                              f"{o['regions'][n]['n_d']}")
+        row(f"{n} routing", lambda o, s, n=n: str(o["policies"][n]))
+    for site in topo.sites:
+        row(f"{site.name} instances", lambda o, s, n=site.name: str(o["sites"][n]["instances"]),
+            ("site", site.name))
+    for k in topo.links:
+        name = f"{k.site}->{k.region}"
+        row(f"{name} Gbps", lambda o, s, n=name: f"{o['links'][n]['bandwidth_gbps']:.4g}",
+            ("link", name))
+    row("served req/s", lambda o, s: f"{s.served_rate:.2f}")
+    row("TTFT P90 s", lambda o, s: num(s.ttft_p90))
+    row("queued", lambda o, s: f"{queued(s):,.0f}")
+    row("lost", lambda o, s: str(s.lost))
+    return table
+
+
 class ForkScreen(Screen[bool]):
     """Returns True when the fork was kept (the run is now the fork), False when dropped."""
 
@@ -183,6 +231,13 @@ class ForkScreen(Screen[bool]):
                 tooltip="Type an exact routing threshold t for the fork"),
         Binding("o", "optimum", "Optimum", id="fork-optimum",
                 tooltip="Apply the optimum t*, N_p*/N_d* of the fork's live state to the fork"),
+        Binding("e", "edit_element", "Knobs", id="fork-element",
+                tooltip="A topology: the selected region's, site's or link's knobs, in the "
+                        "fork alone"),
+        Binding("up", "select(-1)", "Prev", show=False, id="fork-prev",
+                tooltip="A topology: select the previous site, region or link"),
+        Binding("down", "select(1)", "Next", show=False, id="fork-next",
+                tooltip="A topology: select the next site, region or link"),
     ]
 
     def __init__(self, run: Session, *, step_seconds: float = 1.0) -> None:
@@ -193,6 +248,8 @@ class ForkScreen(Screen[bool]):
                          post_error=lambda text, gen: self.post_message(
                              EmulatorFailed(text, gen)))
         self.leader: Tick | None = run.tick
+        self.order: list[Element] = elements(run.topology) if run.topology else []
+        self.selected: Element | None = self.order[0] if self.order else None
         self.kept = False
         self._unlisten: Callable[[], None] | None = None
         self._redraw: Coalesced | None = None
@@ -206,7 +263,8 @@ class ForkScreen(Screen[bool]):
         yield Static(id="fork-title")
         with Horizontal(id="fork-body"):
             with Vertical(id="fork-side"):
-                yield ForkControls(self.session, id="fork-controls")
+                if self.run.topology is None:
+                    yield ForkControls(self.session, id="fork-controls")
                 yield Static(id="fork-table")
             with Vertical(id="fork-charts"):
                 yield Static(id="fork-key")
@@ -221,9 +279,9 @@ class ForkScreen(Screen[bool]):
     def on_mount(self) -> None:
         self._redraw = Coalesced(self.show, REDRAW_HZ, spawn=lambda coro: self.run_worker(
             coro, name="fork-throttle", group="fork-throttle"))
-        panel = self.query_one(ForkControls)
-        panel.view = self.session.view
-        panel.focus()
+        for panel in self.query(ForkControls):
+            panel.view = self.session.view
+            panel.focus()
         if self.run.live:
             self._unlisten = self.run.listen(lambda tick: self.post_message(LeaderTick(tick)))
         try:
@@ -282,10 +340,13 @@ class ForkScreen(Screen[bool]):
         fork, ready = self.session, self.fork.ready and self.session.tick is not None
         self.query_one("#fork-title", Static).update(self._title(ready))
         self.query_one("#fork-key", Static).update(self._key())
-        self.query_one(ForkControls).view = fork.view
-        self.query_one("#fork-table", Static).update(pair_table(
-            self.run, fork, ready, (f"bold {color(self, RUN)}", f"bold {color(self, FORK)}"),
-            more=self.app.size.height >= 40))
+        colors = (f"bold {color(self, RUN)}", f"bold {color(self, FORK)}")
+        for panel in self.query(ForkControls):
+            panel.view = fork.view
+        table = (pair_table(self.run, fork, ready, colors, more=self.app.size.height >= 40)
+                 if self.run.topology is None else
+                 topology_table(self.run, fork, ready, self.selected, colors))
+        self.query_one("#fork-table", Static).update(table)
         run_hist = self.leader.history if self.leader is not None else ()
         fork_hist = fork.tick.history if ready else ()
         data = Pair(run_hist, fork_hist, self.fork.origin.at,
@@ -321,6 +382,24 @@ class ForkScreen(Screen[bool]):
         return out
 
     # -- changes to the fork ---------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The pair's knob keys on a pair, the elements' on a topology."""
+        if action in ("edit_element", "select"):
+            return self.run.topology is not None
+        if action == "edit_t":
+            return self.run.topology is None
+        return True
+
+    def action_select(self, step: int) -> None:
+        self.selected = step_element(self.order, self.selected, step)
+        self.show()
+
+    def action_edit_element(self) -> None:
+        if self.selected is None or not self.fork.ready or self.session.driver is None:
+            self.notify("the fork is still replaying the run", severity="warning")
+            return
+        edit_element(self, self.session, self.selected, self.show, whose="fork · ")
+
     def on_control_panel_changed(self, message: ControlPanel.Changed) -> None:
         self.show()
 
@@ -355,6 +434,9 @@ class ForkScreen(Screen[bool]):
         """The dashboard's `o`, on the fork: the optimum of its live state (what is alive in
         it now), as PrfaaS-PD."""
         fork = self.session
+        if fork.topology is not None:
+            self._topology_optimum()
+            return
         targets = fork.optimum_targets() if self.fork.ready else None
         if targets is None:
             self.notify("no optimum of the fork's live state yet", severity="warning")
@@ -371,6 +453,22 @@ class ForkScreen(Screen[bool]):
         self.show()
         self.notify(f"the fork runs the optimum of its live state: t* = "
                     f"{format_tokens(t)}, N_p/N_d = {n_p}/{n_d}")
+
+    def _topology_optimum(self) -> None:
+        """`o` on a topology's fork: the best threshold policy of the fork's live state."""
+        from emulator.scenario.knobs import KnobError
+
+        if not self.fork.ready:
+            self.notify("the fork is still replaying the run", severity="warning")
+            return
+        try:
+            got = self.session.apply_policy_optimum()
+        except KnobError as exc:
+            self.notify(str(exc), title="refused", severity="warning")
+            return
+        self.show()
+        self.notify("the fork runs the best threshold policy of its live state: " + "; ".join(
+            f"{r} t {format_tokens(t)} {p}/{d}" for r, (t, p, d) in got.items()))
 
     # -- the shared clock --------------------------------------------------------------------------
     def action_pause(self) -> None:

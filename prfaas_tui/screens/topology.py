@@ -6,13 +6,18 @@ the keys. Arrow keys walk the elements (sites, then regions, then links); `enter
 selected element's knobs, checked as the pair's knobs are (a refusal stays in the dialog):
 a region's t, N_p/N_d and routing policy, a site's instances, a link's bandwidth. `o` applies
 the best threshold policy at the live state, `O` the routing bound's split with `lp` routing.
-A drill (`d`) runs in the view and ends with a scorecard per region.
+A drill (`d`) runs in the view and ends with a scorecard per region. Every knob change is a
+logged change, as the pair's: `E` lists them with the incidents, `f` forks the run (replayed to
+now, checked identical) to try a change beside it, `c` runs the routing policies side by side
+on the same seeded workload.
 
-The state is a `TopologySession`; the screen draws what its latest tick and model say.
+The state is a `Session`, as the pair's dashboard's; the screen draws what its latest tick and
+model say.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
@@ -23,17 +28,19 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Header, Label, Static
 
-from emulator.scenario.knobs import KnobError, knob_at, read_at
+from emulator.scenario.knobs import KnobError
 from emulator.scenario.reader import PresetError
 from emulator.scenario.scenario import Scenario
-from emulator.units import format_duration, format_tokens, to_gbps
+from emulator.units import format_duration, format_tokens
 from prfaas_tui.live import Tick, load_drill
 from prfaas_tui.messages import EmulatorFailed, TickReady
-from prfaas_tui.modelview import step_speed
+from prfaas_tui.metrics_export import default_export_dir
+from prfaas_tui.modelview import Refused, step_speed
 from prfaas_tui.screens.drills import DrillPicker
+from prfaas_tui.screens.element_knobs import change_element, edit_element, knob_prompt, parse_knobs
 from prfaas_tui.screens.prompt import ValuePrompt
-from prfaas_tui.topology_session import TopologySession
-from prfaas_tui.topology_text import Element, Figures, elements
+from prfaas_tui.session import Session
+from prfaas_tui.topology_text import Element, Figures, elements, step_element
 from prfaas_tui.widgets.status import KeyFooter, clock
 from prfaas_tui.widgets.topology_map import (
     SelectionChart,
@@ -44,7 +51,7 @@ from prfaas_tui.widgets.topology_map import (
 )
 
 if TYPE_CHECKING:
-    from emulator.sim.drills import Drill
+    from emulator.scenario.drill import Drill
 
 
 TOPOLOGY_KNOBS = (
@@ -107,6 +114,12 @@ class TopologyScreen(Screen):
                   id=f"topology-chart-series-{n}",
                   tooltip=f"Chart: hide or show the selected element's series {n} (the title "
                           "names them in order)") for n in (1, 2)),
+        Binding("f", "fork", "Fork", show=False, id="topology-fork",
+                tooltip="What-if: fork the run (replayed to now), change the fork alone"),
+        Binding("E", "events", "Events", show=False, id="topology-events",
+                tooltip="The run's knob changes, incidents and scheduler decisions: filter, export"),
+        Binding("c", "compare", "Compare", show=False, id="topology-compare",
+                tooltip="Compare the routing policies on the same seeded workload"),
         Binding("P", "plan", "Plan", show=False, id="topology-plan",
                 tooltip="Open a topology plan's results (prfaas-tui plan --out FILE) and "
                         "view any candidate"),
@@ -114,11 +127,12 @@ class TopologyScreen(Screen):
 
     def __init__(self, scenario: Scenario, *, live: bool = True, at: float | None = None,
                  speed: float = 20.0, seed: int | None = None, drill: Drill | None = None,
-                 plan: str | None = None) -> None:
+                 plan: str | None = None, export_dir: Path | None = None) -> None:
         super().__init__()
         self.plan = plan  # a topology plan's results file, shown at mount
         self.live, self.at = live, at
-        self.session = TopologySession(
+        self.export_dir = export_dir or default_export_dir()  # where the events export goes
+        self.session = Session(
             scenario, live=live, seed=seed, speed=speed, drill=drill,
             post_tick=lambda tick: self.post_message(TickReady(tick)),
             post_error=lambda text, gen: self.post_message(EmulatorFailed(text, gen)))
@@ -171,7 +185,8 @@ class TopologyScreen(Screen):
         if s.objects is None:
             return None
         gain = s.step_gain(*self.selected) if self.selected is not None else None
-        return Figures(s.base, s.objects, s.model, gain)
+        assert s.topology is not None
+        return Figures(s.topology, s.objects, s.model, gain)
 
     def redraw(self) -> None:
         fig = self.figures()
@@ -225,10 +240,7 @@ class TopologyScreen(Screen):
 
     # -- selection and knobs ---------------------------------------------------------------------
     def action_select(self, step: int) -> None:
-        if not self.order:
-            return
-        i = self.order.index(self.selected) if self.selected in self.order else -1
-        self.selected = self.order[(i + step) % len(self.order)]
+        self.selected = step_element(self.order, self.selected, step)
         self.redraw()
 
     def select(self, kind: str, name: str) -> None:
@@ -239,57 +251,21 @@ class TopologyScreen(Screen):
         """(title, current value, hint) of the selected element's knobs."""
         if self.selected is None or self.session.driver is None:
             return None
-        kind, name = self.selected
-        spec = self.session.running_spec()
-        if kind == "region":
-            r = spec.region(name)
-            return (f"region {name}: t  N_p/N_d  routing = ?",
-                    f"{r.threshold:.10g} {r.n_p}/{r.n_d} {self.session.region_policy(name)}",
-                    "e.g. 32K 4/4 best-bandwidth (threshold, lp, best-bandwidth, "
-                    "best-cache); any part may be left out")
-        if kind == "site":
-            return (f"site {name}: instances = ?", str(spec.site(name).instances),
-                    f"prefill instances at the site, {knob_at('site', 'instances').span()}")
-        k = spec.link(*name.split("->", 1))
-        return (f"link {name}: bandwidth = ?", f"{to_gbps(k.bandwidth):g}",
-                f"{knob_at('link', 'bandwidth').span()}, in Gbps or with a unit ('1000 MB/s'); "
-                "a brownout still takes its share")
+        return knob_prompt(self.session, self.selected)
 
     def parse_knobs(self, text: str) -> dict[str, Any]:
         """The selected element's knobs from the dialog's text (KnobError: one line)."""
-        kind, name = self.selected  # type: ignore[misc]
-        return parse_element_text(kind, name, text)
+        assert self.selected is not None
+        return parse_knobs(*self.selected, text)
 
     def action_knobs(self) -> None:
-        prompt = self.knob_prompt()
-        if prompt is None:
-            return
-        kind, name = self.selected  # type: ignore[misc]
-
-        def validate(text: str) -> str | None:
-            try:
-                self.session.check(kind, name, **self.parse_knobs(text))
-            except (KnobError, ValueError) as exc:
-                return str(exc)
-            return None
-
-        def done(text: str | None) -> None:
-            if text is not None:
-                self.change(kind, name, **self.parse_knobs(text))
-
-        self.app.push_screen(ValuePrompt(*prompt, validate), done)
+        if self.selected is not None and self.session.driver is not None:
+            edit_element(self, self.session, self.selected, self.redraw)
 
     def change(self, kind: str, name: str, **knobs: Any) -> bool:
         """Turn one element's knobs; a refusal is a notice and changes nothing."""
-        fn = {"region": self.session.set_region, "site": self.session.set_site,
-              "link": self.session.set_link}[kind]
-        try:
-            fn(name, **knobs)
-        except KnobError as exc:
-            self.notify(str(exc), title="refused", severity="warning")
+        if not change_element(self, self.session, kind, name, knobs):
             return False
-        said = ", ".join(f"{k} {_shown(k, v)}" for k, v in knobs.items())
-        self.notify(f"{name}: {said}")
         self.redraw()
         return True
 
@@ -316,8 +292,47 @@ class TopologyScreen(Screen):
         self.redraw()
 
     def action_speed(self, d: int) -> None:
-        self.session.set_speed(step_speed(self.session.speed, d))
+        try:
+            self.session.request(speed=step_speed(self.session.settings.speed, d))
+        except Refused as exc:
+            self.notify(str(exc), severity="warning")
         self.redraw()
+
+    def action_events(self) -> None:
+        from prfaas_tui.screens.events import EventsScreen
+
+        self.app.push_screen(EventsScreen(self.session.events,
+                                          scenario=self.session.scenario.name,
+                                          export_dir=self.export_dir, live=self.live))
+
+    def action_fork(self) -> None:
+        """A what-if fork of the live run beside it (screens.fork); kept, the view carries
+        on with the fork's run."""
+        from prfaas_tui.screens.fork import ForkScreen
+
+        if self.session.driver is None or self.tick is None:
+            self.notify("nothing runs to fork yet", severity="warning")
+            return
+
+        def done(kept: bool | None) -> None:
+            d = self.drill
+            if kept and d is not None and screen.fork.origin.at < d.duration:
+                self.scored = False  # the kept fork's end is still to score
+            self.redraw()
+            self.notify("kept the fork: the run goes on from it" if kept else
+                        "fork dropped: the run goes on as it was")
+        try:
+            screen = ForkScreen(self.session)
+        except RuntimeError as exc:  # the emulator thread has stopped
+            self.notify(f"cannot fork: {exc}", severity="error")
+            return
+        self.app.push_screen(screen, done)
+
+    def action_compare(self) -> None:
+        from prfaas_tui.screens.compare import CompareScreen
+
+        self.app.push_screen(CompareScreen(self.session.settings, live=self.live,
+                                           seed=self.session.seed, drill=self.drill))
 
     def action_policy_optimum(self) -> None:
         try:
@@ -354,7 +369,7 @@ class TopologyScreen(Screen):
         if drill.scenario.declared_topology is None:  # a single pair: the pair's dashboard
             self.app.switch_screen(self.app.screen_for(  # type: ignore[attr-defined]
                 drill.scenario, drill=drill, live=self.live, at=self.at,
-                speed=self.session.speed, seed=self.session.seed))
+                speed=self.session.settings.speed, seed=self.session.seed))
             return
         self.load(drill.scenario, drill)
         self.notify(f"drill {drill.name}: {len(drill.timeline)} incidents over "
@@ -401,35 +416,6 @@ class TopologyScreen(Screen):
         self.app.sub_title = f"{scenario.name} · topology"
         self.session.start(self.at if not self.live else None)
         self.redraw()
-
-
-def parse_element_text(kind: str, name: str, text: str) -> dict[str, Any]:
-    """An element's knobs as the dialog takes them: a site's instances, a link's bandwidth, a
-    region's `t N_p/N_d routing` (any part left out), each through the knob registry's parse
-    and range (KnobError: one line naming the element and the knob)."""
-    if kind != "region":
-        field = "instances" if kind == "site" else "bandwidth"
-        return {field: read_at(kind, name, field, text)}
-    out: dict[str, Any] = {}
-    for part in text.split():
-        if "/" in part:
-            a, b = part.split("/", 1)
-            out["n_p"], out["n_d"] = (read_at(kind, name, k, x) for k, x in (("n_p", a), ("n_d", b)))
-        elif part[0].isdigit() or part[0] in "+-.":
-            out["t"] = float(read_at(kind, name, "t", part))
-        else:
-            out["routing"] = part
-    if not out:
-        raise KnobError("t", "give t, N_p/N_d or a routing policy", f"{kind} {name}")
-    return out
-
-
-def _shown(key: str, value: Any) -> str:
-    if key == "bandwidth":
-        return f"{to_gbps(value):g} Gbps"
-    if key == "t":
-        return format_tokens(value)
-    return str(value)
 
 
 REGION_COLUMNS = (("lost", "lost"), ("slo_attainment", "SLO met"),
