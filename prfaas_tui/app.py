@@ -58,7 +58,9 @@ class PrfaasApp(App):
         )
 
         # a broken preset, drill or plan fails here, before the terminal switches to the app
-        self.drill = load_drill(drill) if drill else None  # PresetError: one line
+        # a drill plays on the preset the user named, never on another (PresetError: one line)
+        self.drill = load_drill(drill, preset if isinstance(preset, str) else None) \
+            if drill else None
         self.topology_plan = None  # a topology plan's results (its own screen, in the view)
         if plan and is_topology_plan(plan):
             summary = read_topology_plan(plan)  # TopologyPlanError: one line

@@ -1,5 +1,6 @@
 """`prfaas-tui drill`: run an incident drill in virtual time and print its scorecard, optionally
-side by side with the same seeded workload under the static threshold (`--compare static`).
+side by side with the same seeded workload under the static threshold (`--compare static`),
+on the drill's own base preset or on another (`--preset`).
 
 Exit status: 0 when the drill met its [expect] bars, 1 when it missed one (the scorecard says
 which), 2 on a broken drill file or flag (one line naming the file and the key).
@@ -39,6 +40,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("drill", help=HELP, description=HELP + ". Without NAME, list them.")
     p.add_argument("name", nargs="?", metavar="NAME|PATH",
                    help=f"shipped drill or drill TOML path ({cap_help('drill')})")
+    p.add_argument("--preset", metavar="NAME|PATH",
+                   help="run the drill on this preset instead of the drill's own base: its "
+                        "deployment, with the drill's load, run, SLO, scheduler, routing and "
+                        "incidents (docs/drills.md); a preset that lacks what the drill "
+                        "targets is refused")
     p.add_argument("--compare", choices=("static", "threshold"),
                    help="also run the same seeded workload with the scheduler off (static), "
                         "or, on a topology, with the threshold site policy (threshold)")
@@ -58,7 +64,7 @@ def main(args) -> int:
         return _list()
     seed = parse_flag("--seed", whole, args.seed, a_seed)
     caps = caps_from_args(args)
-    drill = load_drill(args.name)
+    drill = load_drill(args.name, args.preset)
     topo = drill.scenario.declared_topology
     if topo is None and args.routing not in (None, "threshold"):
         raise UsageError(f"--routing {args.routing}: a single-pair drill routes by its "

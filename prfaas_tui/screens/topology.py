@@ -27,10 +27,10 @@ from emulator.scenario.knobs import KnobError, whole
 from emulator.scenario.reader import PresetError
 from emulator.scenario.scenario import Scenario
 from emulator.units import format_duration, format_tokens, parse_bandwidth, parse_tokens, to_gbps
-from prfaas_tui.live import Tick, load_drill
+from prfaas_tui.live import Tick
 from prfaas_tui.messages import EmulatorFailed, TickReady
 from prfaas_tui.modelview import step_speed
-from prfaas_tui.screens.drills import DrillPicker
+from prfaas_tui.screens.drills import DrillPicker, drill_here
 from prfaas_tui.screens.prompt import ValuePrompt
 from prfaas_tui.topology_session import TopologySession
 from prfaas_tui.topology_text import Element, Figures, elements
@@ -357,18 +357,15 @@ class TopologyScreen(Screen):
         def done(name: str | None) -> None:
             if name:
                 self.start_drill(name)
-        self.app.push_screen(DrillPicker(), done)
+        self.app.push_screen(DrillPicker(self.session.scenario), done)
 
     def start_drill(self, name: str) -> None:
+        """Run the drill on the running topology (never the drill's own base preset) and
+        follow it to a scorecard per region."""
         try:
-            drill = load_drill(name)
+            drill = drill_here(name, self.session.scenario)
         except PresetError as exc:
             self.notify(f"cannot start drill {name}: {exc}", severity="error")
-            return
-        if drill.scenario.declared_topology is None:  # a single pair: the pair's dashboard
-            self.app.switch_screen(self.app.screen_for(  # type: ignore[attr-defined]
-                drill.scenario, drill=drill, live=self.live, at=self.at,
-                speed=self.session.speed, seed=self.session.seed))
             return
         self.load(drill.scenario, drill)
         self.notify(f"drill {drill.name}: {len(drill.timeline)} incidents over "
