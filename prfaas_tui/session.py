@@ -76,7 +76,8 @@ class Session:
         self.generation = 0
         self.driver: Driver | None = None
         self._points: dict[Any, OperatingPoint] = {}
-        self.mode = DRIVING_MODE  # the mode driving the model panel (`M` toggles)
+        # the mode driving the model panel: the preset's, as `solve` defaults to (`M` toggles)
+        self.mode = scenario.mode
         self.effective: EffectiveView | None = None  # the model at the live state
         self.report: StabilityReport | None = None  # queue trends over the last window
         self._rows: deque[Row] = deque(maxlen=ROWS)
@@ -165,6 +166,7 @@ class Session:
         self.generation += 1
         self.run = Run(scenario, drill, split, base)
         self.settings, self.view = settings, ModelView.of(settings)
+        self.mode = scenario.mode
         self._points.clear()
         self.tick = None
         self.effective, self.report = None, None
@@ -322,11 +324,11 @@ class Session:
 
     def point_at(self, snap: Any) -> OperatingPoint:
         """The live Λmax line at one snapshot: the model at what was alive then (instances,
-        link capacity, mix, knobs), in exact mode, the rate the emulator sustains. Cached on the
-        live state (it changes rarely)."""
-        state = LiveState.of(snap)
-        if state not in self._points:
+        link capacity, mix, knobs), in the mode driving the panel, so chart, strip and panel
+        show one Λmax. Cached on the live state (it changes rarely)."""
+        key = (LiveState.of(snap), self.mode)
+        if key not in self._points:
             if len(self._points) > 256:
                 self._points.clear()
-            self._points[state] = effective_point(self.system, state, DRIVING_MODE)
-        return self._points[state]
+            self._points[key] = effective_point(self.system, key[0], self.mode)
+        return self._points[key]

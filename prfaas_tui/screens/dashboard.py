@@ -478,7 +478,8 @@ class Dashboard(Screen):
         mode = self.session.toggle_mode()
         self._show_model()
         self.query_one(PicturesView).show()
-        self.notify(f"{mode} mode drives the model panel (the live Λmax line stays exact)")
+        self.notify(f"{mode} mode drives the model panel (the stability judgement stays exact, "
+                    "the mode the emulator sustains)")
 
     def action_apply_slo_optimum(self) -> None:
         """The SLO optimum of the live state (as `o`); before the first tick, or for another
