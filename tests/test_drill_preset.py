@@ -163,3 +163,9 @@ def test_snapshot_never_swaps_the_preset_the_user_named(tmp_path, capsys):
 ])
 def test_the_drills_that_fit_a_scenario(preset, fits):
     assert [n for n, _ in drills_for(presets.load(preset, topology=True))] == fits
+
+
+def test_the_listing_with_a_preset_names_the_drills_that_fit_it(capsys):
+    assert main(["drill", "--preset", "two-regions"]) == 0
+    assert [ln.split()[0] for ln in capsys.readouterr().out.splitlines()] == TOPOLOGY_DRILLS
+    assert main(["drill", "--preset", "no-such-preset"]) == 2

@@ -16,8 +16,9 @@ import time
 from emulator.budget import BudgetError, Caps
 from emulator.files import cap_help
 from emulator.scenario.drill import Drill
-from emulator.scenario.drills import list_drills, load_drill
+from emulator.scenario.drills import drills_for, list_drills, load_drill
 from emulator.scenario.knobs import KnobError, whole
+from emulator.scenario.presets import load
 from emulator.scenario.reader import a_seed
 from emulator.sim.accounting import AccountingError
 from emulator.sim.drills import drill_emulation, run_drill
@@ -37,7 +38,8 @@ HELP = "run an incident drill (presets/drills) and print its scorecard"
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("drill", help=HELP, description=HELP + ". Without NAME, list them.")
+    p = subparsers.add_parser("drill", help=HELP, description=HELP + ". Without NAME, list them "
+                              "(with --preset, those that fit it).")
     p.add_argument("name", nargs="?", metavar="NAME|PATH",
                    help=f"shipped drill or drill TOML path ({cap_help('drill')})")
     p.add_argument("--preset", metavar="NAME|PATH",
@@ -61,7 +63,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def main(args) -> int:
     if args.name is None:
-        return _list()
+        return _list(args.preset)
     seed = parse_flag("--seed", whole, args.seed, a_seed)
     caps = caps_from_args(args)
     drill = load_drill(args.name, args.preset)
@@ -135,8 +137,10 @@ def _check_work(drill: Drill, seed: int | None, caps: Caps, copies: int = 1,
             raise UsageError(f"{drill.path}: {exc}") from None
 
 
-def _list() -> int:
-    for name, desc in list_drills():
+def _list(preset: str | None = None) -> int:
+    """The shipped drills; with --preset, those that fit it (it has what they target)."""
+    shown = list_drills() if preset is None else drills_for(load(preset, topology=True))
+    for name, desc in shown:
         print(f"{name:<16} {desc}")
     return 0
 
