@@ -53,7 +53,9 @@ class PrfaasApp(App):
         from prfaas_tui.screens.plan import PlanError, open_plan
 
         # a broken preset, drill or plan fails here, before the terminal switches to the app
-        self.drill = load_drill(drill) if drill else None  # PresetError: one line
+        # a drill plays on the preset the user named, never on another (PresetError: one line)
+        self.drill = load_drill(drill, preset if isinstance(preset, str) else None) \
+            if drill else None
         self.plan = open_plan(plan) if plan else None  # PlanError: one line
         self.topology_plan = None  # a topology plan's results (shown in the topology view)
         if self.plan is not None and self.plan.topology:

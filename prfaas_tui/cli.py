@@ -71,7 +71,8 @@ def _parser(argv: list[str]) -> argparse.ArgumentParser:
                         help="open the dashboard on a plan's results (prfaas-tui plan --out FILE): "
                              "pick a candidate to run it")
     parser.add_argument("--drill", metavar="NAME",
-                        help="open the dashboard playing a drill (a shipped name or a TOML path)")
+                        help="open the dashboard playing a drill (a shipped name or a TOML path), "
+                             "on --preset when given, else on the drill's own base preset")
     parser.add_argument("--export-dir", metavar="DIR",
                         help="the dashboard's export folder (e: time series, E x: events; "
                              "default ./prfaas-exports, created on the first export)")

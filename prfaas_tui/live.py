@@ -679,20 +679,12 @@ class Driver:
 END_ALL = "end all"
 
 
-def list_drills() -> list[tuple[str, str]]:
-    """(name, description) of the shipped drills the dashboard runs, presets/drills/*.toml:
-    the single-pair ones (topology drills run with `prfaas-tui drill`)."""
-    from emulator.scenario.drills import list_drills as shipped
+def load_drill(name_or_path: str, preset: str | None = None) -> Drill:
+    """A shipped drill by name or a drill file by path (PresetError, one line, if broken), on
+    `preset` when given (emulator.scenario.drills.load_drill)."""
     from emulator.scenario.drills import load_drill as load
 
-    return [(n, d) for n, d in shipped() if load(n).scenario.declared_topology is None]
-
-
-def load_drill(name_or_path: str) -> Drill:
-    """A shipped drill by name or a drill file by path (PresetError, one line, if broken)."""
-    from emulator.scenario.drills import load_drill as load
-
-    return load(name_or_path)
+    return load(name_or_path, preset)
 
 
 def attach_recorder(emu: Emulation) -> Recorder:

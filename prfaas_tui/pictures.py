@@ -53,6 +53,7 @@ class Topology:
     binding: str  # prfaas, link, pd-p or pd-d
     lambda_max: float
     remote: bool  # the paradigm has a PrfaaS stage (and so a link)
+    mode: str = ""  # the model's mode behind lambda_max (paper or exact)
 
     @classmethod
     def of(cls, view: EffectiveView) -> Topology:
@@ -61,7 +62,7 @@ class Topology:
                    configured={"prfaas": s.n_prfaas, "pd-p": s.n_p, "pd-d": s.n_d},
                    link_now_gbps=to_gbps(s.link_capacity), link_gbps=to_gbps(s.bandwidth),
                    binding=binding_of(view), lambda_max=view.point.lambda_max,
-                   remote=Stage.PRFAAS in Paradigm(s.paradigm).stages)
+                   remote=Stage.PRFAAS in Paradigm(s.paradigm).stages, mode=view.driving)
 
     def down(self, part: str) -> bool:
         """Fewer alive than configured, or a link delivering less than B_out."""
@@ -89,7 +90,7 @@ def topology_segments(top: Topology, width: int) -> list[Segment]:
     used = sum(len(t) for t, _ in chain)
     extras: list[list[Segment]] = [  # the binding stage first, then Λmax, long or short
         [(" · ", ""), (f"{LABELS[top.binding]} binds", top.binding)],
-        [(f" · Λmax {top.lambda_max:.2f} req/s", "")],
+        [(f" · Λmax {top.lambda_max:.2f} req/s" + (f" ({top.mode})" if top.mode else ""), "")],
         [(f" · Λ {top.lambda_max:.2f}", "")],
     ]
     for i, extra in enumerate(extras):

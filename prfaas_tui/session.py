@@ -110,8 +110,9 @@ class Session:
         self.tick: Tick | None = None
         self.generation = 0
         self.driver: Emulator | None = None
-        self._points: dict[LiveState, OperatingPoint] = {}
-        self.mode = DRIVING_MODE  # the mode driving the model panel (`M` toggles)
+        self._points: dict[tuple[LiveState, str], OperatingPoint] = {}
+        # the mode driving the model panel: the preset's, as `solve` defaults to (`M` toggles)
+        self.mode = scenario.mode
         self.effective: EffectiveView | None = None  # the model at the live state
         self.report: StabilityReport | None = None  # queue trends over the last window
         self._rows: deque[Row] = deque(maxlen=ROWS)
@@ -225,6 +226,7 @@ class Session:
         self.generation += 1
         self.run = Run(scenario, drill, split, base)
         self.settings, self.view = settings, _view(settings)
+        self.mode = scenario.mode
         self._points.clear()
         self.tick = None
         self.effective, self.report = None, None
@@ -523,11 +525,11 @@ class Session:
 
     def point_at(self, snap: Snapshot) -> OperatingPoint:
         """The live Λmax line at one snapshot: the model at what was alive then (instances,
-        link capacity, mix, knobs), in exact mode, the rate the emulator sustains. Cached on the
-        live state (it changes rarely)."""
-        state = LiveState.of(snap)
-        if state not in self._points:
+        link capacity, mix, knobs), in the mode driving the panel, so chart, strip and panel
+        show one Λmax. Cached on the live state (it changes rarely)."""
+        key = (LiveState.of(snap), self.mode)
+        if key not in self._points:
             if len(self._points) > 256:
                 self._points.clear()
-            self._points[state] = effective_point(self.system, state, DRIVING_MODE)
-        return self._points[state]
+            self._points[key] = effective_point(self.system, key[0], self.mode)
+        return self._points[key]

@@ -137,6 +137,7 @@ def test_topology_keeps_the_chain_when_narrow(paper):
     wide = "".join(t for t, _ in topology_segments(top, 200))
     narrow = "".join(t for t, _ in topology_segments(top, 50))
     assert "Λmax" in wide and "binds" in wide
+    assert "req/s (exact)" in wide  # the mode beside the number
     assert narrow.startswith("PrfaaS 2/4") and "PD-D" in narrow
 
 

@@ -359,23 +359,44 @@ async def test_help_lists_the_topology_keys_and_quit_during_a_drill_asks_first()
 
 
 @pytest.mark.asyncio
-async def test_a_topology_drill_from_the_pair_dashboard_opens_the_view_and_back():
+async def test_d_runs_a_drill_on_the_running_scenario_never_on_the_drills_base():
+    """The pair's `d` lists the drills its deployment has targets for and runs them on it; a
+    topology drill whose link the pair lacks is refused with a notice and the pair runs on;
+    the view's `d` runs a topology drill on the running topology."""
     from prfaas_tui.screens.dashboard import Dashboard
+    from prfaas_tui.screens.drills import DrillPicker
 
     app = PrfaasApp("toy", live=False, at=5.0)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        app.screen.start_drill("region-link-brownout")
+        dash = app.screen
+        dash.start_drill("region-link-brownout")  # toy has no hub->west
         await pilot.pause()
+        assert app.screen is dash and dash.drill is None
+        assert dash.settings.scenario.name == "toy"
+        dash.start_drill("link-outage")
+        await pilot.pause()
+        assert isinstance(app.screen, Dashboard) and app.screen.drill.name == "link-outage"
+        assert app.screen.settings.scenario.name == "toy"  # not paper-case-study, its base
+        await pilot.press("d")
+        await pilot.pause()
+        assert isinstance(app.screen, DrillPicker) and "toy" in str(app.screen.title_text)
+        names = [n for n, _ in app.screen.items]
+        assert "link-brownout" in names and "region-link-brownout" not in names
+
+    app = PrfaasApp("toy-two-regions", live=False, at=5.0)
+    async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         screen = app.screen
-        assert isinstance(screen, TopologyScreen) and screen.drill.name == "region-link-brownout"
+        screen.start_drill("region-link-brownout")
+        await pilot.pause()
+        await pilot.pause()
+        assert isinstance(app.screen, TopologyScreen) and screen.drill.name == "region-link-brownout"
+        assert screen.session.scenario.name == "toy-two-regions"  # not two-regions, its base
         assert screen.tick.snapshot.sim_time == 5.0
-        screen.start_drill("link-brownout")  # a single pair's drill: the pair's dashboard
+        screen.start_drill("link-brownout")  # a single pair's link: two links here, refused
         await pilot.pause()
-        await pilot.pause()
-        assert isinstance(app.screen, Dashboard) and app.screen.drill.name == "link-brownout"
-        assert not any(isinstance(s, TopologyScreen) for s in app.screen_stack)
+        assert screen.drill.name == "region-link-brownout"
 
 
 @pytest.mark.asyncio

@@ -3,7 +3,6 @@ clock): each change must reach the model panel, the emulator (its router) and th
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import re
@@ -166,16 +165,15 @@ async def test_every_model_knob_moves_the_model_point(key, step):
         assert now != before
         assert now == paradigm_point(d.settings).to_dict()  # the model at the new knobs
         assert d.view.settings is d.settings
-        # the panel shows the model at the live state the emulation took, in exact mode
-        sc = d.settings.scenario
-        exact = paradigm_point(dataclasses.replace(
-            d.settings, scenario=dataclasses.replace(sc, mode="exact")))
+        # the panel shows the model at the live state the emulation took, in the preset's
+        # mode (solve's default), named beside Λmax
         live = d.session.effective
         if key == "paradigm":  # its own split, converting: the instances that serve count
             assert live.state.paradigm == "homogeneous"
         else:
-            assert live.point.to_dict() == exact.to_dict()
-        assert f"Λmax {live.point.lambda_max:.2f}" in screen_text(app)
+            assert live.point.to_dict() == paradigm_point(d.settings).to_dict()
+        assert live.driving == d.settings.scenario.mode
+        assert f"Λmax {live.point.lambda_max:.2f} {live.driving}" in screen_text(app)
 
 
 async def test_the_rate_moves_the_offered_load_not_the_model():

@@ -35,7 +35,8 @@ def model_at_live_state(system, snap, mode="exact"):
 
 
 def panel_rows(app) -> dict[str, list[str]]:
-    """The model panel's stage rows: stage -> its numbers (Θ, exact, paper, nominal)."""
+    """The model panel's stage rows: stage -> its numbers (Θ, driving mode, the other,
+    nominal)."""
     rows = {}
     for line in screen_text(app).splitlines():
         for stage in ("PrfaaS", "PD-P", "PD-D"):
@@ -58,10 +59,12 @@ async def test_panel_ceilings_are_the_model_at_the_live_state(drill, stage, text
         d = dash(app)
         snap = d.tick.snapshot
         system = d.session.system
-        live = model_at_live_state(system, snap)
+        mode = d.settings.scenario.mode  # the panel's default: the preset's, as solve's
+        assert d.session.effective.driving == mode
+        live = model_at_live_state(system, snap, mode)
         healthy = evaluate(system, Knobs(t=snap.knobs.t, n_p=snap.knobs.n_p, n_d=snap.knobs.n_d,
                                          n_prfaas=snap.knobs.n_prfaas,
-                                         bandwidth=snap.knobs.bandwidth), "exact")
+                                         bandwidth=snap.knobs.bandwidth), mode)
         rows = panel_rows(app)
         key = {"PrfaaS": "prfaas", "PD-P": "pd-p", "PD-D": "pd-d"}
         for label, numbers in rows.items():
@@ -71,7 +74,7 @@ async def test_panel_ceilings_are_the_model_at_the_live_state(drill, stage, text
         assert live.ceilings["prfaas"] < 0.8 * healthy.ceilings["prfaas"]
         screen = screen_text(app)
         assert text in screen
-        assert f"Λmax {live.lambda_max:.2f}" in screen
+        assert f"Λmax {live.lambda_max:.2f} {mode}" in screen
         routed = d.session.report.routed_share  # entering, not served, rates
         assert routed is not None and f"sent {routed:.0%}" in screen
 
@@ -98,11 +101,11 @@ async def test_m_switches_the_mode_driving_the_panel():
     app = PrfaasApp(drill="link-brownout", live=False, at=MID)
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
-        assert "exact drives ([M] paper)" in screen_text(app)
+        assert "paper drives ([M] exact)" in screen_text(app)  # the case study's mode
         await pilot.press("M")
         await pilot.pause()
-        assert "paper drives ([M] exact)" in screen_text(app)
-        assert dash(app).session.effective.driving == "paper"
+        assert "exact drives ([M] paper)" in screen_text(app)
+        assert dash(app).session.effective.driving == "exact"
 
 
 async def run_at_load(load: float, seconds: float = 600.0) -> tuple[str, object]:

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 from test_ui_support import burst, dash, screen_text, wait_for
 
-from emulator.scenario.drills import drill_from_dict
+from emulator.scenario import presets
+from emulator.scenario.drills import drill_from_dict, drills_for
 from emulator.scenario.presets import list_presets, presets_dir
 from emulator.scenario.reader import PresetError
 from prfaas_tui.app import PrfaasApp
-from prfaas_tui.live import list_drills
 from prfaas_tui.screens.drills import DrillPicker, IncidentForm, InjectPicker
 from prfaas_tui.screens.help import HelpScreen
 from prfaas_tui.screens.presets import PresetPicker
@@ -91,7 +91,7 @@ async def test_slash_filters_the_preset_picker_and_keeps_its_heading():
 
 @pytest.mark.parametrize("key,names", [
     ("p", lambda: [name for name, _, _ in list_presets(topology=False)]),
-    ("d", lambda: [name for name, _ in list_drills()]),
+    ("d", lambda: [name for name, _ in drills_for(presets.load("toy"))]),
 ])
 async def test_picker_descriptions_wrap_under_themselves_at_80_columns(key, names):
     """A description too long for 80 columns goes on under the description column: a wrapped

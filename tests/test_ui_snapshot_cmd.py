@@ -75,26 +75,28 @@ def _drill_json(tmp_path, drill: str, at: str = "800") -> dict:
     return json.loads(out.read_text())
 
 
-def _model_at(system, knobs, alive: dict, capacity_gbps: float):
+def _model_at(system, knobs, alive: dict, capacity_gbps: float, mode: str):
     """Eqs. 3-5 at the JSON's own knobs, alive counts and link capacity (built here)."""
     cap = capacity_gbps * 1e9 / 8  # bytes/s
     live = dataclasses.replace(system, n_prfaas=alive["prfaas"], bandwidth=cap)
     return evaluate(live, Knobs(t=knobs["t"], n_p=alive["pd-p"], n_d=alive["pd-d"],
-                                n_prfaas=alive["prfaas"], bandwidth=cap), "exact")
+                                n_prfaas=alive["prfaas"], bandwidth=cap), mode)
 
 
 @pytest.mark.parametrize(("drill", "changed"), [("link-brownout", "link"),
                                                 ("prfaas-loss", "prfaas")])
 def test_json_mid_incident_is_the_model_at_the_live_state(tmp_path, drill, changed):
     data = _drill_json(tmp_path, drill)
-    system = load_drill(drill).scenario.system
+    sc = load_drill(drill).scenario
+    system = sc.system
+    assert data["mode"] == sc.mode  # the preset's mode, as solve's default
     eff, nom, k = data["effective"], data["nominal"], data["knobs"]
     assert data["sim_time"] == 800.0 and isinstance(data["stable"], bool)
     assert isinstance(data["unstable_stages"], list)
     for block in (eff, nom):
         assert set(block) >= {"lambda_max", "binding", "prfaas_term", "ceilings",
                               "link_capacity_gbps", "alive"}
-        op = _model_at(system, k, block["alive"], block["link_capacity_gbps"])
+        op = _model_at(system, k, block["alive"], block["link_capacity_gbps"], sc.mode)
         assert block["lambda_max"] == pytest.approx(op.lambda_max)
         assert block["binding"] == op.binding and block["prfaas_term"] == op.prfaas_term
         for s in ("prfaas", "pd-p", "pd-d"):

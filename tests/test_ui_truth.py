@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 from test_ui_support import burst, dash, screen_text, select_knob, wait_for
 
-from emulator.effective import DRIVING_MODE, LiveState, effective_point
+from emulator.effective import LiveState, effective_point
 from emulator.units import GBPS
 from prfaas_tui.app import PrfaasApp
 from prfaas_tui.screens.prompt import ValuePrompt
@@ -73,7 +73,7 @@ def strip_lambda(app: PrfaasApp) -> str:
 def model_lambda(app: PrfaasApp) -> str:
     """The model at the latest tick's live state, computed here, not read from the session."""
     d = dash(app)
-    point = effective_point(d.session.system, LiveState.of(d.tick.snapshot), DRIVING_MODE)
+    point = effective_point(d.session.system, LiveState.of(d.tick.snapshot), d.session.mode)
     return f"{point.lambda_max:.2f}"
 
 
@@ -128,17 +128,17 @@ async def test_mode_toggle_keeps_later_changes_on_the_panel():
     async with app.run_test(size=SIZE) as pilot:
         d = dash(app)
         await wait_for(pilot, lambda: d.tick is not None)
-        await pilot.press("M", "M")  # paper, then exact again
+        await pilot.press("M", "M")  # exact, then the preset's paper again
         await select_knob(pilot, "bandwidth")
         await pilot.press("left", "left", "left")
         await wait_settled(pilot)
         assert panel_lambda(app) == strip_lambda(app) == model_lambda(app)
-        assert "exact drives" in screen_text(app)
+        assert "paper drives" in screen_text(app)
 
 
 async def test_naive_shows_the_naive_deployment_and_solves_naive_figure():
     """`m` twice (PrfaaS-PD, homogeneous, naive): the emulator runs 4 PrfaaS / 0 PD-P / 8 PD-D
-    with PrfaaS binding, and strip and panel show `solve`'s naive Λmax in the driving mode."""
+    with PrfaaS binding, and strip and panel show `solve`'s naive Λmax in the preset's mode."""
     from emulator.optimizer import naive
 
     app = PrfaasApp("paper-case-study", live=False, at=30)
@@ -153,7 +153,7 @@ async def test_naive_shows_the_naive_deployment_and_solves_naive_figure():
         strip = plain(d.query_one(TopologyStrip))
         assert "PrfaaS 4/4" in strip and "PD-P 0/0" in strip and "PD-D 8/8" in strip
         assert "PrfaaS binds" in strip
-        want = f"{naive(d.session.system, DRIVING_MODE).lambda_max:.2f}"
+        want = f"{naive(d.session.system, d.settings.scenario.mode).lambda_max:.2f}"
         assert panel_lambda(app) == strip_lambda(app) == want
         assert "naive · live" in plain(d.query_one(ModelPanel))
 

@@ -31,6 +31,9 @@ class Drill:
     path: str
     scenario: Scenario  # the base preset with the drill's overrides, incidents and scheduler
     scoring: Scoring = field(default_factory=Scoring)
+    # the drill file's own tables (everything but name, description, preset, expect, score):
+    # what `emulator.scenario.drills.drill_on` lays over another preset
+    overrides: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def duration(self) -> float:

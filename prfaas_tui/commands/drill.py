@@ -1,5 +1,6 @@
 """`prfaas-tui drill`: run an incident drill in virtual time and print its scorecard, optionally
-side by side with the same seeded workload under the static threshold (`--compare static`).
+side by side with the same seeded workload under the static threshold (`--compare static`),
+on the drill's own base preset or on another (`--preset`).
 
 Exit status: 0 when the drill met its [expect] bars, 1 when it missed one (the scorecard says
 which), 2 on a broken drill file or flag (one line naming the file and the key).
@@ -15,8 +16,9 @@ import time
 from emulator.budget import BudgetError, Caps
 from emulator.files import cap_help
 from emulator.scenario.drill import Drill
-from emulator.scenario.drills import list_drills, load_drill
+from emulator.scenario.drills import drills_for, list_drills, load_drill
 from emulator.scenario.knobs import KnobError, whole
+from emulator.scenario.presets import load
 from emulator.scenario.reader import a_seed
 from emulator.sim.accounting import AccountingError
 from emulator.sim.drills import drill_emulation, run_drill
@@ -36,9 +38,15 @@ HELP = "run an incident drill (presets/drills) and print its scorecard"
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("drill", help=HELP, description=HELP + ". Without NAME, list them.")
+    p = subparsers.add_parser("drill", help=HELP, description=HELP + ". Without NAME, list them "
+                              "(with --preset, those that fit it).")
     p.add_argument("name", nargs="?", metavar="NAME|PATH",
                    help=f"shipped drill or drill TOML path ({cap_help('drill')})")
+    p.add_argument("--preset", metavar="NAME|PATH",
+                   help="run the drill on this preset instead of the drill's own base: its "
+                        "deployment, with the drill's load, run, SLO, scheduler, routing and "
+                        "incidents (docs/drills.md); a preset that lacks what the drill "
+                        "targets is refused")
     p.add_argument("--compare", choices=("static", "threshold"),
                    help="also run the same seeded workload with the scheduler off (static), "
                         "or, on a topology, with the threshold site policy (threshold)")
@@ -55,10 +63,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def main(args) -> int:
     if args.name is None:
-        return _list()
+        return _list(args.preset)
     seed = parse_flag("--seed", whole, args.seed, a_seed)
     caps = caps_from_args(args)
-    drill = load_drill(args.name)
+    drill = load_drill(args.name, args.preset)
     topo = drill.scenario.declared_topology
     if topo is None and args.routing not in (None, "threshold"):
         raise UsageError(f"--routing {args.routing}: a single-pair drill routes by its "
@@ -129,8 +137,10 @@ def _check_work(drill: Drill, seed: int | None, caps: Caps, copies: int = 1,
             raise UsageError(f"{drill.path}: {exc}") from None
 
 
-def _list() -> int:
-    for name, desc in list_drills():
+def _list(preset: str | None = None) -> int:
+    """The shipped drills; with --preset, those that fit it (it has what they target)."""
+    shown = list_drills() if preset is None else drills_for(load(preset, topology=True))
+    for name, desc in shown:
         print(f"{name:<16} {desc}")
     return 0
 

@@ -50,11 +50,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("snapshot", help="render the dashboard headless at a simulated time "
                                         "(SVG, text or JSON)",
                        description=__doc__.split("\n\n")[0])
-    p.add_argument("--preset", default="paper-case-study", metavar="NAME|PATH",
-                   help=f"preset name or TOML path ({cap_help('preset')})")
+    p.add_argument("--preset", default=None, metavar="NAME|PATH",
+                   help=f"preset name or TOML path (default paper-case-study; "
+                        f"{cap_help('preset')})")
     p.add_argument("--drill", default=None, metavar="NAME|PATH",
-                   help="run this drill (name or path; it names its own preset, --preset is "
-                        "ignored); at or past its end the scorecard shows")
+                   help="run this drill (name or path) on --preset when given (refused when "
+                        "the preset lacks what it targets), else on the drill's own base "
+                        "preset; at or past its end the scorecard shows")
     p.add_argument("--at", required=True, metavar="SIM_SECONDS",
                    help="simulated time to render at: seconds, or '5 min'")
     p.add_argument("--size", default="160x48", metavar="COLSxROWS", help="terminal size (160x48)")
@@ -182,11 +184,12 @@ def screen_text(svg: str) -> str:
     return "\n".join(rows.get(i, "") for i in range(max(rows, default=-1) + 1)) + "\n"
 
 
-async def capture(preset: str, at: float, size: tuple[int, int], *, drill: str | None = None,
+async def capture(preset: str | None, at: float, size: tuple[int, int], *, drill: str | None = None,
                   theme: str = "textual-dark", seed: int | None = None,
                   press: tuple[str, ...] = ()) -> Capture:
     """The dashboard after running the emulator synchronously to `at` seconds: its SVG and
-    the numbers its panels show (from the same session, so they agree)."""
+    the numbers its panels show (from the same session, so they agree). `preset` None: the
+    drill's base, or the default preset."""
     from prfaas_tui.app import PrfaasApp
     from prfaas_tui.screens.dashboard import Dashboard
     from prfaas_tui.screens.topology import TopologyScreen
@@ -214,7 +217,7 @@ async def capture(preset: str, at: float, size: tuple[int, int], *, drill: str |
         return Capture(svg, data)
 
 
-async def render(preset: str, at: float, size: tuple[int, int], **kwargs: Any) -> str:
+async def render(preset: str | None, at: float, size: tuple[int, int], **kwargs: Any) -> str:
     """The dashboard as SVG after running the emulator synchronously to `at` seconds."""
     return (await capture(preset, at, size, **kwargs)).svg
 
@@ -250,23 +253,21 @@ def _check_theme(name: str) -> str | None:
         f"{', '.join(sorted(BUILTIN_THEMES))})"
 
 
-def _topology_of(args: argparse.Namespace):
-    """The scenario when it declares a topology (None: a single pair, the dashboard's)."""
+def _scenario(args: argparse.Namespace):
+    """What the snapshot runs: the drill (on --preset when one is named, never swapping it
+    for the drill's base), else the preset."""
     from emulator.scenario.drills import load_drill
+    from prfaas_tui.app import DEFAULT_PRESET
 
-    sc = load_drill(args.drill).scenario if args.drill else \
-        presets.load(args.preset, topology=True)
-    return sc if sc.declared_topology is not None else None
+    if args.drill:
+        return load_drill(args.drill, args.preset).scenario
+    return presets.load(args.preset or DEFAULT_PRESET, topology=True)
 
 
-def _check_work(args: argparse.Namespace, at: float, seed: int | None) -> None:
+def _check_work(args: argparse.Namespace, sc, at: float, seed: int | None) -> None:
     """Refuse an --at (or a preset) whose run up to `at` is over a cap, before the app starts:
     the dashboard runs the emulator synchronously to `at`."""
-    from emulator.scenario.drills import load_drill
-
     caps = caps_from_args(args)
-    sc = load_drill(args.drill).scenario if args.drill else \
-        presets.load(args.preset, topology=True)
     if sc.declared_topology is None:
         check_scenario_instances(sc, caps)
     try:
@@ -341,9 +342,9 @@ def main(args: argparse.Namespace) -> int:
     press = parse_press(args.press)
     if args.check:
         expected = read_expected(args.check, fmt)
-    _check_work(args, at, seed)
-    sc = _topology_of(args)
-    if sc is not None and fmt == "json":  # the engine's snapshot (the view draws the same)
+    sc = _scenario(args)
+    _check_work(args, sc, at, seed)
+    if sc.declared_topology is not None and fmt == "json":  # the engine's snapshot (the view draws the same)
         text = json_out.dumps(topology_snapshot(sc, at, seed), indent=2, sort_keys=True) + "\n"
     else:
         os.environ.pop("NO_COLOR", None)  # it changes the colors, so the SVG

@@ -1,5 +1,9 @@
-"""`prfaas-tui solve`: the closed-form model at an operating point, its optimum and the three
-paradigms, as a rich table or as the JSON contract of shared/design/architecture.md."""
+"""`prfaas-tui solve`: the closed-form model of a preset, as rich tables or one JSON object.
+
+Every preset is a topology (a single pair is the 1x1 one): the answer always carries the
+`topology` object (the routing bound, the best threshold policy and per-region TTFT, as tables
+per region, site and link); a single pair adds what describes one pair: the operating point,
+its optimum and the three paradigms (the JSON contract of shared/design/architecture.md)."""
 
 from __future__ import annotations
 
@@ -10,12 +14,15 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
+from emulator import budget
+from emulator.budget import Caps
 from emulator.model import MODES, STAGES, Knobs, evaluate
 from emulator.optimizer import paradigms, search
 from emulator.scenario.reader import positive
+from emulator.scenario.scenario import Scenario
+from emulator.topology.answer import topology_answer
 from emulator.units import format_tokens, parse_duration
 from prfaas_tui import json_out
-from prfaas_tui.commands import solve_topology as topology
 from prfaas_tui.commands.common import (
     add_budget_flags,
     add_scenario_flags,
@@ -100,22 +107,47 @@ def slo_section(sc, target: float, q: float) -> tuple[dict, Knobs]:
 
 
 def solve(args: argparse.Namespace) -> dict:
+    """The answer for the preset of `args`: `scenario`, `mode`, the single pair's objects (none
+    on a declared topology) and `topology`."""
     sc = scenario_from_args(args, topology=True)
-    if sc.declared_topology is not None:
-        return solve_topology(sc, args)
-    if getattr(args, "columns", None) and not getattr(args, "trace", None):
+    pair = sc.declared_topology is None
+    if not pair:
+        for flag in ("trace", "columns"):
+            if getattr(args, flag, None):
+                raise UsageError(f"--{flag}: a topology preset takes its workload per region")
+    elif getattr(args, "columns", None) and not getattr(args, "trace", None):
         raise UsageError("--columns: needs --trace FILE")
-    wl = workload_from_args(args, sc)
+    wl = workload_from_args(args, sc) if pair else None
     if wl is not None:
         sc = with_workload(sc, wl)
-    check_scenario_instances(sc, caps_from_args(args))  # the search walks every split of the pool
+    caps = caps_from_args(args)
+    if pair:
+        check_scenario_instances(sc, caps)  # the search walks every split of the pool
     target, q, objective = slo_flags(args)
-    mode = args.mode or sc.mode
+    if not pair and objective == "slo":
+        raise UsageError("--objective: slo is for single-pair presets (a topology reports each "
+                         "region's SLO-bound rate with --slo-ttft)")
+    if not pair:
+        check_topology_instances(sc, caps)
+    # the pair's model runs in the preset's mode (or --mode); the topology's in exact mode
+    out: dict = {"scenario": sc.name, "mode": (args.mode or sc.mode) if pair else "exact"}
+    warnings: list[str] = []
+    if pair:
+        out |= _pair(sc, out["mode"], wl, target, q, objective, warnings)
+    out["topology"] = answer(sc, target, q)  # a single pair: the 1x1 topology beside the rest
+    if warnings:
+        out["warnings"] = warnings
+    return out
+
+
+def _pair(sc: Scenario, mode: str, wl, target: float | None, q: float, objective: str,
+          warnings: list[str]) -> dict:
+    """What describes a single pair: its operating point, the optimum, the paradigms and the
+    search; with a trace its utilization, with --slo-ttft the `slo` object."""
     op = evaluate(sc.system, sc.knobs, mode)
     found = search(sc.system, mode, n_prfaas=sc.system.n_prfaas, bandwidth=sc.system.bandwidth)
     best = found.best
     slo = None
-    warnings = []
     if target is not None:
         slo, knobs = slo_section(sc, target, q)
         if slo["optimum"] is None:
@@ -127,8 +159,6 @@ def solve(args: argparse.Namespace) -> dict:
         if objective == "slo":
             best = evaluate(sc.system, knobs, mode)
     out = {
-        "scenario": sc.name,
-        "mode": mode,
         "operating_point": op.to_dict(),
         "optimum": best.to_dict(),
         "paradigms": paradigms(sc.system, mode, found.best),
@@ -142,24 +172,22 @@ def solve(args: argparse.Namespace) -> dict:
     if slo is not None:
         out["objective"] = objective
         out["slo"] = slo
-    out["topology"] = topology.answer(sc, target, q)  # the 1x1 topology beside the rest
-    if warnings:
-        out["warnings"] = warnings
     return out
 
 
-def solve_topology(sc, args: argparse.Namespace) -> dict:
-    """A preset of sites, regions and links: the `topology` object alone (the single-pair
-    objects describe one pair)."""
-    for flag in ("trace", "columns"):
-        if getattr(args, flag, None):
-            raise UsageError(f"--{flag}: a topology preset takes its workload per region")
-    target, q, objective = slo_flags(args)
-    if objective == "slo":
-        raise UsageError("--objective: slo is for single-pair presets (a topology reports each "
-                         "region's SLO-bound rate with --slo-ttft)")
-    topology.check_topology_instances(sc, caps_from_args(args))
-    return {"scenario": sc.name, "mode": "exact", "topology": topology.answer(sc, target, q)}
+def check_topology_instances(sc: Scenario, caps: Caps) -> None:
+    """Every pool the policy search walks (a region's splits) and every site, under the caps."""
+    topo = sc.topology
+    budget.check_instances({**{f"region[{i}].pool ({r.name})": r.pool
+                               for i, r in enumerate(topo.regions)},
+                            **{f"site[{i}].instances ({s.name})": s.instances
+                               for i, s in enumerate(topo.sites)}}, caps)
+
+
+def answer(sc: Scenario, target: float | None, q: float) -> dict:
+    """The `topology` object: the routing bound, the best threshold policy, per-region TTFT."""
+    return topology_answer(sc.topology, rate=sc.sim.rate, load=sc.sim.load,
+                           rdma_latency=sc.sim.rdma_latency, target=target, q=q)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -175,12 +203,17 @@ def main(args: argparse.Namespace) -> int:
     else:
         console.print(f"[bold]{out['scenario']}[/] (a topology; the bound and the policy in "
                       "exact mode)")
-    topology.render(out["topology"], console)
+    render_topology(out["topology"], console)
     return 0
 
 
 def _f(x: float | None, fmt: str = "{:.3f}") -> str:
     return "-" if x is None or (isinstance(x, float) and math.isinf(x)) else fmt.format(x)
+
+
+def _binds(name: str, bound: dict, policy: dict) -> str:
+    marks = [m for m, d in (("bound", bound), ("policy", policy)) if name in d["binding"]]
+    return "[bold red]◀ " + ", ".join(marks) + "[/]" if marks else ""
 
 
 def render(out: dict, console: Console) -> None:
@@ -211,11 +244,11 @@ def render(out: dict, console: Console) -> None:
             t.add_row(s, _f(theta[s]), _f(d["ceilings"][s]), mark + extra)
         console.print(t)
         console.print(
-            f"  Lambda_max = [bold]{d['lambda_max']:.3f}[/] req/s   egress {d['egress_gbps']:.2f} Gbps "
+            f"  Lambda_max = [bold]{d['lambda_max']:.3f}[/] req/s ({out['mode']} mode)   egress {d['egress_gbps']:.2f} Gbps "
             f"of {d['bandwidth_gbps']:.1f} ({_f(d['link_utilization'], '{:.0%}')}), Eq. 2 demand "
             f"{d['egress_demand_gbps']:.2f} Gbps   Eq.7 residual {_f(d['eq7_residual'], '{:+.3f}')}   "
             f"Eq.8 residual {_f(d['eq8_residual'], '{:+.3f}')}")
-    t = Table(title="paradigms on the same hardware", title_justify="left")
+    t = Table(title=f"paradigms on the same hardware ({out['mode']} mode)", title_justify="left")
     for col in ("paradigm", "Lambda_max", "N_prfaas/N_p/N_d", "t", "vs homogeneous", "per cost vs homo"):
         t.add_column(col, justify="right" if col != "paradigm" else "left")
     for name, d in out["paradigms"].items():
@@ -233,3 +266,86 @@ def render(out: dict, console: Console) -> None:
             + (f"best t = {format_tokens(o['t'])}, N_p/N_d = {o['n_p']}/{o['n_d']}: "
                f"{o['rate']:.3f} req/s" if o is not None else "no threshold and split meets it"))
 
+
+def render_topology(topo: dict, console: Console) -> None:
+    """The `topology` object as tables: regions (the bound, the policy), sites, links and
+    what binds the bound."""
+    b, pol = topo["bound"], topo["threshold_policy"]
+    prices, util_b, util_p = b["shadow_prices"], b["utilization"], pol["utilization"]
+    ttft = pol["ttft"]["regions"]
+    t = Table(title=f"regions: the routing bound, Lambda = {b['lambda_max']:.3f} req/s (exact mode)",
+              title_justify="left")
+    for col in ("region", "share", "N_p/N_d", "remote", "PD-P", "PD-D", "+1 pool inst.", ""):
+        t.add_column(col, justify="left" if col in ("region", "") else "right")
+    for name, r in topo["regions"].items():
+        t.add_row(name, f"{r['share']:.3f}", f"{b['n_p'][name]}/{b['n_d'][name]}",
+                  f"{b['routing'][name]['remote_share']:.0%}",
+                  _f(util_b.get(f"pd-p:{name}"), "{:.0%}"), _f(util_b.get(f"pd-d:{name}"), "{:.0%}"),
+                  f"{prices[f'pool:{name}']:+.3f} req/s",
+                  _binds(f"pd-p:{name}", b, {"binding": ()}) or
+                  _binds(f"pd-d:{name}", b, {"binding": ()}))
+    console.print(t)
+    t = Table(title=f"regions: the best threshold policy, Lambda = {pol['lambda_max']:.3f} req/s "
+                    f"(exact mode; TTFT at {pol['ttft']['offered_rate']:.3f} req/s in total)",
+              title_justify="left")
+    rows = []
+    for name in topo["regions"]:
+        s, lat = pol["regions"][name], ttft[name]
+        slo = (_f(lat["slo_rate"]),) if pol["ttft"]["target_s"] else ()
+        rows.append((name, format_tokens(s["t"]), f"{s['n_p']}/{s['n_d']}", f"{s['p']:.2f}",
+                     _f(util_p.get(f"pd-p:{name}"), "{:.0%}"),
+                     _f(util_p.get(f"pd-d:{name}"), "{:.0%}"),
+                     _f(lat["mean"], "{:.2f}"), _f(lat["p90"], "{:.2f}"), *slo,
+                     _binds(f"pd-p:{name}", {"binding": ()}, pol) or
+                     _binds(f"pd-d:{name}", {"binding": ()}, pol)))
+    marks = any(r[-1] for r in rows)  # an empty 'binds' column costs 80-column room
+    for col in ("region", "t", "N_p/N_d", "p", "PD-P", "PD-D", "TTFT s", "P90 s",
+                *(("SLO rate",) if pol["ttft"]["target_s"] else ()), *(("",) if marks else ())):
+        t.add_column(col, justify="left" if col in ("region", "") else "right")
+    for r in rows:
+        t.add_row(*(r if marks else r[:-1]))
+    console.print(t)
+    console.print("  utilization below: bound / policy")
+    t = Table(title="sites", title_justify="left")
+    for col in ("site", "instances", "compute", "egress", "+1 instance", "+1 Gbps egress", ""):
+        t.add_column(col, justify="left" if col in ("site", "") else "right")
+    for name, s in topo["sites"].items():
+        eg = f"egress:{name}"
+        t.add_row(name, str(s["instances"]),
+                  f"{_f(util_b.get(f'site:{name}'), '{:.0%}')} / {_f(util_p.get(f'site:{name}'), '{:.0%}')}",
+                  "-" if eg not in util_b else
+                  f"{_f(util_b.get(eg), '{:.0%}')} / {_f(util_p.get(eg), '{:.0%}')}",
+                  f"{prices[f'site:{name}']:+.3f} req/s",
+                  "-" if eg not in prices else f"{prices[eg]:+.4f} req/s",
+                  _binds(f"site:{name}", b, pol) or _binds(eg, b, pol))
+    console.print(t)
+    t = Table(title="links", title_justify="left")
+    for col in ("link", "Gbps", "RTT", "util", "+1 Gbps", ""):
+        t.add_column(col, justify="left" if col in ("link", "") else "right")
+    for name, k in topo["links"].items():
+        row = f"link:{name}"
+        t.add_row(name, f"{k['bandwidth_gbps']:.1f}", f"{k['rtt_s'] * 1000:.1f} ms",
+                  f"{_f(util_b.get(row), '{:.0%}')} / {_f(util_p.get(row), '{:.0%}')}",
+                  f"{prices[row]:+.4f} req/s", _binds(row, b, pol))
+    console.print(t)
+    t = Table(title="what binds the bound, and what more of it is worth", title_justify="left")
+    for col in ("constraint", "shadow price", "a +1% step, re-solved"):
+        t.add_column(col, justify="left" if col == "constraint" else "right")
+    for name in b["binding"]:
+        unit = "Gbps" if b["shadow_price_units"][name].endswith("Gbps") else "instance"
+        plus = b["plus_1pct"].get(name)
+        t.add_row(name, f"{prices[name]:+.4f} req/s per {unit}",
+                  "-" if plus is None else f"{plus:+.4f} req/s per {unit}")
+    console.print(t)
+    lp = b["lp"]
+    console.print(f"  routing bound (exact mode, MILP over the splits): [bold]{b['lambda_max']:.3f}"
+                  f"[/] req/s; LP {lp['variables']} variables, {lp['constraints']} constraints, "
+                  f"{lp['integers']} integers; binds: {', '.join(b['binding']) or '-'}")
+    console.print(f"  best threshold policy: [bold]{pol['lambda_max']:.3f}[/] req/s, gap to the "
+                  f"bound {topo['gap']:.1%}; the preset's own settings: "
+                  f"{topo['preset_policy']['lambda_max']:.3f} req/s")
+    for reason in topo["gap_reasons"]:
+        console.print(f"    - {reason}")
+    console.print("  shadow prices: the LP's duals at the bound's split (held fixed): exact for "
+                  "small changes; a +1% step is worth less where another constraint starts to "
+                  "bind within it, and a change that moves the best split can be worth more")

@@ -22,7 +22,6 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
-from emulator.effective import DRIVING_MODE
 from emulator.paradigm import Paradigm
 from emulator.units import format_duration
 from prfaas_tui.live import HISTORY, Driver, Tick, attach_recorder
@@ -119,9 +118,8 @@ class ServedChart(Chart):
 
 
 def driving_point(v: Variant) -> Any:
-    """A variant's model in the driving mode (the preset's mode may be paper)."""
-    st = v.settings
-    return paradigm_point(replace(st, scenario=replace(st.scenario, mode=DRIVING_MODE)))
+    """A variant's model in the preset's mode (the model panel's and `solve`'s default)."""
+    return paradigm_point(v.settings)
 
 
 def compare_table(variants: tuple[Variant, ...]) -> Table:
@@ -143,9 +141,9 @@ def compare_table(variants: tuple[Variant, ...]) -> Table:
 
     if all(v.view is not None for v in variants):
         row("N_prfaas / N_p / N_d", knobs)
-        # in the dashboard's driving mode, so the figure is the one its strip and panel show
-        row(f"model Λmax req/s ({DRIVING_MODE})",
-            lambda v: f"{driving_point(v).lambda_max:.2f}")
+        # in the preset's mode, as the model panel and `solve` show it by default
+        mode = variants[0].settings.scenario.mode if variants else "exact"
+        row(f"model Λmax req/s ({mode})", lambda v: f"{driving_point(v).lambda_max:.2f}")
         row("model binds", lambda v: STAGE_LABELS[binding_stage(driving_point(v))])
         row("offered req/s", lambda v: f"{v.settings.rate:.2f}")
     else:  # a topology (the columns are its routing policies): its regions' preset rates

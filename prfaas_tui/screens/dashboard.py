@@ -40,13 +40,18 @@ from prfaas_tui.live import (
     hand_incident,
     incident_catalog,
     incident_kinds,
-    load_drill,
 )
 from prfaas_tui.messages import EmulatorFailed, TickReady
 from prfaas_tui.metrics_export import default_export_dir, export_metrics
 from prfaas_tui.modelview import ModelView, Refused, Settings, slo_target, step_speed
 from prfaas_tui.screens.compare import CompareScreen
-from prfaas_tui.screens.drills import DrillPicker, IncidentForm, InjectPicker, ScorecardScreen
+from prfaas_tui.screens.drills import (
+    DrillPicker,
+    IncidentForm,
+    InjectPicker,
+    ScorecardScreen,
+    drill_here,
+)
 from prfaas_tui.screens.events import EventsScreen
 from prfaas_tui.screens.new_preset import NewPresetScreen, free_name
 from prfaas_tui.screens.presets import PresetPicker
@@ -474,7 +479,8 @@ class Dashboard(Screen):
         mode = self.session.toggle_mode()
         self._show_model()
         self.query_one(PicturesView).show()
-        self.notify(f"{mode} mode drives the model panel (the live Λmax line stays exact)")
+        self.notify(f"{mode} mode drives the model panel (the stability judgement stays exact, "
+                    "the mode the emulator sustains)")
 
     def action_apply_slo_optimum(self) -> None:
         """The SLO optimum of the live state (as `o`); before the first tick, or for another
@@ -580,12 +586,13 @@ class Dashboard(Screen):
         def done(name: str | None) -> None:
             if name:
                 self.discard_run_then(f"start drill {name}", lambda: self.start_drill(name))
-        self.app.push_screen(DrillPicker(), done)
+        self.app.push_screen(DrillPicker(self.settings.scenario), done)
 
     def start_drill(self, name: str) -> None:
-        """Replace the running scenario with the drill's and follow it to its scorecard."""
+        """Run the drill on the running scenario (its deployment at the current knobs; never
+        the drill's own base preset) and follow it to its scorecard."""
         try:
-            drill = load_drill(name)
+            drill = drill_here(name, self.settings.scenario)
         except PresetError as exc:
             self.notify(f"cannot start drill {name}: {exc}", severity="error")
             return

@@ -18,7 +18,10 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList, Static
 
+from emulator.scenario.drill import Drill
+from emulator.scenario.drills import drill_on, drills_for
 from emulator.scenario.reader import PresetError
+from emulator.scenario.scenario import Scenario
 from emulator.units import format_duration
 from prfaas_tui import live
 from prfaas_tui.screens.prompt import FIELD_KEYS, steady_input
@@ -62,14 +65,23 @@ class _Picker(ModalScreen[str | None]):
 
 
 class DrillPicker(_Picker):
-    """Lists the shipped drills; returns the chosen name."""
+    """Lists the shipped drills that fit the running scenario (it has every link, site, region
+    or stage they target); returns the chosen name."""
 
     BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="drill-cancel")]
 
-    def __init__(self) -> None:
-        super().__init__("Run a drill: its scenario replaces the running one", live.list_drills(),
+    def __init__(self, scenario: Scenario) -> None:
+        super().__init__(f"Run a drill on this scenario ({scenario.name}): its incidents, load "
+                         "and SLO on this deployment", drills_for(scenario),
                          "enter: start · /: filter · esc: cancel",
-                         empty="no drills shipped (presets/drills/*.toml)", list_id="drills")
+                         empty=f"no shipped drill fits {scenario.name} (presets/drills/*.toml: "
+                               "prfaas-tui drill lists them)", list_id="drills")
+
+
+def drill_here(name: str, scenario: Scenario) -> Drill:
+    """The drill `name` on the running scenario (never on the drill's own base preset):
+    PresetError, one line, when it is broken or the scenario lacks what it targets."""
+    return drill_on(live.load_drill(name), scenario)
 
 
 class InjectPicker(_Picker):

@@ -32,11 +32,11 @@ from emulator.scenario.knobs import KnobError
 from emulator.scenario.reader import PresetError
 from emulator.scenario.scenario import Scenario
 from emulator.units import format_duration, format_tokens
-from prfaas_tui.live import Tick, load_drill
+from prfaas_tui.live import Tick
 from prfaas_tui.messages import EmulatorFailed, TickReady
 from prfaas_tui.metrics_export import default_export_dir
 from prfaas_tui.modelview import Refused, step_speed
-from prfaas_tui.screens.drills import DrillPicker
+from prfaas_tui.screens.drills import DrillPicker, drill_here
 from prfaas_tui.screens.element_knobs import change_element, edit_element, knob_prompt, parse_knobs
 from prfaas_tui.screens.prompt import ValuePrompt
 from prfaas_tui.session import Session
@@ -358,18 +358,15 @@ class TopologyScreen(Screen):
         def done(name: str | None) -> None:
             if name:
                 self.start_drill(name)
-        self.app.push_screen(DrillPicker(), done)
+        self.app.push_screen(DrillPicker(self.session.scenario), done)
 
     def start_drill(self, name: str) -> None:
+        """Run the drill on the running topology (never the drill's own base preset) and
+        follow it to a scorecard per region."""
         try:
-            drill = load_drill(name)
+            drill = drill_here(name, self.session.scenario)
         except PresetError as exc:
             self.notify(f"cannot start drill {name}: {exc}", severity="error")
-            return
-        if drill.scenario.declared_topology is None:  # a single pair: the pair's dashboard
-            self.app.switch_screen(self.app.screen_for(  # type: ignore[attr-defined]
-                drill.scenario, drill=drill, live=self.live, at=self.at,
-                speed=self.session.settings.speed, seed=self.session.seed))
             return
         self.load(drill.scenario, drill)
         self.notify(f"drill {drill.name}: {len(drill.timeline)} incidents over "

@@ -91,8 +91,10 @@ class ModelPanel(Static):
             table.add_row(*row)
         lines: list[Any] = [head, table]
         load = s.rate / op.lambda_max if op.lambda_max > 0 else math.inf
-        lam = Text.assemble(("Λmax ", "bold"), (f"{op.lambda_max:.2f}", "bold"))
-        if other:
+        # the mode beside the number; degraded, the nominal figure takes the other mode's room
+        # (its ceilings are the table's column): the line must not wrap in the fixed panel
+        lam = Text.assemble(("Λmax ", "bold"), (f"{op.lambda_max:.2f}", "bold"), f" {mode}")
+        if other and not live.degraded:
             lam.append(f" ({other} {live.effective[other].lambda_max:.2f})", style=dim)
         if live.degraded:
             lam.append(f" of {nom.lambda_max:.2f}", style=warn)
@@ -183,7 +185,8 @@ class ModelPanel(Static):
             table.add_row(Text(STAGE_LABELS[st], style="bold" if binds else ""), num(theta[st]),
                           Text(num(op.ceilings[st]), style=hot if binds else ""), note)
         lines = [head, table]
-        lam = Text.assemble(("Λmax ", "bold"), (f"{op.lambda_max:.2f}", "bold"), " req/s  ",
+        lam = Text.assemble(("Λmax ", "bold"), (f"{op.lambda_max:.2f}", "bold"),
+                            f" req/s {sc.mode}  ",
                             (f"offered {s.rate:.2f} ({v.load:.0%})",
                              hot if v.load > 1 else dim))
         lines.append(lam)
