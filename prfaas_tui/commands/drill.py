@@ -32,6 +32,7 @@ from prfaas_tui.commands.common import (
     check_emulation,
     check_scenario_instances,
 )
+from prfaas_tui.console import make_console
 from prfaas_tui.errors import UsageError, parse_flag
 
 HELP = "run an incident drill (presets/drills) and print its scorecard"
@@ -172,10 +173,9 @@ def _mark(run: dict, key: str) -> str:
 
 
 def _print(drill: Drill, runs: dict[str, dict]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    con = Console()
+    con = make_console()
     first = next(iter(runs.values()))
     con.print(f"[bold]drill {drill.name}[/] · {drill.description}")
     if "routing" in first:  # a topology

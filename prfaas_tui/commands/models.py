@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 
-from rich.console import Console
 from rich.table import Table
 
 from emulator.cards import CardError
@@ -27,6 +26,7 @@ from emulator.scenario.reader import positive
 from emulator.units import format_bytes, format_tokens, parse_duration
 from prfaas_tui import json_out
 from prfaas_tui.commands.profile import parse_lengths
+from prfaas_tui.console import make_console
 from prfaas_tui.errors import UsageError, parse_flag
 
 DEFAULT_LENGTHS = "1K,8K,32K,128K"
@@ -145,7 +145,7 @@ def main(args: argparse.Namespace) -> int:
             if d["memory_error"]:
                 cells[0] += " (does not fit)"
         t.add_row(*cells)
-    console = Console()
+    console = make_console()
     console.print(t)
     for d in rows:
         if gpu and d["memory_error"]:

@@ -21,6 +21,7 @@ from emulator.units import format_tokens, parse_tokens
 from prfaas_tui import json_out
 from prfaas_tui.commands.models import add_setup_flags, setup_options
 from prfaas_tui.commands.trace_flags import add_trace_flags
+from prfaas_tui.console import make_console
 from prfaas_tui.errors import UsageError, parse_flag
 from prfaas_tui.preset_builder import NewSpec, uncalibrated_notes, write_preset
 
@@ -80,7 +81,7 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         print(json_out.dumps(answer, indent=2))
     else:
-        render(answer, Console())
+        render(answer, make_console())
     return 0
 
 

@@ -42,6 +42,7 @@ from emulator.units import parse_bandwidth, parse_duration, parse_tokens
 from prfaas_tui import json_out
 from prfaas_tui.commands.common import add_budget_flags, caps_from_args, knob_error
 from prfaas_tui.commands.trace_flags import add_trace_flags, with_workload, workload_from_args
+from prfaas_tui.console import make_console
 from prfaas_tui.errors import UsageError, parse_flag
 
 
@@ -345,7 +346,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _sweep(args: argparse.Namespace, plan: Plan, out: str | None, workers: int, top: int) -> int:
-    err = Console(stderr=True)
+    err = make_console(stderr=True)
     progress = Progress(TextColumn("plan"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("ETA"), TimeRemainingColumn(), console=err,
                         disable=not sys.stderr.isatty())
@@ -384,9 +385,9 @@ def _sweep(args: argparse.Namespace, plan: Plan, out: str | None, workers: int, 
         print(json_out.dumps(summary, indent=2))
         return 0
     if plan.is_topology:
-        render_topology(summary, Console(), top, args.out)
+        render_topology(summary, make_console(), top, args.out)
         return 0
-    render(summary, Console(), top, args.out, zero_goodput_reasons(plan, summary["ranked"]))
+    render(summary, make_console(), top, args.out, zero_goodput_reasons(plan, summary["ranked"]))
     return 0
 
 

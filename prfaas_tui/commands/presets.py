@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from rich.console import Console
 from rich.table import Table
 
 from emulator.scenario.presets import list_presets, presets_dir
+from prfaas_tui.console import make_console
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -23,7 +23,7 @@ def main(args: argparse.Namespace) -> int:
         table.add_row(name, desc if name in pairs else f"{desc} [dim](a topology of sites, "
                       "regions and links: `prfaas-tui --preset NAME` opens its map)[/]")
     drills = sorted(p.stem for p in (presets_dir() / "drills").glob("*.toml"))
-    console = Console()
+    console = make_console()
     console.print(table)
     if drills:
         console.print(f"drills (prfaas-tui drill NAME): {', '.join(drills)}")

@@ -26,6 +26,7 @@ from emulator.scenario.reader import MAX_SEED
 from emulator.torch_prefill.config import MODEL_NAMES, counterpart, get_config
 from emulator.traces import MAX_TOKENS, TraceError
 from emulator.units import parse_tokens
+from prfaas_tui.console import make_console
 from prfaas_tui.errors import UsageError, parse_flag
 
 BACKENDS = ("torch",)
@@ -232,9 +233,8 @@ def _run(args: argparse.Namespace) -> int:
     except (ValueError, RuntimeError) as exc:
         raise UsageError(f"--device: {exc}") from None
 
-    from rich.console import Console
 
-    console = Console()
+    console = make_console()
     profiles = []
     for name in [model] + ([other] if other else []):
         # a plain line, not a spinner: a refresh thread perturbs CPU timings on small machines

@@ -38,6 +38,7 @@ from prfaas_tui.commands.common import (
     controls_from_args,
 )
 from prfaas_tui.commands.trace_flags import add_trace_flags
+from prfaas_tui.console import make_console
 from prfaas_tui.errors import UsageError, parse_flag
 
 HELP = "emulate a preset in virtual time and report rates, latencies and the bottleneck"
@@ -248,12 +249,11 @@ def _lambda(emu: Emulation) -> float:
 def _run(emu: Emulation) -> RunResult:
     if not sys.stderr.isatty():
         return emu.run()
-    from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     with Progress(TextColumn("emulating"), BarColumn(),
                   TextColumn("{task.completed:.0f}/{task.total:.0f} s simulated"),
-                  TimeRemainingColumn(), console=Console(stderr=True), transient=True) as bar:
+                  TimeRemainingColumn(), console=make_console(stderr=True), transient=True) as bar:
         task = bar.add_task("run", total=emu.duration)
         return emu.run(progress=lambda now, end: bar.update(task, completed=now))
 
@@ -263,12 +263,11 @@ def _fmt(x: float | None, digits: int = 3) -> str:
 
 
 def _summary(out: dict) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     from emulator.units import format_duration, format_tokens
 
-    con = Console()
+    con = make_console()
     k = out["knobs"]
     con.print(f"[bold]{out['preset']}[/] · {out['paradigm']} · t = {format_tokens(k['t'])} · "
               f"N_prfaas {k['n_prfaas']} · N_p {k['n_p']} · N_d {k['n_d']} · "
@@ -309,12 +308,11 @@ def _summary(out: dict) -> None:
 
 
 def _topology_summary(out: dict) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     from emulator.units import format_duration
 
-    con = Console()
+    con = make_console()
     acc = out["accounting"]
     con.print(f"[bold]{out['preset']}[/] · routing {out['routing']} · seed {out['seed']} · "
               f"{format_duration(out['simulated_seconds'])} simulated · "

@@ -31,6 +31,7 @@ from prfaas_tui.commands.common import (
     scenario_from_args,
 )
 from prfaas_tui.commands.trace_flags import add_trace_flags, with_workload, workload_from_args
+from prfaas_tui.console import make_console
 from prfaas_tui.errors import UsageError, parse_flag
 
 OBJECTIVES = ("lambda", "slo")
@@ -197,7 +198,7 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         print(json_out.dumps(out, indent=2))
         return 0
-    console = Console()
+    console = make_console()
     if "operating_point" in out:
         render(out, console)
     else:
