@@ -2,21 +2,23 @@
 
 Why: rich wraps every line at the terminal's width, and at 80 columns when output is piped, so a
 preset path or a model name printed to a file or a pager broke mid-word ("kimi-lin / ear").
-Piped output keeps its lines whole; a terminal still wraps at its width. Tables lay out as rich
-sizes them either way."""
+Piped output keeps its lines whole unless COLUMNS names a width to keep to; a terminal still
+wraps at its width. Tables lay out as rich sizes them either way."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 from rich.console import Console
 
 
 def make_console(stderr: bool = False) -> Console:
-    """A console on stdout (or stderr) that soft-wraps unless it writes to a terminal."""
+    """A console on stdout (or stderr) that soft-wraps unless it writes to a terminal or the
+    environment's COLUMNS asks for a width."""
     stream = sys.stderr if stderr else sys.stdout
     try:
         tty = stream.isatty()
     except (AttributeError, ValueError):  # a closed or odd stream
         tty = False
-    return Console(stderr=stderr, soft_wrap=not tty)
+    return Console(stderr=stderr, soft_wrap=not tty and not os.environ.get("COLUMNS"))

@@ -37,7 +37,7 @@ def knobs(draw):
     n_p = draw(st.integers(0, POOL - 1))
     return {"t": draw(st.floats(0, HI)), "n_p": n_p, "n_d": draw(st.integers(1, POOL - n_p)),
             "n_prfaas": draw(st.integers(0, 64)),
-            "bandwidth": draw(st.floats(1e3, 1e14, allow_subnormal=False)),
+            "bandwidth": draw(st.floats(1.25e5, 1e14, allow_subnormal=False)),  # 1 Mbps up
             "rate": draw(st.floats(1e-3, 1e4))}
 
 

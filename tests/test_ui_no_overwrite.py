@@ -40,7 +40,9 @@ async def test_n_form_never_overwrites_and_remembers_what_was_typed(tmp_path):
         assert again.query_one("#new-local_gpus").value == "32"
 
 
-async def test_ctrl_s_refuses_an_existing_file(tmp_path):
+async def test_ctrl_s_refuses_an_existing_file_and_a_name_outside_the_folder(tmp_path,
+                                                                              monkeypatch):
+    monkeypatch.chdir(tmp_path)
     taken = tmp_path / "taken.toml"
     taken.write_text("# keep\n")
     app = PrfaasApp("toy", live=False, at=5.0)
@@ -49,10 +51,14 @@ async def test_ctrl_s_refuses_an_existing_file(tmp_path):
         await pilot.pause()
         prompt = app.screen
         assert isinstance(prompt, ValuePrompt)
-        await pilot.press("ctrl+a", "ctrl+k", *str(taken), "enter")
+        await pilot.press("ctrl+a", "ctrl+k", *"taken.toml", "enter")
         await pilot.pause()
         assert app.screen is prompt and "exists" in screen_text(app)
         assert taken.read_text() == "# keep\n"
+        await pilot.press("ctrl+a", "ctrl+k", *"../out.toml", "enter")
+        await pilot.pause()
+        assert app.screen is prompt and "climb out" in screen_text(app)
+        assert not (tmp_path.parent / "out.toml").exists()
 
 
 async def test_x_writes_a_new_svg_each_time(tmp_path, monkeypatch):
