@@ -24,7 +24,7 @@ import numpy as np
 
 from emulator.budget import CAPS, BudgetError
 from emulator.distributions import LengthDistribution
-from emulator.model import STAGES, OperatingPoint, Stage
+from emulator.model import STAGES, Cluster, OperatingPoint, Stage
 from emulator.optimizer import homogeneous as homogeneous_point
 from emulator.paradigm import Paradigm
 from emulator.scenario.incidents import Incident
@@ -51,12 +51,14 @@ from emulator.sim.scheduler import Scheduler
 from emulator.sim.sessions import generate_sessions, to_trace
 from emulator.sim.snapshot import LiveKnobs, Snapshot
 from emulator.sim.timeline import Active, Timeline
-from emulator.sim.topology import RoutingBound, TopologyRuntime
+from emulator.sim.topology import RoutingBound, TopologyRuntime, keyed, named
 from emulator.sim.topology_report import marks
 from emulator.sim.topology_scheduler import TopologyScheduler
 from emulator.sim.workload import SyntheticSource, TraceSource, Workload
 from emulator.traces import MOONCAKE_BLOCK_TOKENS, Trace, read_trace
 from emulator.units import to_gbps
+
+PAIR_LINK = f"{Cluster.PRFAAS.value}->{Cluster.PD.value}"  # the 1x1 topology's one link
 
 
 class Emulation:
@@ -98,20 +100,19 @@ class Emulation:
             raise KnobError("routing", "a single-pair preset routes by its threshold: the "
                             "site policies need a topology ([[site]], [[region]], [[link]])")
         self.bandwidth = float(system.bandwidth)
-        self.link_factor = 1.0  # share of B_out the link delivers now (incidents)
         # the incidents' contributions by key: composed, so ending one removes only its own
-        self._link_factors: dict[Hashable, float] = {}
-        self._rate_factors: dict[Hashable, float] = {}
+        # (a link's factors are its own; the rate's are per region)
         self._length_shifts: dict[Hashable, LengthDistribution] = {}
         self.paradigm = paradigm  # set again by _deploy
         self._n_prfaas = system.n_prfaas  # the PrfaaS size the non-homogeneous paradigms use
         self._split = (scenario.n_p, scenario.n_d)
 
         # the 1x1 topology: one region (its PD-P, PD-D, router, books), one site, one link
-        self.region = region = Region("pd", loop)  # the 1x1 topology's names: pd, prfaas
+        self.region = region = Region(Cluster.PD.value, loop)  # the 1x1 topology's names
         self.regions: dict[str, Region] = {region.name: region}
         self.link = Link(loop, "link", self.bandwidth, burst=sim.link_burst, peak=sim.link_peak,
                          latency=sim.link_latency)
+        self.links: dict[str, Link] = {PAIR_LINK: self.link}
         self.rdma = Link(loop, "rdma", scenario.rdma_bandwidth, latency=sim.rdma_latency)
         self.prfaas = PrefillStage(loop, "prfaas", Costs(system.prfaas), self.link, region.kv_in)
         self.pdp = PrefillStage(loop, "pd-p", Costs(system.local), self.rdma, region.kv_in)
@@ -129,6 +130,8 @@ class Emulation:
         self.remote = Pool(loop, "prfaas", {"prfaas": self.prfaas}, reroute=region.reroute)
         self.local = Pool(loop, "local", {"pd-p": self.pdp, "pd-d": self.pdd},
                           conversion_delay=sim.conversion_delay, reroute=region.reroute)
+        self._site_pools = {Cluster.PRFAAS.value: self.remote}
+        self._rate_factors: dict[str, dict[Hashable, float]] = {region.name: {}}
         self.cache: CacheRuntime | None = None
         self.reverse_link: Link | None = None
         if sim.cache is not None:
@@ -249,9 +252,6 @@ class Emulation:
             raise ValueError(f"duration must be > 0 seconds, got {self.duration!r}")
         self.paradigm = Paradigm.PRFAAS_PD
         self.bandwidth = math.fsum(k.bandwidth for k in topo.links)
-        self.link_factor = 1.0
-        self._link_factors = {}
-        self._rate_factors = {}
         self._length_shifts = {}
         self.decisions = deque(maxlen=NOTE_LOG)
         self.cache_flushes = 0
@@ -268,6 +268,8 @@ class Emulation:
         self.region = next(iter(rt.regions.values()))
         self.sites = rt.sites
         self.links = rt.links
+        self._site_pools = {name: site.pool for name, site in rt.sites.items()}
+        self._rate_factors = {name: {} for name in rt.regions}
         self.workload = self.region.workload  # the first region's (the UI's pair view)
         self.set_arrival_cap(CAPS.requests)  # a command sets its own (set_arrival_cap)
         for r in rt.regions.values():  # live: arrivals stop; run() raises instead
@@ -538,8 +540,8 @@ class Emulation:
             self._set_remote(par.n_prfaas(target.n_prfaas))
             self.note(f"PrfaaS instances -> {target.n_prfaas}")
         if target.bandwidth != old.bandwidth:
-            self.bandwidth = float(target.bandwidth)
-            self.link.set_capacity(self.bandwidth * self.link_factor)
+            self.bandwidth = self.link.bandwidth = float(target.bandwidth)
+            self.link.rebalance()
             self.note(f"bandwidth -> {to_gbps(self.bandwidth):.2f} Gbps")
         if rate != old.rate:
             self.workload.set_rate(rate)
@@ -636,30 +638,26 @@ class Emulation:
 
     def set_link_factor(self, key: Hashable, factor: float | None,
                         link: str | None = None) -> None:
-        """`key`'s share of B_out (None: it no longer limits the link). The link delivers B_out
-        times the product of every key's factor, also across B_out changes. A topology: the
-        share of `link`'s bandwidth (None: of every link's)."""
-        if self.topology is not None:
-            self.topology.set_link_factor(key, factor, link)
-            return
-        if factor is None:
-            self._link_factors.pop(key, None)
-        elif not (factor >= 0 and math.isfinite(factor)):
-            raise ValueError(f"link factor must be a finite number >= 0, got {factor!r}")
-        else:
-            self._link_factors[key] = float(factor)
-        self.link_factor = math.prod(self._link_factors.values())
-        self.link.set_capacity(self.bandwidth * self.link_factor)
+        """`key`'s share of `link`'s bandwidth (None factor: it no longer limits the link; None
+        link: every link, the pair's one). A link delivers its bandwidth times the product of
+        every key's factor, also across bandwidth changes (a site's egress then shares it)."""
+        targets = list(self.links.values()) if link is None else [named("link", self.links,
+                                                                        link)]
+        for lk in targets:
+            keyed(lk.factors, key, factor)
+        for group in {id(lk.group): lk.group for lk in targets}.values():
+            group.rebalance()
 
     def set_rate_multiplier(self, key: Hashable, factor: float | None,
                             region: str | None = None) -> None:
-        """`key`'s surge (> 1) or lull on the offered rate (None: gone); they multiply. A
-        topology: on `region`'s arrivals (None: every region's)."""
-        if self.topology is not None:
-            self.topology.set_rate_multiplier(key, factor, region)
-            return
-        _keyed(self._rate_factors, key, factor)
-        self.workload.set_multiplier(math.prod(self._rate_factors.values()))
+        """`key`'s surge (> 1) or lull on `region`'s offered rate (None factor: gone; None
+        region: every region's); they multiply."""
+        names = list(self.regions) if region is None else [named("region", self.regions,
+                                                                 region).name]
+        for name in names:
+            table = self._rate_factors[name]
+            keyed(table, key, factor)
+            self.regions[name].workload.set_multiplier(math.prod(table.values()))
 
     @property
     def lengths_now(self) -> LengthDistribution:
@@ -690,50 +688,33 @@ class Emulation:
         self.note(f"prefix cache flushed ({cluster or 'both'}): {blocks} blocks")
         return 1 if cluster else len(self.cache.caches)
 
-    def pool_of(self, stage: str) -> Pool:
-        """The pool whose machines serve `stage` (PrfaaS or the local PD cluster)."""
+    def pool_of(self, stage: str, where: str | None = None) -> Pool:
+        """The pool whose machines serve `stage` at `where`: a site's for "prfaas", a region's
+        for "pd-p" and "pd-d" (the pair's: "prfaas", "pd"; None: the only one there is)."""
         if stage not in STAGES:
             raise ValueError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}")
-        if self.topology is not None:
-            raise ValueError("a topology has a pool per site and region: name the site "
-                             "(site_instances, fail_site_instance; incident site-loss)")
-        return self.remote if stage == "prfaas" else self.local
+        if stage == Cluster.PRFAAS.value:
+            return named("site", self._site_pools, where)
+        return named("region", self.regions, where).local
 
-    def live_instances(self, stage: str) -> list[int]:
-        """Ids of the live instances assigned to `stage`, ascending. An id is the instance's
-        number in its cluster, stable across role changes."""
-        return [m.idx for m in self.pool_of(stage).machines if m.alive and m.target == stage]
+    def live_instances(self, stage: str, where: str | None = None) -> list[int]:
+        """Ids of the live instances assigned to `stage` (at `where`, see pool_of), ascending.
+        An id is the instance's number in its pool, stable across role changes."""
+        return [m.idx for m in self.pool_of(stage, where).machines
+                if m.alive and m.target == stage]
 
     @property
     def region_names(self) -> tuple[str, ...]:
         return tuple(self.regions)
 
-    def site_instances(self, site: str) -> list[int]:
-        """Ids of `site`'s live instances, ascending (the pair: its PrfaaS cluster)."""
-        if self.topology is None:
-            return self.live_instances("prfaas")
-        return self.topology.site(site).live()
-
-    def fail_site_instance(self, site: str, idx: int) -> None:
-        if self.topology is None:
-            self.fail_instance("prfaas", idx)
-        else:
-            self.topology.site(site).pool.fail(idx)
-
-    def restore_site_instance(self, site: str, idx: int) -> None:
-        if self.topology is None:
-            self.restore_instance("prfaas", idx)
-        else:
-            self.topology.site(site).pool.restore(idx)
-
-    def fail_instance(self, stage: str, idx: int) -> None:
-        """Instance `idx` of `stage`'s cluster dies: a prefill restarts from the queue head, a
+    def fail_instance(self, stage: str, idx: int, where: str | None = None) -> None:
+        """Instance `idx` of `stage`'s pool dies: a prefill restarts from the queue head, a
         decode batch goes back through the router (its KV is gone)."""
-        self.pool_of(stage).fail(idx)
+        self.pool_of(stage, where).fail(idx)
 
-    def restore_instance(self, stage: str, idx: int) -> None:
-        """Instance `idx` of `stage`'s cluster comes back (in whatever role it holds now)."""
-        self.pool_of(stage).restore(idx)
+    def restore_instance(self, stage: str, idx: int, where: str | None = None) -> None:
+        """Instance `idx` of `stage`'s pool comes back (in whatever role it holds now)."""
+        self.pool_of(stage, where).restore(idx)
 
     # -- state -------------------------------------------------------------------------------
     @property
