@@ -1,11 +1,26 @@
-"""Routing: threshold on incremental length, the paradigms as modes, and the prefix-cache hook."""
+"""Routing on the pair: the threshold policy on incremental length (the 1x1 case of a region's
+site policy), the paradigms as modes, and the prefix-cache hook."""
 
 import pytest
 
 from emulator.scenario.presets import load
 from emulator.sim.engine import Emulation
 from emulator.sim.request import Request
-from emulator.sim.router import RECENT, Router
+from emulator.sim.site_policy import RECENT, ThresholdPolicy
+
+LOCAL, SITE = object(), object()  # the region's PD-P and the pair's one site (stand-ins)
+
+
+def Router(t, paradigm="prfaas-pd", **kw) -> ThresholdPolicy:  # noqa: N802
+    """The pair's policy: one site at share 1."""
+    return ThresholdPolicy(t, LOCAL, [SITE], [1.0], paradigm, **kw)
+
+
+def test_pick_is_the_site_when_remote_else_the_local_stage():
+    r = Router(8192)
+    assert [r.pick(req(x)) for x in (8192, 8193)] == [LOCAL, SITE]
+    alone = ThresholdPolicy(8192, LOCAL, [], [])  # a region with no link keeps everything
+    assert alone.pick(req(32768)) is LOCAL
 
 
 def req(length):

@@ -46,9 +46,9 @@ from emulator.sim.prefill_backend import TorchService, start_hook
 from emulator.sim.region import Region
 from emulator.sim.request import Request
 from emulator.sim.result import RunResult
-from emulator.sim.router import PrefixLookup, Router
 from emulator.sim.scheduler import Scheduler
 from emulator.sim.sessions import generate_sessions, to_trace
+from emulator.sim.site_policy import PrefixLookup, ThresholdPolicy
 from emulator.sim.snapshot import LiveKnobs, Snapshot
 from emulator.sim.timeline import Active, Timeline
 from emulator.sim.topology import RoutingBound, TopologyRuntime, keyed, named
@@ -136,7 +136,8 @@ class Emulation:
         self.reverse_link: Link | None = None
         if sim.cache is not None:
             cached_prefix = self._attach_cache(sim, tr if replay else None, cached_prefix)
-        self.router = Router(scenario.t, paradigm, cached_prefix)
+        self.router = ThresholdPolicy(scenario.t, self.pdp, [self.prfaas], [1.0], paradigm,
+                                      cached_prefix)
         if self.cache is not None:
             self.cache.attach(self.router)
         self.torch = TorchService(sim.prefill, self.seed) if sim.prefill is not None else None
@@ -152,8 +153,7 @@ class Emulation:
 
         # the region's request path and books (the in-flight term is counted from the
         # structures, see `accounting`)
-        region.router, region.prfaas, region.pdp, region.pdd = self.router, self.prfaas, \
-            self.pdp, self.pdd
+        region.policy, region.pdp, region.pdd = self.router, self.pdp, self.pdd
         region.rdma, region.local, region.cache = self.rdma, self.local, self.cache
         region.links = {"prfaas": self.link}
         self._arrive = region.arrive

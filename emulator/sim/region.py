@@ -2,11 +2,10 @@
 of prefill stage, its PD-P and PD-D, and its counters (arrived = completed + in flight +
 rejected, per region).
 
-The single PrfaaS-PD pair is the 1x1 case: one region whose router picks between the one
-PrfaaS stage and its PD-P by the threshold rule (`emulator.sim.router.Router`). In a topology
-each region has a site policy (`emulator.sim.site_policy`) that picks its PD-P or the stage of a
-site it has a link to; `req.dest` then names the region, so a site's shared queue sends each
-request's KV over that region's link to that region's PD-D.
+Each region has a site policy (`emulator.sim.site_policy`) that picks its PD-P or the stage of a
+site it has a link to; `req.dest` names the region, so a site's shared queue sends each
+request's KV over that region's link to that region's PD-D. The single PrfaaS-PD pair is the 1x1
+case: one region whose threshold policy picks between the one PrfaaS stage and its PD-P.
 """
 
 from __future__ import annotations
@@ -20,12 +19,11 @@ from emulator.sim.metrics import Latencies
 from emulator.sim.pool import Pool
 from emulator.sim.prefill import PrefillStage
 from emulator.sim.request import Request
-from emulator.sim.router import Router
 from emulator.sim.workload import Workload
 
 
 class Picks(Protocol):
-    """A topology region's site choice (emulator.sim.site_policy)."""
+    """A region's site choice (emulator.sim.site_policy)."""
 
     def pick(self, req: Request) -> PrefillStage: ...
 
@@ -45,9 +43,7 @@ class Region:
         self._step = rid_step
         self.share = 1.0  # its part of the total offered rate
         # wired by the engine
-        self.router: Router | None = None  # the 1x1 threshold rule
-        self.policy: Picks | None = None  # a topology's site choice (None: the 1x1 rule)
-        self.prfaas: PrefillStage | None = None  # 1x1: the one PrfaaS stage
+        self.policy: Picks = None  # type: ignore[assignment]
         self.pdp: PrefillStage = None  # type: ignore[assignment]
         self.pdd: DecodeStage = None  # type: ignore[assignment]
         self.rdma: Link = None  # type: ignore[assignment]
@@ -68,12 +64,8 @@ class Region:
         self._rid += self._step
         self.arrived += 1
         req = Request(self._rid, self.loop.now, length, out_len, hash_ids)
-        policy = self.policy
-        if policy is None:
-            stage = self.prfaas if self.router.remote(req) else self.pdp
-        else:
-            req.dest = self
-            stage = policy.pick(req)
+        req.dest = self
+        stage = self.policy.pick(req)
         if self.on_arrive is not None:  # before admission: scorecards follow the refused too
             self.on_arrive(req)
         if self.admission:
@@ -116,10 +108,7 @@ class Region:
         check: they were admitted once)."""
         for req in reqs:
             self.rerouted += 1
-            if self.policy is None:
-                stage = self.prfaas if self.router.remote(req) else self.pdp
-            else:
-                stage = self.policy.pick(req)
+            stage = self.policy.pick(req)
             if self.cache is None:
                 stage.submit(req)
             else:
