@@ -35,10 +35,9 @@ from emulator.scenario.topology_knobs import best_cache_problem
 from emulator.sim.accounting import Accounting
 from emulator.sim.cache_runtime import CacheRuntime
 from emulator.sim.costs import Costs
-from emulator.sim.decode import DecodeStage
 from emulator.sim.link import Link
 from emulator.sim.loop import VirtualTimeLoop
-from emulator.sim.metrics import Latencies, LatencyGroup, Totals
+from emulator.sim.metrics import LatencyGroup, Totals
 from emulator.sim.observe import NOTE_LOG, Observer
 from emulator.sim.pool import Pool
 from emulator.sim.prefill import PrefillStage
@@ -72,6 +71,13 @@ class Emulation:
                  cached_prefix: PrefixLookup | None = None, routing: str | None = None,
                  bound: RoutingBound | None = None):
         self.loop = VirtualTimeLoop()
+        # the run's one event log (knob changes, incidents, scheduler decisions): bounded, the
+        # dashboard's events view reads it whole; snapshots carry only the last few
+        self.decisions: deque[str] = deque(maxlen=NOTE_LOG)
+        self.cache_flushes = 0
+        self._done_hooks: list[Callable[[Request, float], None]] = []
+        self._arrive_hooks: list[Callable[[Request], None]] = []
+        self._tasks: list[asyncio.Task] = []
         try:
             self._build(scenario, seed, rate, load, duration, paradigm, trace, mode, n_p, n_d,
                         cached_prefix, routing, bound)
@@ -113,9 +119,8 @@ class Emulation:
         self.link = Link(loop, "link", self.bandwidth, burst=sim.link_burst, peak=sim.link_peak,
                          latency=sim.link_latency)
         self.links: dict[str, Link] = {PAIR_LINK: self.link}
-        self.rdma = Link(loop, "rdma", scenario.rdma_bandwidth, latency=sim.rdma_latency)
+        region.links = {Cluster.PRFAAS.value: self.link}
         self.prfaas = PrefillStage(loop, "prfaas", Costs(system.prfaas), self.link, region.kv_in)
-        self.pdp = PrefillStage(loop, "pd-p", Costs(system.local), self.rdma, region.kv_in)
 
         tr = self._trace(trace, sim)
         replay = tr is not None  # a replay runs to its last arrival by default
@@ -124,12 +129,12 @@ class Emulation:
             tr = to_trace(generate_sessions(sim.sessions, rng, duration=self.duration))
         dec = system.decode
         mean_out = float(np.mean(tr.output_lengths)) if tr is not None else dec.l_out
-        self.pdd = DecodeStage(loop, dec.t_decode, dec.bs_max, sim.kv_budget, region.done,
-                               mean_out, sim.step)
+        region.wire(sim, system.local, dec, scenario.rdma_bandwidth, mean_out, rdma="rdma",
+                    pool="local")
+        self.rdma, self.pdp, self.pdd, self.local = region.rdma, region.pdp, region.pdd, \
+            region.local
         self.stages = {"prfaas": self.prfaas, "pd-p": self.pdp, "pd-d": self.pdd}
         self.remote = Pool(loop, "prfaas", {"prfaas": self.prfaas}, reroute=region.reroute)
-        self.local = Pool(loop, "local", {"pd-p": self.pdp, "pd-d": self.pdd},
-                          conversion_delay=sim.conversion_delay, reroute=region.reroute)
         self._site_pools = {Cluster.PRFAAS.value: self.remote}
         self._rate_factors: dict[str, dict[Hashable, float]] = {region.name: {}}
         self.cache: CacheRuntime | None = None
@@ -151,23 +156,7 @@ class Emulation:
                 paradigm=paradigm).validate(system)
         self._deploy(paradigm, split, immediate=True)
 
-        # the region's request path and books (the in-flight term is counted from the
-        # structures, see `accounting`)
-        region.policy, region.pdp, region.pdd = self.router, self.pdp, self.pdd
-        region.rdma, region.local, region.cache = self.rdma, self.local, self.cache
-        region.links = {"prfaas": self.link}
-        self._arrive = region.arrive
-        # the run's one event log (knob changes, incidents, scheduler decisions): bounded, the
-        # dashboard's events view reads it whole; snapshots carry only the last few
-        self.decisions: deque[str] = deque(maxlen=NOTE_LOG)
-        self.cache_flushes = 0
-        self._done_hooks: list[Callable[[Request, float], None]] = []
-        self._arrive_hooks: list[Callable[[Request], None]] = []
-        self._tasks: list[asyncio.Task] = []
-        region.max_queue = sim.max_queue
-        region.max_wait = sim.max_queue_seconds
-        region.kv_bounded = sim.kv_budget is not None
-        region.admission = sim.admission_bounded or region.kv_bounded
+        region.policy, region.cache = self.router, self.cache
 
         # workload
         streams = [np.random.default_rng(s) for s in np.random.SeedSequence(self.seed).spawn(4)]
@@ -206,7 +195,7 @@ class Emulation:
             self.workload.start_bursts(streams[3], sim.on_mean, sim.off_mean, sim.off_level)
 
         # metrics
-        self.latencies = region.latencies = Latencies(sim.window, sim.slo_ttft, sim.slo_tpot)
+        self.latencies = region.latencies
         self.observer = Observer(self, loop, sim.sample_interval, sim.window,
                                  sim.timeseries_rows)
 
@@ -253,11 +242,6 @@ class Emulation:
         self.paradigm = Paradigm.PRFAAS_PD
         self.bandwidth = math.fsum(k.bandwidth for k in topo.links)
         self._length_shifts = {}
-        self.decisions = deque(maxlen=NOTE_LOG)
-        self.cache_flushes = 0
-        self._done_hooks = []
-        self._arrive_hooks = []
-        self._tasks = []
         self.cache = self.reverse_link = self.torch = None
         self.scheduler = None
         self.topology = rt = TopologyRuntime(self.loop, topo, sim, self.seed, rate, routing,

@@ -13,6 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from emulator.model import DecodeSpec
+from emulator.profiles import Profile
+from emulator.scenario.sim import SimConfig
+from emulator.sim.costs import Costs
 from emulator.sim.decode import DecodeStage
 from emulator.sim.link import Link
 from emulator.sim.metrics import Latencies
@@ -29,8 +33,8 @@ class Picks(Protocol):
 
 
 class Region:
-    """See the module docstring. Built empty, wired by the engine (the stages need its
-    callbacks before it can hold them)."""
+    """See the module docstring. Built empty, then `wire`d (the stages need its callbacks
+    before it can hold them)."""
 
     def __init__(self, name: str, loop, *, rid_offset: int = 0, rid_step: int = 1):
         self.name = name
@@ -58,6 +62,24 @@ class Region:
         self.admission = False
         self.on_done: Callable[[Request, float], None] | None = None  # the engine's hooks
         self.on_arrive: Callable[[Request], None] | None = None
+
+    def wire(self, sim: SimConfig, profile: Profile, decode: DecodeSpec, rdma_bandwidth: float,
+             mean_out: float, *, rdma: str, pool: str) -> None:
+        """Build its PD side and books, the same for the pair and every region of a topology:
+        the RDMA link (`rdma` its name), PD-P, PD-D, the local pool (`pool`) they share, the
+        latency books and the admission settings. The policy, sites, links and arrivals are the
+        builder's."""
+        loop = self.loop
+        self.rdma = Link(loop, rdma, rdma_bandwidth, latency=sim.rdma_latency)
+        self.pdp = PrefillStage(loop, "pd-p", Costs(profile), self.rdma, self.kv_in)
+        self.pdd = DecodeStage(loop, decode.t_decode, decode.bs_max, sim.kv_budget, self.done,
+                               mean_out, sim.step)
+        self.local = Pool(loop, pool, {"pd-p": self.pdp, "pd-d": self.pdd},
+                          conversion_delay=sim.conversion_delay, reroute=self.reroute)
+        self.latencies = Latencies(sim.window, sim.slo_ttft, sim.slo_tpot)
+        self.max_queue, self.max_wait = sim.max_queue, sim.max_queue_seconds
+        self.kv_bounded = sim.kv_budget is not None
+        self.admission = sim.admission_bounded or self.kv_bounded
 
     # -- the request path (hot) ------------------------------------------------------------
     def arrive(self, length: float, out_len: int, hash_ids: list[int] | None) -> None:

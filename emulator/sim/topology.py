@@ -23,10 +23,6 @@ from emulator.scenario.knobs import KnobError
 from emulator.scenario.sim import SimConfig
 from emulator.sim.accounting import AccountingError
 from emulator.sim.costs import Costs
-from emulator.sim.decode import DecodeStage
-from emulator.sim.link import Link
-from emulator.sim.metrics import Latencies
-from emulator.sim.pool import Pool
 from emulator.sim.prefill import PrefillStage
 from emulator.sim.region import Region
 from emulator.sim.sessions import generate_sessions, to_trace
@@ -86,24 +82,14 @@ class TopologyRuntime:
         for i, spec in enumerate(topo.regions):
             region = Region(spec.name, loop, rid_offset=i, rid_step=n_regions)
             region.share = spec.share
-            region.rdma = Link(loop, f"rdma:{spec.name}", spec.rdma_bandwidth,
-                               latency=sim.rdma_latency)
-            region.pdp = PrefillStage(loop, "pd-p", Costs(spec.profile), region.rdma,
-                                      region.kv_in)
             dec = spec.decode
             trace = load_trace(spec.replay) if spec.replay is not None else None  # as loaded
             mean_out = dec.l_out if trace is None else float(np.mean(trace.output_lengths))
-            region.pdd = DecodeStage(loop, dec.t_decode, dec.bs_max, sim.kv_budget, region.done,
-                                     mean_out, sim.step)
-            region.local = Pool(loop, spec.name, {"pd-p": region.pdp, "pd-d": region.pdd},
-                                conversion_delay=sim.conversion_delay, reroute=region.reroute)
+            region.wire(sim, spec.profile, dec, spec.rdma_bandwidth, mean_out,
+                        rdma=f"rdma:{spec.name}", pool=spec.name)
             region.local.resize(spec.pool)
             n_p, n_d = splits.get(spec.name, (spec.n_p, spec.n_d))
             region.local.set_counts({"pd-p": n_p, "pd-d": n_d}, immediate=True)
-            region.latencies = Latencies(sim.window, sim.slo_ttft, sim.slo_tpot)
-            region.max_queue, region.max_wait = sim.max_queue, sim.max_queue_seconds
-            region.kv_bounded = sim.kv_budget is not None
-            region.admission = sim.admission_bounded or region.kv_bounded
             for k in topo.links_of_region(spec.name):
                 site = self.sites[k.site]
                 link = SiteLink(loop, k.name, k.bandwidth, site.egress, burst=sim.link_burst,
