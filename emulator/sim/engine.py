@@ -91,7 +91,6 @@ class Emulation:
         if rate is not None and load is not None:
             raise ValueError("give a rate or a load, not both")
         sim = scenario.sim
-        system = scenario.system
         self.scenario = scenario
         self.mode = mode
         self.seed = sim.seed if seed is None else int(seed)
@@ -101,19 +100,36 @@ class Emulation:
         if scenario.declared_topology is not None:
             self._init_topology(scenario, rate, load, routing, bound, trace, paradigm,
                                 cached_prefix)
-            return
+        else:
+            self._init_pair(scenario, rate, load, duration, paradigm, trace, n_p, n_d,
+                            cached_prefix, routing)
+        # the incidents' contributions by key: composed, so ending one removes only its own
+        # (a link's factors are on the link; the rate's are per region)
+        self._rate_factors: dict[str, dict[Hashable, float]] = {r: {} for r in self.regions}
+        self._length_shifts: dict[Hashable, LengthDistribution] = {}
+        # observation, the preset's incidents and scheduler (all public: UI, drills, scorecards)
+        self.observer = Observer(self, loop, sim.sample_interval, sim.window,
+                                 sim.timeseries_rows)
+        self.timeline = Timeline(self, sim.incidents)
+        self.scheduler: Scheduler | TopologyScheduler | None = None
+        if sim.scheduler.enabled:  # a topology's: the short timescale per region
+            self.scheduler = (Scheduler if self.topology is None else TopologyScheduler)(
+                self, sim.scheduler)
+
+    def _init_pair(self, scenario: Scenario, rate, load, duration, paradigm: Paradigm, trace,
+                   n_p, n_d, cached_prefix, routing) -> None:
+        """The 1x1 topology: one region (its PD-P, PD-D, policy, books), one site, one link."""
         if routing is not None and routing != "threshold":
             raise KnobError("routing", "a single-pair preset routes by its threshold: the "
                             "site policies need a topology ([[site]], [[region]], [[link]])")
+        sim = scenario.sim
+        system = scenario.system
+        loop = self.loop
         self.bandwidth = float(system.bandwidth)
-        # the incidents' contributions by key: composed, so ending one removes only its own
-        # (a link's factors are its own; the rate's are per region)
-        self._length_shifts: dict[Hashable, LengthDistribution] = {}
         self.paradigm = paradigm  # set again by _deploy
         self._n_prfaas = system.n_prfaas  # the PrfaaS size the non-homogeneous paradigms use
         self._split = (scenario.n_p, scenario.n_d)
 
-        # the 1x1 topology: one region (its PD-P, PD-D, router, books), one site, one link
         self.region = region = Region(Cluster.PD.value, loop)  # the 1x1 topology's names
         self.regions: dict[str, Region] = {region.name: region}
         self.link = Link(loop, "link", self.bandwidth, burst=sim.link_burst, peak=sim.link_peak,
@@ -136,7 +152,6 @@ class Emulation:
         self.stages = {"prfaas": self.prfaas, "pd-p": self.pdp, "pd-d": self.pdd}
         self.remote = Pool(loop, "prfaas", {"prfaas": self.prfaas}, reroute=region.reroute)
         self._site_pools = {Cluster.PRFAAS.value: self.remote}
-        self._rate_factors: dict[str, dict[Hashable, float]] = {region.name: {}}
         self.cache: CacheRuntime | None = None
         self.reverse_link: Link | None = None
         if sim.cache is not None:
@@ -194,14 +209,7 @@ class Emulation:
         if sim.arrival == "onoff" and tr is None:
             self.workload.start_bursts(streams[3], sim.on_mean, sim.off_mean, sim.off_level)
 
-        # metrics
         self.latencies = region.latencies
-        self.observer = Observer(self, loop, sim.sample_interval, sim.window,
-                                 sim.timeseries_rows)
-
-        # the preset's incidents and scheduler (both public: UI, drills, scorecards)
-        self.timeline = Timeline(self, sim.incidents)
-        self.scheduler = Scheduler(self, sim.scheduler) if sim.scheduler.enabled else None
 
     def _init_topology(self, scenario: Scenario, rate: float | None, load: float | None,
                        routing: str | None, bound: RoutingBound | None,
@@ -241,9 +249,7 @@ class Emulation:
             raise ValueError(f"duration must be > 0 seconds, got {self.duration!r}")
         self.paradigm = Paradigm.PRFAAS_PD
         self.bandwidth = math.fsum(k.bandwidth for k in topo.links)
-        self._length_shifts = {}
         self.cache = self.reverse_link = self.torch = None
-        self.scheduler = None
         self.topology = rt = TopologyRuntime(self.loop, topo, sim, self.seed, rate, routing,
                                              bound, self.duration, self.note)
         # each request is recorded once, in its region; the totals merge them when read
@@ -253,7 +259,6 @@ class Emulation:
         self.sites = rt.sites
         self.links = rt.links
         self._site_pools = {name: site.pool for name, site in rt.sites.items()}
-        self._rate_factors = {name: {} for name in rt.regions}
         self.workload = self.region.workload  # the first region's (the UI's pair view)
         self.set_arrival_cap(CAPS.requests)  # a command sets its own (set_arrival_cap)
         for r in rt.regions.values():  # live: arrivals stop; run() raises instead
@@ -261,11 +266,6 @@ class Emulation:
                 f"arrivals in {r.name} stopped at the cap of {r.workload.emitted:,} requests")
         rt.start(sim)
         self.start_marks = self._half_marks = marks(rt, 0.0)
-        self.observer = Observer(self, self.loop, sim.sample_interval, sim.window,
-                                 sim.timeseries_rows)
-        self.timeline = Timeline(self, sim.incidents)
-        if sim.scheduler.enabled:  # the short timescale, per region on the live state
-            self.scheduler = TopologyScheduler(self, sim.scheduler)
 
     def _attach_cache(self, sim, replayed: Trace | None,
                       hook: PrefixLookup | None) -> PrefixLookup:
@@ -297,14 +297,10 @@ class Emulation:
     # -- the books (each region's, summed) ----------------------------------------------------
     @property
     def arrived(self) -> int:
-        if self.topology is None:
-            return self.region.arrived
         return sum(r.arrived for r in self.regions.values())
 
     @property
     def completed(self) -> int:
-        if self.topology is None:
-            return self.region.completed
         return sum(r.completed for r in self.regions.values())
 
     @property
@@ -325,8 +321,6 @@ class Emulation:
     def stage_queues(self) -> dict[str, int]:
         """Requests queued now per stage kind (PrfaaS: every site's; PD-P/PD-D: every
         region's)."""
-        if self.topology is None:
-            return {name: len(st.queue) for name, st in self.stages.items()}
         regions = self.regions.values()
         return {"prfaas": sum(len(s.queue) for s in self.site_stages),
                 "pd-p": sum(len(r.pdp.queue) for r in regions),
@@ -335,12 +329,12 @@ class Emulation:
     @property
     def site_stages(self) -> list[PrefillStage]:
         """Every site's prefill stage (the pair: its PrfaaS stage)."""
-        return [self.prfaas] if self.topology is None else self.topology.site_stages
+        return [pool.stages[Cluster.PRFAAS.value] for pool in self._site_pools.values()]
 
     @property
     def wan_links(self) -> list[Link]:
         """Every site -> region link (the pair: its one link)."""
-        return [self.link] if self.topology is None else list(self.topology.links.values())
+        return list(self.links.values())
 
     def _done_hooks_run(self, req: Request, now: float) -> None:
         for fn in self._done_hooks:
@@ -704,18 +698,12 @@ class Emulation:
     @property
     def knobs(self) -> LiveKnobs:
         """The configured knobs: instance targets, whether alive or not (see StageSnap)."""
-        if self.topology is not None:  # summed over the sites and regions (t: the first's)
-            rt = self.topology
-            regions = rt.regions.values()
-            return LiveKnobs(t=self.region.policy.t if hasattr(self.region.policy, "t")
-                             else math.nan,
-                             n_p=sum(r.local.count("pd-p") for r in regions),
-                             n_d=sum(r.local.count("pd-d") for r in regions),
-                             n_prfaas=sum(s.pool.count("prfaas") for s in rt.sites.values()),
-                             bandwidth=self.bandwidth, paradigm=self.paradigm)
-        return LiveKnobs(t=self.t, n_p=self.local.count("pd-p"), n_d=self.local.count("pd-d"),
-                         n_prfaas=self.remote.count("prfaas"), bandwidth=self.bandwidth,
-                         paradigm=self.paradigm)
+        regions = self.regions.values()  # summed over the sites and regions (t: the first's)
+        return LiveKnobs(t=getattr(self.region.policy, "t", math.nan),
+                         n_p=sum(r.local.count("pd-p") for r in regions),
+                         n_d=sum(r.local.count("pd-d") for r in regions),
+                         n_prfaas=sum(p.count("prfaas") for p in self._site_pools.values()),
+                         bandwidth=self.bandwidth, paradigm=self.paradigm)
 
     def model_point(self, mode: str | None = None) -> OperatingPoint:
         """The closed-form model at the current knobs and paradigm."""

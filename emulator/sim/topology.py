@@ -23,7 +23,6 @@ from emulator.scenario.knobs import KnobError
 from emulator.scenario.sim import SimConfig
 from emulator.sim.accounting import AccountingError
 from emulator.sim.costs import Costs
-from emulator.sim.prefill import PrefillStage
 from emulator.sim.region import Region
 from emulator.sim.sessions import generate_sessions, to_trace
 from emulator.sim.site import Site, SiteLink
@@ -191,10 +190,6 @@ class TopologyRuntime:
                     f"accounting broken in region {r.name}: arrived {r.arrived} != completed "
                     f"{r.completed} + in flight {held} + rejected {r.rejected_total} "
                     f"({lost:+d} unaccounted)")
-
-    @property
-    def site_stages(self) -> list[PrefillStage]:
-        return [s.stage for s in self.sites.values()]
 
 
 def session_source(work: SessionWorkload, rng: np.random.Generator, duration: float,
