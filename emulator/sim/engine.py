@@ -151,7 +151,7 @@ class Emulation:
             region.local
         self.stages = {"prfaas": self.prfaas, "pd-p": self.pdp, "pd-d": self.pdd}
         self.remote = Pool(loop, "prfaas", {"prfaas": self.prfaas}, reroute=region.reroute)
-        self._site_pools = {Cluster.PRFAAS.value: self.remote}
+        self.site_pools = {Cluster.PRFAAS.value: self.remote}
         self.cache: CacheRuntime | None = None
         self.reverse_link: Link | None = None
         if sim.cache is not None:
@@ -258,7 +258,7 @@ class Emulation:
         self.region = next(iter(rt.regions.values()))
         self.sites = rt.sites
         self.links = rt.links
-        self._site_pools = {name: site.pool for name, site in rt.sites.items()}
+        self.site_pools = {name: site.pool for name, site in rt.sites.items()}
         self.workload = self.region.workload  # the first region's (the UI's pair view)
         self.set_arrival_cap(CAPS.requests)  # a command sets its own (set_arrival_cap)
         for r in rt.regions.values():  # live: arrivals stop; run() raises instead
@@ -329,7 +329,7 @@ class Emulation:
     @property
     def site_stages(self) -> list[PrefillStage]:
         """Every site's prefill stage (the pair: its PrfaaS stage)."""
-        return [pool.stages[Cluster.PRFAAS.value] for pool in self._site_pools.values()]
+        return [pool.stages[Cluster.PRFAAS.value] for pool in self.site_pools.values()]
 
     @property
     def wan_links(self) -> list[Link]:
@@ -672,7 +672,7 @@ class Emulation:
         if stage not in STAGES:
             raise ValueError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}")
         if stage == Cluster.PRFAAS.value:
-            return named("site", self._site_pools, where)
+            return named("site", self.site_pools, where)
         return named("region", self.regions, where).local
 
     def live_instances(self, stage: str, where: str | None = None) -> list[int]:
@@ -702,7 +702,7 @@ class Emulation:
         return LiveKnobs(t=getattr(self.region.policy, "t", math.nan),
                          n_p=sum(r.local.count("pd-p") for r in regions),
                          n_d=sum(r.local.count("pd-d") for r in regions),
-                         n_prfaas=sum(p.count("prfaas") for p in self._site_pools.values()),
+                         n_prfaas=sum(p.count("prfaas") for p in self.site_pools.values()),
                          bandwidth=self.bandwidth, paradigm=self.paradigm)
 
     def model_point(self, mode: str | None = None) -> OperatingPoint:
