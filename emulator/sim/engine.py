@@ -650,21 +650,18 @@ class Emulation:
         self.workload.set_lengths(self.lengths_now)
 
     def flush_cache(self, cluster: str | None = None) -> int:
-        """Empty the prefix cache of `cluster` ("prfaas" or "pd"; None: both): every prefix
-        block and state snapshot goes, pinned transfer blocks stay. Counts the flush even
-        without a [cache]. Returns how many caches were emptied."""
+        """Empty the prefix cache of `cluster` (a site or region by name: the pair's "prfaas"
+        or "pd"; None: every one): every prefix block and state snapshot goes, pinned transfer
+        blocks stay. Counts the flush even without a [cache]. Returns how many caches were
+        emptied."""
         self.cache_flushes += 1
-        if self.topology is not None and self.topology.cache is not None:
-            tc = self.topology.cache
-            blocks = tc.flush(cluster)
-            self.note(f"prefix cache flushed ({cluster or 'every site and region'}): "
-                      f"{blocks} blocks")
-            return 1 if cluster else len(tc.caches)
-        if self.cache is None:
+        cache = self.cache if self.topology is None else self.topology.cache
+        if cache is None:
             return 0
-        blocks = self.cache.flush(cluster)
-        self.note(f"prefix cache flushed ({cluster or 'both'}): {blocks} blocks")
-        return 1 if cluster else len(self.cache.caches)
+        blocks = cache.flush(cluster)
+        every = "both" if self.topology is None else "every site and region"
+        self.note(f"prefix cache flushed ({cluster or every}): {blocks} blocks")
+        return 1 if cluster else len(cache.caches)
 
     def pool_of(self, stage: str, where: str | None = None) -> Pool:
         """The pool whose machines serve `stage` at `where`: a site's for "prfaas", a region's

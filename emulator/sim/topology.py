@@ -3,8 +3,9 @@ one queue, its egress), every region (its arrivals at its share of the total rat
 mix and decode constants, its PD-P and PD-D, its site policy, its books) and every link (a token
 bucket with its RTT, sharing its site's egress).
 
-Built by `Emulation` for a preset that declares [[site]]/[[region]]/[[link]] tables (the single
-pair keeps its own wiring: it is the 1x1 case of the same Region, stage and link classes). The
+Built by `Emulation` for a preset that declares [[site]]/[[region]]/[[link]] tables; the single
+pair is the 1x1 case, its region wired by the same `Region.wire` and routed by the same policy
+(its site is a plain PrfaaS stage on a plain link, which keeps its numbers as they were). The
 incidents find a link (by its name "site->region"), a site or a region through `named`, the one
 lookup the engine uses on the pair too.
 """
