@@ -115,3 +115,16 @@ def test_naive_with_a_hook_goes_remote_reusing_prfaas_prefix_only():
     q = req(100)  # a prefix longer than the prompt is capped at the prompt
     cached.update(prfaas=5_000)
     assert r.remote(q) and q.incr == 0
+
+
+def test_the_pair_is_the_1x1_case_of_a_regions_wiring_and_policy():
+    with Emulation(load("toy"), duration=10, seed=1) as emu:
+        region = emu.region
+        assert region.policy is emu.router and isinstance(emu.router, ThresholdPolicy)
+        assert emu.router.local is emu.pdp and emu.router.sites.targets == [emu.prfaas]
+        assert (region.pdp, region.pdd, region.rdma, region.local) == \
+            (emu.pdp, emu.pdd, emu.rdma, emu.local)
+        assert list(emu.regions) == ["pd"] and list(emu.links) == ["prfaas->pd"]
+        assert list(emu.site_pools) == ["prfaas"] and emu.site_pools["prfaas"] is emu.remote
+        emu.run_until(10)
+        assert emu.arrived > 0 and len(emu.router.recent) == emu.arrived
