@@ -46,7 +46,9 @@ class Observed(Protocol):
     arrived: int
     completed: int
     rejected: dict[str, int]
-    prfaas: PrefillStage  # the pair's PrfaaS stage (its compute is read as started work)
+    prfaas: PrefillStage  # the pair's: its PrfaaS stage, link and region, read directly
+    link: Link
+    region: Region
     regions: Mapping[str, Region]
     site_pools: Mapping[str, Pool]
     topology: Any  # the TopologyRuntime (None: the pair)
@@ -107,12 +109,17 @@ class Observer:
         """Requests held anywhere: queues, instances, wires, batches (counted, not derived):
         every site's stage, every region's PD-P, PD-D and RDMA wire, every link's wire."""
         emu = self.emu
-        n = sum(s.holding for s in emu.site_stages)
-        for r in emu.regions.values():
-            n += r.pdp.holding + r.pdd.holding + r.rdma.propagating_flows
-        n += sum(lk.propagating_flows for lk in emu.wan_links)
-        if not self._pair and (tc := emu.topology.cache) is not None:  # cache moves
-            n += sum(tc.holding(r) for r in emu.regions.values())
+        if self._pair:  # the 1x1 case read directly: it runs at every sample
+            r = emu.region
+            n = (emu.prfaas.holding + r.pdp.holding + r.pdd.holding
+                 + emu.link.propagating_flows + r.rdma.propagating_flows)
+        else:
+            n = sum(s.holding for s in emu.site_stages)
+            for r in emu.regions.values():
+                n += r.pdp.holding + r.pdd.holding + r.rdma.propagating_flows
+            n += sum(lk.propagating_flows for lk in emu.wan_links)
+            if (tc := emu.topology.cache) is not None:  # cache moves (sent and on the wire)
+                n += sum(tc.holding(r) for r in emu.regions.values())
         if emu.cache is not None:  # cache moves and KV tails the transfer cache holds
             n += emu.cache.holding + emu.reverse_link.propagating_flows
         return n
@@ -129,6 +136,21 @@ class Observer:
         time-series row will read."""
         emu = self.emu
         now = emu.now
+        if self._pair:  # the 1x1 case of the sums below, read directly (it runs every sample)
+            r = emu.region
+            stages = (emu.prfaas, r.pdp, r.pdd)
+            tot = [s.totals(now) for s in stages]
+            sent, cap, sat = emu.link.totals(now)
+            return Totals(
+                t=now, arrived=r.arrived, completed=r.completed,
+                rejected=sum(r.rejected.values()),
+                entered=tuple(s.entered for s in stages), done=tuple(s.done for s in stages),
+                busy=tuple(x[0] for x in tot), online=tuple(x[1] for x in tot),
+                queue=tuple(len(s.queue) for s in stages),
+                compute=emu.prfaas.work_started,  # locked bit-identical: see PrefillStage.work_done
+                link_sent=sent, link_cap=cap, link_sat=sat,
+                link_in_flight=emu.link.bytes_in_flight(now) if wire else math.nan,
+                in_flight=self.in_flight)
         regions = emu.regions.values()
         # per stage kind (PrfaaS, PD-P, PD-D): every site's or region's stage of that kind
         groups = (emu.site_stages, [r.pdp for r in regions], [r.pdd for r in regions])
@@ -143,9 +165,7 @@ class Observer:
             busy=tuple(sum(x[0] for x in t) for t in tot),
             online=tuple(sum(x[1] for x in t) for t in tot),
             queue=tuple(sum(len(s.queue) for s in g) for g in groups),
-            # the pair's: locked bit-identical, see PrefillStage.work_done
-            compute=(emu.prfaas.work_started if self._pair
-                     else sum(s.work_done(now) for s in groups[0])),
+            compute=sum(s.work_done(now) for s in groups[0]),
             link_sent=sum(x[0] for x in lt), link_cap=sum(x[1] for x in lt),
             link_sat=sum(x[2] for x in lt) / len(lt),  # the links' mean saturated time
             link_in_flight=sum(lk.bytes_in_flight(now) for lk in links) if wire else math.nan,

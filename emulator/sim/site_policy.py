@@ -46,7 +46,7 @@ class RoundRobin:
     """Smooth weighted round robin over targets: after n picks each target has been picked
     within one of n x its weight share (deterministic, no random stream)."""
 
-    __slots__ = ("targets", "weights", "credit", "total")
+    __slots__ = ("targets", "weights", "credit", "total", "only")
 
     def __init__(self, targets: Sequence[PrefillStage], weights: Sequence[float]):
         keep = [(t, float(w)) for t, w in zip(targets, weights, strict=True) if w > 0]
@@ -57,6 +57,7 @@ class RoundRobin:
         self.weights = [w / total for _, w in keep]
         self.credit = [0.0] * len(keep)
         self.total = 1.0
+        self.only = self.targets[0] if len(keep) == 1 else None  # one target: no arithmetic
 
     def next(self) -> PrefillStage:
         credit, weights = self.credit, self.weights
@@ -126,8 +127,9 @@ class ThresholdPolicy:
         return to_remote
 
     def pick(self, req: Request) -> PrefillStage:
-        if self.remote(req) and self.sites is not None:
-            return self.sites.next()
+        sites = self.sites
+        if self.remote(req) and sites is not None:
+            return sites.only if sites.only is not None else sites.next()
         return self.local
 
 
