@@ -11,7 +11,7 @@ import dataclasses
 import pytest
 
 from emulator.scenario import presets
-from emulator.scenario.incidents import LinkBrownout
+from emulator.scenario.incidents import Brownout
 from emulator.scenario.knobs import KnobError
 from prfaas_tui.events import events_of
 from prfaas_tui.fork import Fork
@@ -48,7 +48,7 @@ def parent(scenario):
     s.step(100.0)
     s.set_site("hub", 6)
     s.step(60.0)
-    s.inject(LinkBrownout(link="hub->east", factor=0.5))
+    s.inject(Brownout(link="hub->east", factor=0.5))
     while s.tick.snapshot.sim_time < FORK_AT:
         s.step(60.0)
     assert s.tick.snapshot.sim_time == FORK_AT

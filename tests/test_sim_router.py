@@ -1,11 +1,26 @@
-"""Routing: threshold on incremental length, the paradigms as modes, and the prefix-cache hook."""
+"""Routing on the pair: the threshold policy on incremental length (the 1x1 case of a region's
+site policy), the paradigms as modes, and the prefix-cache hook."""
 
 import pytest
 
 from emulator.scenario.presets import load
 from emulator.sim.engine import Emulation
 from emulator.sim.request import Request
-from emulator.sim.router import RECENT, Router
+from emulator.sim.site_policy import RECENT, ThresholdPolicy
+
+LOCAL, SITE = object(), object()  # the region's PD-P and the pair's one site (stand-ins)
+
+
+def Router(t, paradigm="prfaas-pd", **kw) -> ThresholdPolicy:  # noqa: N802
+    """The pair's policy: one site at share 1."""
+    return ThresholdPolicy(t, LOCAL, [SITE], [1.0], paradigm, **kw)
+
+
+def test_pick_is_the_site_when_remote_else_the_local_stage():
+    r = Router(8192)
+    assert [r.pick(req(x)) for x in (8192, 8193)] == [LOCAL, SITE]
+    alone = ThresholdPolicy(8192, LOCAL, [], [])  # a region with no link keeps everything
+    assert alone.pick(req(32768)) is LOCAL
 
 
 def req(length):
@@ -100,3 +115,16 @@ def test_naive_with_a_hook_goes_remote_reusing_prfaas_prefix_only():
     q = req(100)  # a prefix longer than the prompt is capped at the prompt
     cached.update(prfaas=5_000)
     assert r.remote(q) and q.incr == 0
+
+
+def test_the_pair_is_the_1x1_case_of_a_regions_wiring_and_policy():
+    with Emulation(load("toy"), duration=10, seed=1) as emu:
+        region = emu.region
+        assert region.policy is emu.router and isinstance(emu.router, ThresholdPolicy)
+        assert emu.router.local is emu.pdp and emu.router.sites.targets == [emu.prfaas]
+        assert (region.pdp, region.pdd, region.rdma, region.local) == \
+            (emu.pdp, emu.pdd, emu.rdma, emu.local)
+        assert list(emu.regions) == ["pd"] and list(emu.links) == ["prfaas->pd"]
+        assert list(emu.site_pools) == ["prfaas"] and emu.site_pools["prfaas"] is emu.remote
+        emu.run_until(10)
+        assert emu.arrived > 0 and len(emu.router.recent) == emu.arrived

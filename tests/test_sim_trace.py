@@ -30,7 +30,7 @@ def test_mooncake_replay_serves_every_request_with_its_lengths(tmp_path):
     records = [json.loads(x) for x in path.read_text().splitlines()]
     seen = []
     with Emulation(load("toy"), trace=str(path), duration=2000) as emu:
-        arrive = emu._arrive
+        arrive = emu.region.arrive
         emu.workload.emit = lambda *a: (seen.append(a), arrive(*a))
         result = emu.run()
     acc = result.accounting

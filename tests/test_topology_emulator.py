@@ -217,7 +217,10 @@ def test_diurnal_rate_follows_each_regions_local_day():
      "no link named 'hub->north'"),
     ({"kind": "site-loss", "site": "edge"}, "incidents[0].site", "no site named 'edge'"),
     ({"kind": "surge", "region": "south", "factor": 2}, "incidents[0].region", "no region"),
-    ({"kind": "instance-loss", "stage": "prfaas"}, "incidents[0].kind", "use site-loss"),
+    ({"kind": "instance-loss", "stage": "pd-d"}, "incidents[0].region",
+     "pd-d instances are in every region: name one (east, west)"),
+    ({"kind": "instance-loss", "stage": "pd-d", "site": "hub"}, "incidents[0].stage",
+     "stage must be prfaas"),
 ])
 def test_a_target_that_is_not_there_is_one_line(incident, key, says):
     from emulator.scenario.reader import PresetError

@@ -35,7 +35,6 @@ from emulator.scenario.incidents import (
     Incident,
     InstanceLoss,
     Outage,
-    SiteLoss,
     count_problem,
 )
 from emulator.scenario.presets import from_dict, load, presets_dir, resolve
@@ -211,7 +210,7 @@ def misfit(drill: Drill, sc: Scenario, called: str | None = None) -> str | None:
             return why
         if pair and (msg := count_problem(inc, sc.system.n_prfaas, sc.system.local_pool)):
             return f"the drill {msg.replace('the deployment', name)}"
-        if isinstance(inc, SiteLoss) and inc.count is not None \
+        if isinstance(inc, InstanceLoss) and inc.site is not None and inc.count is not None \
                 and inc.count > (have := sites[inc.site].instances):
             return f"the drill loses {inc.count} instances of site {inc.site}, and site " \
                    f"{inc.site} of {name} has {have}"
@@ -237,7 +236,7 @@ def _misfit(inc: Incident, name: str, pair: bool, sites: dict, regions: tuple[st
     if isinstance(inc, LINK_WIDE) and getattr(inc, "link", None) is None and len(links) > 1:
         return (f"the drill's {inc.label} targets a single pair's link, and {name} has "
                 f"{len(links)} ({', '.join(links)}): it needs a drill that names one")
-    if not pair and isinstance(inc, InstanceLoss):
+    if not pair and isinstance(inc, InstanceLoss) and inc.where is None:
         return f"the drill targets a single pair's {inc.stage} stage, which {name} (a " \
                "topology) does not have"
     if not pair and inc.changes_lengths:

@@ -49,31 +49,27 @@ class Faults(Protocol):
 
     def set_link_factor(self, key: Hashable, factor: float | None,
                         link: str | None = None) -> None:
-        """`link`: one link by its name "site->region" (None: the link, or every link)."""
+        """`link`: one link by its name "site->region" (the pair's: "prfaas->pd"; None: every
+        link)."""
 
     def set_rate_multiplier(self, key: Hashable, factor: float | None,
                             region: str | None = None) -> None:
-        """`region`: one region's arrivals (None: every region's)."""
+        """`region`: one region's arrivals (the pair's: "pd"; None: every region's)."""
 
     @property
     def region_names(self) -> tuple[str, ...]:
         """The regions' names (the pair: "pd")."""
 
-    def site_instances(self, site: str) -> list[int]:
-        """Ids of the live instances of `site` (the pair's PrfaaS cluster: "prfaas")."""
-
-    def fail_site_instance(self, site: str, idx: int) -> None: ...
-
-    def restore_site_instance(self, site: str, idx: int) -> None: ...
-
     def set_length_distribution(self, key: Hashable,
                                 dist: LengthDistribution | None) -> None: ...
 
-    def live_instances(self, stage: str) -> list[int]: ...
+    def live_instances(self, stage: str, where: str | None = None) -> list[int]:
+        """Ids of the live instances serving `stage` at `where`: a site for "prfaas", a region
+        for "pd-p" / "pd-d" (the pair's: "prfaas", "pd"; None: the only one there is)."""
 
-    def fail_instance(self, stage: str, idx: int) -> None: ...
+    def fail_instance(self, stage: str, idx: int, where: str | None = None) -> None: ...
 
-    def restore_instance(self, stage: str, idx: int) -> None: ...
+    def restore_instance(self, stage: str, idx: int, where: str | None = None) -> None: ...
 
     def flush_cache(self, cluster: str | None = None) -> int: ...
 
@@ -95,6 +91,24 @@ def _below_one(x: float) -> str | None:
     return None if 0 <= x < 1 else "must be in [0, 1) (a share of B_out)"
 
 
+@dataclass(frozen=True)
+class Spelling:
+    """Another name of an incident kind: the keys a file must give with it, the defaults it
+    changes."""
+
+    required: tuple[str, ...]
+    defaults: dict[str, Any] = field(default_factory=dict)
+
+
+LINK_KEY = "link"  # a link incident's target: "site->region" (the pair's: "prfaas->pd")
+
+
+def _on(link: str | None, what: str) -> str:
+    """A link incident's label: "link ..." on the pair's (or every) link, "hub->west ..." on
+    one named link."""
+    return f"{link if link is not None else 'link'} {what}"
+
+
 # -- the kinds ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Incident:
@@ -108,6 +122,9 @@ class Incident:
     instant: ClassVar[bool] = False  # over as soon as it starts (no duration)
     # keys a scripted incident (TOML) must give, though one built by hand may leave them open
     required: ClassVar[tuple[str, ...]] = ("at", "duration")
+    # other names the kind is written as (shipped drill files use them): each with the keys it
+    # requires and the defaults it changes
+    spellings: ClassVar[dict[str, Spelling]] = {}
 
     @property
     def label(self) -> str:
@@ -119,20 +136,24 @@ class Incident:
         return False
 
     @classmethod
-    def read(cls, r: Reader, base_dir: Path, by_hand: bool = False) -> dict[str, Any]:
+    def read(cls, r: Reader, base_dir: Path, by_hand: bool = False,
+             spelling: str | None = None) -> dict[str, Any]:
         """The constructor's arguments from one `[[incidents]]` table (keys from the fields).
         `by_hand`: typed by an operator, it starts now (no `at`) and may stay open (no
-        `duration`); every other key is checked as in a drill file."""
+        `duration`); every other key is checked as in a drill file. `spelling`: the kind as
+        written, when it is one of `spellings`."""
+        sp = cls.spellings.get(spelling or "", Spelling(cls.required))
         kw = {}
         for f in fields(cls):
             meta = f.metadata
             if "parse" not in meta or (cls.instant and f.name == "duration") or \
                     (by_hand and f.name == "at"):
                 continue
-            if f.name in cls.required and not r.has(f.name) and not (
+            if f.name in sp.required and not r.has(f.name) and not (
                     by_hand and f.name in HAND_OPEN):
                 raise r.error(f.name, "missing (required)")
-            kw[f.name] = r.get(f.name, meta["parse"], f.default, check=meta["check"])
+            kw[f.name] = r.get(f.name, meta["parse"], sp.defaults.get(f.name, f.default),
+                               check=meta["check"])
         return kw
 
     # what it does; `run` is its state in this run and its key in the fault API
@@ -145,36 +166,44 @@ class Incident:
 
 @dataclass(frozen=True)
 class Brownout(Incident):
-    factor: float = setting(0.2, check=_below_one)  # share of B_out the link delivers
+    """A link delivers `factor` x its bandwidth; on a topology the site's egress share it cannot
+    use goes to its other links. `link` names it ("site->region"; None: every link, the pair's
+    one)."""
+
+    factor: float = setting(0.2, check=_below_one)  # share of its bandwidth the link delivers
+    link: str | None = setting(None, parse=str)
     kind: ClassVar[str] = "brownout"
     required: ClassVar[tuple[str, ...]] = ("at", "duration", "factor")
+    spellings: ClassVar[dict[str, Spelling]] = {
+        "link-brownout": Spelling(("at", "duration", "link", "factor"))}
     describe: ClassVar[str] = "the link delivers factor x B_out"
 
     @property
     def label(self) -> str:
-        return f"link brownout to {self.factor:.0%}"
+        return _on(self.link, f"brownout to {self.factor:.0%}")
 
     def start(self, faults, run):
-        faults.set_link_factor(run, self.factor)
+        faults.set_link_factor(run, self.factor, self.link)
 
     def stop(self, faults, run):
-        faults.set_link_factor(run, None)
+        faults.set_link_factor(run, None, self.link)
 
 
 @dataclass(frozen=True)
 class Outage(Incident):
+    link: str | None = setting(None, parse=str)  # one link "site->region" (None: every link)
     kind: ClassVar[str] = "outage"
     describe: ClassVar[str] = "the link delivers nothing (flows stall, nothing is dropped)"
 
     @property
     def label(self) -> str:
-        return "link outage"
+        return _on(self.link, "outage")
 
     def start(self, faults, run):
-        faults.set_link_factor(run, 0.0)
+        faults.set_link_factor(run, 0.0, self.link)
 
     def stop(self, faults, run):
-        faults.set_link_factor(run, None)
+        faults.set_link_factor(run, None, self.link)
 
 
 @dataclass(frozen=True)
@@ -183,23 +212,24 @@ class Flap(Incident):
 
     down: float = setting(10.0, parse=parse_duration, check=positive)
     up: float = setting(20.0, parse=parse_duration, check=positive)
+    link: str | None = setting(None, parse=str)  # one link "site->region" (None: every link)
     kind: ClassVar[str] = "flap"
     describe: ClassVar[str] = "the link goes down and up repeatedly"
 
     @property
     def label(self) -> str:
-        return f"link flap ({self.down:g} s down / {self.up:g} s up)"
+        return _on(self.link, f"flap ({self.down:g} s down / {self.up:g} s up)")
 
     def start(self, faults, run):
         def toggle(down: bool) -> None:
-            faults.set_link_factor(run, 0.0 if down else None)
+            faults.set_link_factor(run, 0.0 if down else None, self.link)
             run.timer = faults.call_at(faults.now + (self.down if down else self.up),
                                        toggle, not down)
         toggle(True)
 
     def stop(self, faults, run):
         run.cancel_timer()
-        faults.set_link_factor(run, None)
+        faults.set_link_factor(run, None, self.link)
 
 
 @dataclass(frozen=True)
@@ -226,70 +256,13 @@ class Diurnal(Incident):
         t0 = faults.now
 
         def tick() -> None:
-            if self.link is None:
-                faults.set_link_factor(run, self.factor_at(faults.now - t0))
-            else:
-                faults.set_link_factor(run, self.factor_at(faults.now - t0), self.link)
+            faults.set_link_factor(run, self.factor_at(faults.now - t0), self.link)
             run.timer = faults.call_at(faults.now + self.step, tick)
         tick()
 
     def stop(self, faults, run):
         run.cancel_timer()
-        if self.link is None:
-            faults.set_link_factor(run, None)
-        else:
-            faults.set_link_factor(run, None, self.link)
-
-
-@dataclass(frozen=True)
-class LinkBrownout(Incident):
-    """One named link of a topology delivers `factor` x its bandwidth (the site's egress
-    share it cannot use goes to its other links)."""
-
-    link: str = setting("", parse=str)
-    factor: float = setting(0.2, check=_below_one)
-    kind: ClassVar[str] = "link-brownout"
-    required: ClassVar[tuple[str, ...]] = ("at", "duration", "link", "factor")
-    describe: ClassVar[str] = "one link (site->region) delivers factor x its bandwidth"
-
-    @property
-    def label(self) -> str:
-        return f"{self.link} brownout to {self.factor:.0%}"
-
-    def start(self, faults, run):
-        faults.set_link_factor(run, self.factor, self.link)
-
-    def stop(self, faults, run):
         faults.set_link_factor(run, None, self.link)
-
-
-@dataclass(frozen=True)
-class SiteLoss(Incident):
-    """`count` instances of a site die (None: all of them; the highest-numbered live ones)
-    and come back at the end. Its queued requests wait for the survivors or the recovery:
-    nothing is dropped, and the site policies see the loss in the site's expected wait."""
-
-    site: str = setting("", parse=str)
-    count: int | None = setting(None, parse=int, check=positive)
-    kind: ClassVar[str] = "site-loss"
-    required: ClassVar[tuple[str, ...]] = ("at", "duration", "site")
-    describe: ClassVar[str] = "a site loses its instances (all, or count) and later recovers"
-
-    @property
-    def label(self) -> str:
-        what = "all instances" if self.count is None else \
-            f"{self.count} instance{'s' if self.count != 1 else ''}"
-        return f"site {self.site} loses {what}"
-
-    def start(self, faults, run):
-        live = faults.site_instances(self.site)[::-1]
-        run.machines = live if self.count is None else live[: self.count]
-        for idx in run.machines:
-            faults.fail_site_instance(self.site, idx)
-
-    def stop(self, faults, run):
-        for idx in run.machines:
-            faults.restore_site_instance(self.site, idx)
 
 
 def _parse_offsets(value: object) -> tuple[tuple[str, float], ...]:
@@ -350,33 +323,70 @@ class DiurnalRate(Incident):
 
 @dataclass(frozen=True)
 class InstanceLoss(Incident):
-    """`count` instances of `stage` die (the highest-numbered live ones) and come back at the
-    end. PrfaaS / PD-P: the prefill in service restarts from the head of the stage's queue and
-    the queue waits for the survivors (or the recovery). PD-D: the batch lost its KV; those
-    requests go back through the router and are prefilled and decoded again (their TTFT counts
-    from the original arrival). Nothing is dropped either way."""
+    """`count` instances serving `stage` die (the highest-numbered live ones; None: all of
+    them) and come back at the end: a site's ("prfaas"; `site` names it) or a region's ("pd-p",
+    "pd-d"; `region` names it), each defaulting to the only one there is (the pair's). A lost
+    prefill restarts from the head of its queue, which waits for the survivors or the recovery
+    (the site policies see the loss in the site's expected wait); a lost decode batch lost its
+    KV, so those requests go back through the router and are prefilled and decoded again (their
+    TTFT counts from the original arrival). Nothing is dropped either way."""
 
     stage: str = setting("prfaas", parse=str, check=one_of(*STAGES))
-    count: int = setting(1, parse=int, check=positive)
+    count: int | None = setting(1, parse=int, check=positive)
+    site: str | None = setting(None, parse=str)
+    region: str | None = setting(None, parse=str)
     kind: ClassVar[str] = "instance-loss"
+    spellings: ClassVar[dict[str, Spelling]] = {
+        "site-loss": Spelling(("at", "duration", "site"), {"count": None})}
     describe: ClassVar[str] = "instances of a stage die and later recover"
 
     def __post_init__(self) -> None:
-        if self.stage not in STAGES:
-            raise ValueError(f"instance-loss: stage must be one of {', '.join(STAGES)}")
+        if (why := _stage_problem(self.stage, self.site, self.region)) is not None:
+            raise ValueError(f"instance-loss: {why[0]}: {why[1]}")
+
+    @classmethod
+    def read(cls, r, base_dir, by_hand=False, spelling=None):
+        kw = super().read(r, base_dir, by_hand, spelling)
+        if (why := _stage_problem(kw["stage"], kw["site"], kw["region"])) is not None:
+            raise r.error(*why)
+        return kw
+
+    @property
+    def where(self) -> str | None:
+        """The site or region it strikes (None: the only one)."""
+        return self.site if self.stage == "prfaas" else self.region
 
     @property
     def label(self) -> str:
-        return f"{self.count} {self.stage} instance{'s' if self.count != 1 else ''} lost"
+        n = self.count
+        if self.site is not None:
+            what = "all instances" if n is None else f"{n} instance{'s' if n != 1 else ''}"
+            return f"site {self.site} loses {what}"
+        where = f" in {self.region}" if self.region is not None else ""
+        if n is None:
+            return f"all {self.stage} instances lost{where}"
+        return f"{n} {self.stage} instance{'s' if n != 1 else ''} lost{where}"
 
     def start(self, faults, run):
-        run.machines = faults.live_instances(self.stage)[::-1][: self.count]
+        live = faults.live_instances(self.stage, self.where)[::-1]
+        run.machines = live if self.count is None else live[: self.count]
         for idx in run.machines:
-            faults.fail_instance(self.stage, idx)
+            faults.fail_instance(self.stage, idx, self.where)
 
     def stop(self, faults, run):
         for idx in run.machines:
-            faults.restore_instance(self.stage, idx)
+            faults.restore_instance(self.stage, idx, self.where)
+
+
+def _stage_problem(stage: str, site: str | None, region: str | None) -> tuple[str, str] | None:
+    """(key, why) when an instance loss's stage and its site or region do not go together."""
+    if stage not in STAGES:
+        return "stage", f"must be one of {', '.join(STAGES)}"
+    if site is not None and stage != "prfaas":
+        return "stage", "a site's instances prefill for PrfaaS: stage must be prfaas"
+    if region is not None and stage == "prfaas":
+        return "region", "a region holds pd-p and pd-d instances: name a site for prfaas"
+    return None
 
 
 def _read_mix(kw: dict[str, Any], other: str, r: Reader, base_dir: Path) -> dict[str, Any]:
@@ -424,8 +434,8 @@ class Surge(Incident):
         return self.long_factor is not None
 
     @classmethod
-    def read(cls, r, base_dir, by_hand=False):
-        return _read_mix(super().read(r, base_dir, by_hand), "factor", r, base_dir)
+    def read(cls, r, base_dir, by_hand=False, spelling=None):
+        return _read_mix(super().read(r, base_dir, by_hand, spelling), "factor", r, base_dir)
 
     def start(self, faults, run):
         if self.long_factor is None:
@@ -443,7 +453,8 @@ class Surge(Incident):
             faults.set_rate_multiplier(run, None)
         else:
             faults.set_rate_multiplier(run, None, self.region)
-        faults.set_length_distribution(run, None)
+        if self.long_factor is not None:  # only a long surge changed the mix (a replayed
+            faults.set_length_distribution(run, None)  # trace or sessions have no mix to reset)
 
 
 @dataclass(frozen=True)
@@ -468,8 +479,8 @@ class LengthShift(Incident):
         return True
 
     @classmethod
-    def read(cls, r, base_dir, by_hand=False):
-        return _read_mix(super().read(r, base_dir, by_hand), "lengths", r, base_dir)
+    def read(cls, r, base_dir, by_hand=False, spelling=None):
+        return _read_mix(super().read(r, base_dir, by_hand, spelling), "lengths", r, base_dir)
 
     def start(self, faults, run):
         dist = self.lengths
@@ -499,10 +510,11 @@ class CacheFlush(Incident):
         faults.flush_cache(self.cluster)
 
 
-KINDS: dict[str, type[Incident]] = {c.kind: c for c in (
-    Brownout, Outage, Flap, Diurnal, InstanceLoss, Surge, LengthShift, CacheFlush,
-    LinkBrownout, SiteLoss, DiurnalRate)}
-TOPOLOGY_KINDS = ("link-brownout", "site-loss", "diurnal-rate")  # name a site, link or region
+CLASSES: tuple[type[Incident], ...] = (
+    Brownout, Outage, Flap, Diurnal, InstanceLoss, Surge, LengthShift, CacheFlush, DiurnalRate)
+# every spelling of a kind: its own name and its other names
+KINDS: dict[str, type[Incident]] = {name: c for c in CLASSES
+                                    for name in (c.kind, *c.spellings)}
 
 
 def catalog() -> list[tuple[str, str, Incident]]:
@@ -530,7 +542,7 @@ def hand_keys(ready: Incident) -> list[str]:
 
 def count_problem(inc: Incident, n_prfaas: int, pool: int) -> str | None:
     """Why an instance loss claims more instances than the deployment has (None: it fits)."""
-    if not isinstance(inc, InstanceLoss):
+    if not isinstance(inc, InstanceLoss) or inc.count is None:
         return None
     have = n_prfaas if inc.stage == "prfaas" else pool
     if inc.count <= have:
@@ -541,7 +553,7 @@ def count_problem(inc: Incident, n_prfaas: int, pool: int) -> str | None:
 
 def site_count_problem(inc: Incident, topology) -> str | None:
     """Why a site loss claims more instances than its site has (None: it fits)."""
-    if not isinstance(inc, SiteLoss) or inc.count is None:
+    if not isinstance(inc, InstanceLoss) or inc.site is None or inc.count is None:
         return None
     have = next((s.instances for s in topology.sites if s.name == inc.site), None)
     if have is None or inc.count <= have:
@@ -567,7 +579,7 @@ def by_hand(kind: str, values: dict[str, Any], *, n_prfaas: int, pool: int,
     `lengths` None: a trace or session workload brings the lengths (no mix change)."""
     cls = KINDS[kind]
     r = Reader(values, kind)
-    inc = cls(**cls.read(r, Path.cwd(), by_hand=True))
+    inc = cls(**cls.read(r, Path.cwd(), by_hand=True, spelling=kind))
     r.finish()
     if msg := count_problem(inc, n_prfaas, pool):
         raise r.error("count", msg)
@@ -583,8 +595,9 @@ def parse_incidents(items: list[Reader], base_dir: Path) -> tuple[Incident, ...]
     """The `[[incidents]]` array of a preset or drill, strictly: every bad key is one line."""
     out = []
     for r in items:
-        cls = KINDS[r.get("kind", str, check=one_of(*KINDS))]
-        kw = cls.read(r, base_dir)
+        kind = r.get("kind", str, check=one_of(*KINDS))
+        cls = KINDS[kind]
+        kw = cls.read(r, base_dir, spelling=kind)
         r.finish()
         out.append(cls(**kw))
     return tuple(out)
@@ -605,8 +618,11 @@ def target_problem(inc: Incident, sites: tuple[str, ...], regions: tuple[str, ..
         for name, _ in inc.offsets or ():
             if name not in regions:
                 return "offsets", f"no region named {name!r} (defined: {', '.join(regions)})"
-    if not pair and isinstance(inc, InstanceLoss):
-        return "kind", "instance-loss names a single pair's stage: on a topology use site-loss"
+    if isinstance(inc, InstanceLoss) and inc.where is None:
+        key, names = ("site", sites) if inc.stage == "prfaas" else ("region", regions)
+        if len(names) != 1:
+            return key, (f"{inc.stage} instances are in every {key}: name one "
+                         f"({', '.join(names)})")
     if not pair and inc.changes_lengths:
         return "kind", f"{inc.kind} re-weights the pair's one length mix: not on a topology"
     if isinstance(inc, CacheFlush) and inc.cluster is not None \

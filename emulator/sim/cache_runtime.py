@@ -34,7 +34,7 @@ from emulator.sim.snapshot import CacheSnap, CacheView
 if TYPE_CHECKING:
     from emulator.sim.prefill import PrefillStage, PrefillWorker
     from emulator.sim.request import Request
-    from emulator.sim.router import Router
+    from emulator.sim.site_policy import ThresholdPolicy
 
 CLUSTER_OF = {"prfaas": "prfaas", "pd-p": "pd"}  # prefill stage -> the cluster it computes in
 _TAIL_REL = 1e-9  # a flow this close to done at prefill end needs no transfer cache
@@ -53,7 +53,7 @@ class CacheRuntime:
         self.note = note
         self.detector = ScarcityDetector(cfg.scarce_at, cfg.abundant_at,
                                          scarce=cfg.routing == "scarce")
-        self.router: Router | None = None
+        self.router: ThresholdPolicy | None = None
         self.moving = 0  # requests waiting for a cache move to leave its link
         self.detached = 0  # requests whose KV tail sits in the transfer cache
         self._pins: dict[int, int] = {}  # flow id -> transfer-cache handle
@@ -63,7 +63,7 @@ class CacheRuntime:
         self.raw_tokens = 0.0  # prompt tokens of requests entering prefill
         self.computed_tokens = 0.0  # of which prefilled (the rest came from a cache)
 
-    def attach(self, router: Router) -> None:
+    def attach(self, router: ThresholdPolicy) -> None:
         """Route with this cache; start the scarcity detector unless the rule is pinned."""
         self.router = router
         router.bandwidth_scarce = self.detector.scarce

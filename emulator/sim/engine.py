@@ -25,7 +25,7 @@ import numpy as np
 
 from emulator.budget import CAPS, BudgetError
 from emulator.distributions import LengthDistribution
-from emulator.model import STAGES, OperatingPoint, Stage
+from emulator.model import STAGES, Cluster, OperatingPoint, Stage
 from emulator.optimizer import homogeneous as homogeneous_point
 from emulator.paradigm import Paradigm
 from emulator.scenario.incidents import Incident
@@ -35,10 +35,9 @@ from emulator.scenario.topology import replay_problem
 from emulator.sim.accounting import Accounting
 from emulator.sim.cache_runtime import CacheRuntime
 from emulator.sim.costs import Costs
-from emulator.sim.decode import DecodeStage
 from emulator.sim.link import Link
 from emulator.sim.loop import VirtualTimeLoop
-from emulator.sim.metrics import Latencies, LatencyGroup, Totals
+from emulator.sim.metrics import LatencyGroup, Totals
 from emulator.sim.observe import NOTE_LOG, Observer
 from emulator.sim.pool import Pool
 from emulator.sim.prefill import PrefillStage
@@ -46,15 +45,16 @@ from emulator.sim.prefill_backend import TorchService, start_hook
 from emulator.sim.region import Region
 from emulator.sim.request import Request
 from emulator.sim.result import RunResult
-from emulator.sim.router import PrefixLookup, Router
 from emulator.sim.scheduler import Scheduler
 from emulator.sim.sessions import generate_sessions, to_trace
+from emulator.sim.site_policy import PrefixLookup, ThresholdPolicy
 from emulator.sim.snapshot import LiveKnobs, Snapshot
 from emulator.sim.timeline import Active, Timeline
-from emulator.sim.topology import RoutingBound, TopologyRuntime
+from emulator.sim.topology import RoutingBound, TopologyRuntime, keyed, named
 from emulator.sim.topology_report import marks
 from emulator.sim.topology_scheduler import TopologyScheduler
 from emulator.sim.workload import SyntheticSource, TraceSource, Workload
+from emulator.topology.spec import PAIR_LINK
 from emulator.trace_formats import load_trace
 from emulator.traces import MOONCAKE_BLOCK_TOKENS, Trace
 from emulator.units import to_gbps
@@ -73,6 +73,13 @@ class Emulation:
                  cached_prefix: PrefixLookup | None = None, routing: str | None = None,
                  bound: RoutingBound | None = None):
         self.loop = VirtualTimeLoop()
+        # the run's one event log (knob changes, incidents, scheduler decisions): bounded, the
+        # dashboard's events view reads it whole; snapshots carry only the last few
+        self.decisions: deque[str] = deque(maxlen=NOTE_LOG)
+        self.cache_flushes = 0
+        self._done_hooks: list[Callable[[Request, float], None]] = []
+        self._arrive_hooks: list[Callable[[Request], None]] = []
+        self._tasks: list[asyncio.Task[object]] = []
         try:
             self._build(scenario, seed, rate, load, duration, paradigm, trace, mode, n_p, n_d,
                         cached_prefix, routing, bound)
@@ -86,7 +93,6 @@ class Emulation:
         if rate is not None and load is not None:
             raise ValueError("give a rate or a load, not both")
         sim = scenario.sim
-        system = scenario.system
         self.scenario = scenario
         self.mode = mode
         self.seed = sim.seed if seed is None else int(seed)
@@ -96,28 +102,43 @@ class Emulation:
         if scenario.declared_topology is not None:
             self._init_topology(scenario, rate, load, routing, bound, trace, paradigm,
                                 cached_prefix)
-            return
+        else:
+            self._init_pair(scenario, rate, load, duration, paradigm, trace, n_p, n_d,
+                            cached_prefix, routing)
+        # the incidents' contributions by key: composed, so ending one removes only its own
+        # (a link's factors are on the link; the rate's are per region)
+        self._rate_factors: dict[str, dict[Hashable, float]] = {r: {} for r in self.regions}
+        self._length_shifts: dict[Hashable, LengthDistribution] = {}
+        # observation, the preset's incidents and scheduler (all public: UI, drills, scorecards)
+        self.observer = Observer(self, loop, sim.sample_interval, sim.window,
+                                 sim.timeseries_rows)
+        self.timeline = Timeline(self, sim.incidents)
+        self.scheduler: Scheduler | TopologyScheduler | None = None
+        if sim.scheduler.enabled:  # a topology's: the short timescale per region
+            self.scheduler = (Scheduler if self.topology is None else TopologyScheduler)(
+                self, sim.scheduler)
+
+    def _init_pair(self, scenario: Scenario, rate, load, duration, paradigm: Paradigm, trace,
+                   n_p, n_d, cached_prefix, routing) -> None:
+        """The 1x1 topology: one region (its PD-P, PD-D, policy, books), one site, one link."""
         if routing is not None and routing != "threshold":
             raise KnobError("routing", "a single-pair preset routes by its threshold: the "
                             "site policies need a topology ([[site]], [[region]], [[link]])")
+        sim = scenario.sim
+        system = scenario.system
+        loop = self.loop
         self.bandwidth = float(system.bandwidth)
-        self.link_factor = 1.0  # share of B_out the link delivers now (incidents)
-        # the incidents' contributions by key: composed, so ending one removes only its own
-        self._link_factors: dict[Hashable, float] = {}
-        self._rate_factors: dict[Hashable, float] = {}
-        self._length_shifts: dict[Hashable, LengthDistribution] = {}
         self.paradigm = paradigm  # set again by _deploy
         self._n_prfaas = system.n_prfaas  # the PrfaaS size the non-homogeneous paradigms use
         self._split = (scenario.n_p, scenario.n_d)
 
-        # the 1x1 topology: one region (its PD-P, PD-D, router, books), one site, one link
-        self.region = region = Region("pd", loop)  # the 1x1 topology's names: pd, prfaas
+        self.region = region = Region(Cluster.PD.value, loop)  # the 1x1 topology's names
         self.regions: dict[str, Region] = {region.name: region}
         self.link = Link(loop, "link", self.bandwidth, burst=sim.link_burst, peak=sim.link_peak,
                          latency=sim.link_latency)
-        self.rdma = Link(loop, "rdma", scenario.rdma_bandwidth, latency=sim.rdma_latency)
+        self.links: dict[str, Link] = {PAIR_LINK: self.link}
+        region.links = {Cluster.PRFAAS.value: self.link}
         self.prfaas = PrefillStage(loop, "prfaas", Costs(system.prfaas), self.link, region.kv_in)
-        self.pdp = PrefillStage(loop, "pd-p", Costs(system.local), self.rdma, region.kv_in)
 
         tr = self._trace(trace, sim)
         replay = tr is not None  # a replay runs to its last arrival by default
@@ -126,17 +147,19 @@ class Emulation:
             tr = to_trace(generate_sessions(sim.sessions, rng, duration=self.duration))
         dec = system.decode
         mean_out = float(np.mean(tr.output_lengths)) if tr is not None else dec.l_out
-        self.pdd = DecodeStage(loop, dec.t_decode, dec.bs_max, sim.kv_budget, region.done,
-                               mean_out, sim.step)
+        region.wire(sim, system.local, dec, scenario.rdma_bandwidth, mean_out, rdma="rdma",
+                    pool="local")
+        self.rdma, self.pdp, self.pdd, self.local = region.rdma, region.pdp, region.pdd, \
+            region.local
         self.stages = {"prfaas": self.prfaas, "pd-p": self.pdp, "pd-d": self.pdd}
         self.remote = Pool(loop, "prfaas", {"prfaas": self.prfaas}, reroute=region.reroute)
-        self.local = Pool(loop, "local", {"pd-p": self.pdp, "pd-d": self.pdd},
-                          conversion_delay=sim.conversion_delay, reroute=region.reroute)
+        self.site_pools = {Cluster.PRFAAS.value: self.remote}
         self.cache: CacheRuntime | None = None
         self.reverse_link: Link | None = None
         if sim.cache is not None:
             cached_prefix = self._attach_cache(sim, tr if replay else None, cached_prefix)
-        self.router = Router(scenario.t, paradigm, cached_prefix)
+        self.router = ThresholdPolicy(scenario.t, self.pdp, [self.prfaas], [1.0], paradigm,
+                                      cached_prefix)
         if self.cache is not None:
             self.cache.attach(self.router)
         self.torch = TorchService(sim.prefill, self.seed) if sim.prefill is not None else None
@@ -150,24 +173,7 @@ class Emulation:
                 paradigm=paradigm).validate(system)
         self._deploy(paradigm, split, immediate=True)
 
-        # the region's request path and books (the in-flight term is counted from the
-        # structures, see `accounting`)
-        region.router, region.prfaas, region.pdp, region.pdd = self.router, self.prfaas, \
-            self.pdp, self.pdd
-        region.rdma, region.local, region.cache = self.rdma, self.local, self.cache
-        region.links = {"prfaas": self.link}
-        self._arrive = region.arrive
-        # the run's one event log (knob changes, incidents, scheduler decisions): bounded, the
-        # dashboard's events view reads it whole; snapshots carry only the last few
-        self.decisions: deque[str] = deque(maxlen=NOTE_LOG)
-        self.cache_flushes = 0
-        self._done_hooks: list[Callable[[Request, float], None]] = []
-        self._arrive_hooks: list[Callable[[Request], None]] = []
-        self._tasks: list[asyncio.Task[object]] = []
-        region.max_queue = sim.max_queue
-        region.max_wait = sim.max_queue_seconds
-        region.kv_bounded = sim.kv_budget is not None
-        region.admission = sim.admission_bounded or region.kv_bounded
+        region.policy, region.cache = self.router, self.cache
 
         # workload
         streams = [np.random.default_rng(s) for s in np.random.SeedSequence(self.seed).spawn(4)]
@@ -205,14 +211,7 @@ class Emulation:
         if sim.arrival == "onoff" and tr is None:
             self.workload.start_bursts(streams[3], sim.on_mean, sim.off_mean, sim.off_level)
 
-        # metrics
-        self.latencies = region.latencies = Latencies(sim.window, sim.slo_ttft, sim.slo_tpot)
-        self.observer = Observer(self, loop, sim.sample_interval, sim.window,
-                                 sim.timeseries_rows)
-
-        # the preset's incidents and scheduler (both public: UI, drills, scorecards)
-        self.timeline = Timeline(self, sim.incidents)
-        self.scheduler = Scheduler(self, sim.scheduler) if sim.scheduler.enabled else None
+        self.latencies = region.latencies
 
     def _init_topology(self, scenario: Scenario, rate: float | None, load: float | None,
                        routing: str | None, bound: RoutingBound | None,
@@ -252,17 +251,7 @@ class Emulation:
             raise ValueError(f"duration must be > 0 seconds, got {self.duration!r}")
         self.paradigm = Paradigm.PRFAAS_PD
         self.bandwidth = math.fsum(k.bandwidth for k in topo.links)
-        self.link_factor = 1.0
-        self._link_factors = {}
-        self._rate_factors = {}
-        self._length_shifts = {}
-        self.decisions = deque(maxlen=NOTE_LOG)
-        self.cache_flushes = 0
-        self._done_hooks = []
-        self._arrive_hooks = []
-        self._tasks = []
         self.cache = self.reverse_link = self.torch = None
-        self.scheduler = None
         self.topology = rt = TopologyRuntime(self.loop, topo, sim, self.seed, rate, routing,
                                              bound, self.duration, self.note)
         # each request is recorded once, in its region; the totals merge them when read
@@ -271,6 +260,7 @@ class Emulation:
         self.region = next(iter(rt.regions.values()))
         self.sites = rt.sites
         self.links = rt.links
+        self.site_pools = {name: site.pool for name, site in rt.sites.items()}
         self.workload = self.region.workload  # the first region's (the UI's pair view)
         self.set_arrival_cap(CAPS.requests)  # a command sets its own (set_arrival_cap)
         for r in rt.regions.values():  # live: arrivals stop; run() raises instead
@@ -278,11 +268,6 @@ class Emulation:
                 f"arrivals in {r.name} stopped at the cap of {r.workload.emitted:,} requests")
         rt.start(sim)
         self.start_marks = self._half_marks = marks(rt, 0.0)
-        self.observer = Observer(self, self.loop, sim.sample_interval, sim.window,
-                                 sim.timeseries_rows)
-        self.timeline = Timeline(self, sim.incidents)
-        if sim.scheduler.enabled:  # the short timescale, per region on the live state
-            self.scheduler = TopologyScheduler(self, sim.scheduler)
 
     def _attach_cache(self, sim, replayed: Trace | None,
                       hook: PrefixLookup | None) -> PrefixLookup:
@@ -314,14 +299,10 @@ class Emulation:
     # -- the books (each region's, summed) ----------------------------------------------------
     @property
     def arrived(self) -> int:
-        if self.topology is None:
-            return self.region.arrived
         return sum(r.arrived for r in self.regions.values())
 
     @property
     def completed(self) -> int:
-        if self.topology is None:
-            return self.region.completed
         return sum(r.completed for r in self.regions.values())
 
     @property
@@ -342,8 +323,6 @@ class Emulation:
     def stage_queues(self) -> dict[str, int]:
         """Requests queued now per stage kind (PrfaaS: every site's; PD-P/PD-D: every
         region's)."""
-        if self.topology is None:
-            return {name: len(st.queue) for name, st in self.stages.items()}
         regions = self.regions.values()
         return {"prfaas": sum(len(s.queue) for s in self.site_stages),
                 "pd-p": sum(len(r.pdp.queue) for r in regions),
@@ -352,12 +331,12 @@ class Emulation:
     @property
     def site_stages(self) -> list[PrefillStage]:
         """Every site's prefill stage (the pair: its PrfaaS stage)."""
-        return [self.prfaas] if self.topology is None else self.topology.site_stages
+        return [pool.stages[Cluster.PRFAAS.value] for pool in self.site_pools.values()]
 
     @property
     def wan_links(self) -> list[Link]:
         """Every site -> region link (the pair: its one link)."""
-        return [self.link] if self.topology is None else list(self.topology.links.values())
+        return list(self.links.values())
 
     def _done_hooks_run(self, req: Request, now: float) -> None:
         for fn in self._done_hooks:
@@ -541,8 +520,8 @@ class Emulation:
             self._set_remote(par.n_prfaas(target.n_prfaas))
             self.note(f"PrfaaS instances -> {target.n_prfaas}")
         if target.bandwidth != old.bandwidth:
-            self.bandwidth = float(target.bandwidth)
-            self.link.set_capacity(self.bandwidth * self.link_factor)
+            self.bandwidth = self.link.bandwidth = float(target.bandwidth)
+            self.link.rebalance()
             self.note(f"bandwidth -> {to_gbps(self.bandwidth):.2f} Gbps")
         if rate != old.rate:
             self.workload.set_rate(rate)
@@ -639,30 +618,26 @@ class Emulation:
 
     def set_link_factor(self, key: Hashable, factor: float | None,
                         link: str | None = None) -> None:
-        """`key`'s share of B_out (None: it no longer limits the link). The link delivers B_out
-        times the product of every key's factor, also across B_out changes. A topology: the
-        share of `link`'s bandwidth (None: of every link's)."""
-        if self.topology is not None:
-            self.topology.set_link_factor(key, factor, link)
-            return
-        if factor is None:
-            self._link_factors.pop(key, None)
-        elif not (factor >= 0 and math.isfinite(factor)):
-            raise ValueError(f"link factor must be a finite number >= 0, got {factor!r}")
-        else:
-            self._link_factors[key] = float(factor)
-        self.link_factor = math.prod(self._link_factors.values())
-        self.link.set_capacity(self.bandwidth * self.link_factor)
+        """`key`'s share of `link`'s bandwidth (None factor: it no longer limits the link; None
+        link: every link, the pair's one). A link delivers its bandwidth times the product of
+        every key's factor, also across bandwidth changes (a site's egress then shares it)."""
+        targets = list(self.links.values()) if link is None else [named("link", self.links,
+                                                                        link)]
+        for lk in targets:
+            keyed(lk.factors, key, factor)
+        for group in {id(lk.group): lk.group for lk in targets}.values():
+            group.rebalance()
 
     def set_rate_multiplier(self, key: Hashable, factor: float | None,
                             region: str | None = None) -> None:
-        """`key`'s surge (> 1) or lull on the offered rate (None: gone); they multiply. A
-        topology: on `region`'s arrivals (None: every region's)."""
-        if self.topology is not None:
-            self.topology.set_rate_multiplier(key, factor, region)
-            return
-        _keyed(self._rate_factors, key, factor)
-        self.workload.set_multiplier(math.prod(self._rate_factors.values()))
+        """`key`'s surge (> 1) or lull on `region`'s offered rate (None factor: gone; None
+        region: every region's); they multiply."""
+        names = list(self.regions) if region is None else [named("region", self.regions,
+                                                                 region).name]
+        for name in names:
+            table = self._rate_factors[name]
+            keyed(table, key, factor)
+            self.regions[name].workload.set_multiplier(math.prod(table.values()))
 
     @property
     def lengths_now(self) -> LengthDistribution:
@@ -677,83 +652,57 @@ class Emulation:
         self.workload.set_lengths(self.lengths_now)
 
     def flush_cache(self, cluster: str | None = None) -> int:
-        """Empty the prefix cache of `cluster` ("prfaas" or "pd"; None: both): every prefix
-        block and state snapshot goes, pinned transfer blocks stay. Counts the flush even
-        without a [cache]. Returns how many caches were emptied."""
+        """Empty the prefix cache of `cluster` (a site or region by name: the pair's "prfaas"
+        or "pd"; None: every one): every prefix block and state snapshot goes, pinned transfer
+        blocks stay. Counts the flush even without a [cache]. Returns how many caches were
+        emptied."""
         self.cache_flushes += 1
-        if self.topology is not None and self.topology.cache is not None:
-            tc = self.topology.cache
-            blocks = tc.flush(cluster)
-            self.note(f"prefix cache flushed ({cluster or 'every site and region'}): "
-                      f"{blocks} blocks")
-            return 1 if cluster else len(tc.caches)
-        if self.cache is None:
+        cache = self.cache if self.topology is None else self.topology.cache
+        if cache is None:
             return 0
-        blocks = self.cache.flush(cluster)
-        self.note(f"prefix cache flushed ({cluster or 'both'}): {blocks} blocks")
-        return 1 if cluster else len(self.cache.caches)
+        blocks = cache.flush(cluster)
+        every = "both" if self.topology is None else "every site and region"
+        self.note(f"prefix cache flushed ({cluster or every}): {blocks} blocks")
+        return 1 if cluster else len(cache.caches)
 
-    def pool_of(self, stage: str) -> Pool:
-        """The pool whose machines serve `stage` (PrfaaS or the local PD cluster)."""
+    def pool_of(self, stage: str, where: str | None = None) -> Pool:
+        """The pool whose machines serve `stage` at `where`: a site's for "prfaas", a region's
+        for "pd-p" and "pd-d" (the pair's: "prfaas", "pd"; None: the only one there is)."""
         if stage not in STAGES:
             raise ValueError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}")
-        if self.topology is not None:
-            raise ValueError("a topology has a pool per site and region: name the site "
-                             "(site_instances, fail_site_instance; incident site-loss)")
-        return self.remote if stage == "prfaas" else self.local
+        if stage == Cluster.PRFAAS.value:
+            return named("site", self.site_pools, where)
+        return named("region", self.regions, where).local
 
-    def live_instances(self, stage: str) -> list[int]:
-        """Ids of the live instances assigned to `stage`, ascending. An id is the instance's
-        number in its cluster, stable across role changes."""
-        return [m.idx for m in self.pool_of(stage).machines if m.alive and m.target == stage]
+    def live_instances(self, stage: str, where: str | None = None) -> list[int]:
+        """Ids of the live instances assigned to `stage` (at `where`, see pool_of), ascending.
+        An id is the instance's number in its pool, stable across role changes."""
+        return [m.idx for m in self.pool_of(stage, where).machines
+                if m.alive and m.target == stage]
 
     @property
     def region_names(self) -> tuple[str, ...]:
         return tuple(self.regions)
 
-    def site_instances(self, site: str) -> list[int]:
-        """Ids of `site`'s live instances, ascending (the pair: its PrfaaS cluster)."""
-        if self.topology is None:
-            return self.live_instances("prfaas")
-        return self.topology.site(site).live()
-
-    def fail_site_instance(self, site: str, idx: int) -> None:
-        if self.topology is None:
-            self.fail_instance("prfaas", idx)
-        else:
-            self.topology.site(site).pool.fail(idx)
-
-    def restore_site_instance(self, site: str, idx: int) -> None:
-        if self.topology is None:
-            self.restore_instance("prfaas", idx)
-        else:
-            self.topology.site(site).pool.restore(idx)
-
-    def fail_instance(self, stage: str, idx: int) -> None:
-        """Instance `idx` of `stage`'s cluster dies: a prefill restarts from the queue head, a
+    def fail_instance(self, stage: str, idx: int, where: str | None = None) -> None:
+        """Instance `idx` of `stage`'s pool dies: a prefill restarts from the queue head, a
         decode batch goes back through the router (its KV is gone)."""
-        self.pool_of(stage).fail(idx)
+        self.pool_of(stage, where).fail(idx)
 
-    def restore_instance(self, stage: str, idx: int) -> None:
-        """Instance `idx` of `stage`'s cluster comes back (in whatever role it holds now)."""
-        self.pool_of(stage).restore(idx)
+    def restore_instance(self, stage: str, idx: int, where: str | None = None) -> None:
+        """Instance `idx` of `stage`'s pool comes back (in whatever role it holds now)."""
+        self.pool_of(stage, where).restore(idx)
 
     # -- state -------------------------------------------------------------------------------
     @property
     def knobs(self) -> LiveKnobs:
         """The configured knobs: instance targets, whether alive or not (see StageSnap)."""
-        if self.topology is not None:  # summed over the sites and regions (t: the first's)
-            rt = self.topology
-            regions = rt.regions.values()
-            return LiveKnobs(t=self.region.policy.t if hasattr(self.region.policy, "t")
-                             else math.nan,
-                             n_p=sum(r.local.count("pd-p") for r in regions),
-                             n_d=sum(r.local.count("pd-d") for r in regions),
-                             n_prfaas=sum(s.pool.count("prfaas") for s in rt.sites.values()),
-                             bandwidth=self.bandwidth, paradigm=self.paradigm)
-        return LiveKnobs(t=self.t, n_p=self.local.count("pd-p"), n_d=self.local.count("pd-d"),
-                         n_prfaas=self.remote.count("prfaas"), bandwidth=self.bandwidth,
-                         paradigm=self.paradigm)
+        regions = self.regions.values()  # summed over the sites and regions (t: the first's)
+        return LiveKnobs(t=getattr(self.region.policy, "t", math.nan),
+                         n_p=sum(r.local.count("pd-p") for r in regions),
+                         n_d=sum(r.local.count("pd-d") for r in regions),
+                         n_prfaas=sum(p.count("prfaas") for p in self.site_pools.values()),
+                         bandwidth=self.bandwidth, paradigm=self.paradigm)
 
     def model_point(self, mode: str | None = None) -> OperatingPoint:
         """The closed-form model at the current knobs and paradigm."""

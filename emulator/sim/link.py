@@ -27,8 +27,9 @@ reaches the other side `latency` seconds later (`on_delivered`).
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left, insort
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from operator import attrgetter
 from typing import Any
 
@@ -61,6 +62,8 @@ class Link:
         self.loop = loop
         self.name = name
         self.capacity = float(capacity)  # nominal rate, bytes per second (B_out)
+        self.bandwidth = self.capacity  # its own rate, before the incidents' factors
+        self.factors: dict[Hashable, float] = {}  # the incidents' shares of it, by key
         self.burst = float(burst)
         # the rate while tokens last, relative to the nominal capacity (kept across changes)
         self.peak_factor = max(1.0, peak / self.capacity) if peak and self.capacity else PEAK_FACTOR
@@ -86,6 +89,20 @@ class Link:
         self.flows_done = 0
         self.propagating = 0.0  # bytes sent and still on the wire
         self.propagating_flows = 0
+
+    @property
+    def nominal(self) -> float:
+        """What the link itself could carry now (its bandwidth x the incidents' factors)."""
+        return self.bandwidth * math.prod(self.factors.values())
+
+    @property
+    def group(self) -> Link:
+        """What sets its capacity from the nominal rates (a site's egress shares its links')."""
+        return self
+
+    def rebalance(self) -> None:
+        """Capacity = nominal (a link of its own)."""
+        self.set_capacity(self.nominal)
 
     # -- flows -------------------------------------------------------------------------------
     def open(self, size: float, prod_time: float, on_sent: Callable[[Flow], Any],

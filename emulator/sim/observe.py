@@ -12,12 +12,12 @@ from typing import Any, Protocol
 from emulator.distributions import LengthDistribution
 from emulator.sim.accounting import Accounting
 from emulator.sim.cache_runtime import CacheRuntime
-from emulator.sim.decode import DecodeStage
 from emulator.sim.link import Link
 from emulator.sim.loop import VirtualTimeLoop
 from emulator.sim.metrics import Latencies, TimeSeries, Totals, bottleneck, window
 from emulator.sim.pool import Pool
 from emulator.sim.prefill import PrefillStage
+from emulator.sim.region import Region
 from emulator.sim.snapshot import LinkSnap, LiveKnobs, Snapshot, StageSnap
 from emulator.sim.timeline import Timeline
 from emulator.sim.topology_report import marks, objects
@@ -46,11 +46,12 @@ class Observed(Protocol):
     arrived: int
     completed: int
     rejected: dict[str, int]
-    prfaas: PrefillStage
-    pdp: PrefillStage
-    pdd: DecodeStage
+    prfaas: PrefillStage  # the pair's: its PrfaaS stage, link and region, read directly
     link: Link
-    rdma: Link
+    region: Region
+    regions: Mapping[str, Region]
+    site_pools: Mapping[str, Pool]
+    topology: Any  # the TopologyRuntime (None: the pair)
     cache: CacheRuntime | None
     reverse_link: Link | None
     latencies: Latencies
@@ -68,15 +69,16 @@ class Observed(Protocol):
     def events(self) -> int: ...
 
     @property
-    def stages(self) -> Mapping[str, PrefillStage | DecodeStage]: ...
+    def site_stages(self) -> list[PrefillStage]: ...
+
+    @property
+    def wan_links(self) -> list[Link]: ...
 
     @property
     def knobs(self) -> LiveKnobs: ...
 
     @property
     def scheduler(self) -> Changes | None: ...
-
-    def pool_of(self, stage: str) -> Pool: ...
 
 
 class Observer:
@@ -107,9 +109,10 @@ class Observer:
         """Requests held anywhere: queues, instances, wires, batches (counted, not derived):
         every site's stage, every region's PD-P, PD-D and RDMA wire, every link's wire."""
         emu = self.emu
-        if self._pair:
-            n = (emu.prfaas.holding + emu.pdp.holding + emu.pdd.holding
-                 + emu.link.propagating_flows + emu.rdma.propagating_flows)
+        if self._pair:  # the 1x1 case read directly: it runs at every sample
+            r = emu.region
+            n = (emu.prfaas.holding + r.pdp.holding + r.pdd.holding
+                 + emu.link.propagating_flows + r.rdma.propagating_flows)
         else:
             n = sum(s.holding for s in emu.site_stages)
             for r in emu.regions.values():
@@ -133,13 +136,14 @@ class Observer:
         time-series row will read."""
         emu = self.emu
         now = emu.now
-        if self._pair:  # the 1x1 case, read directly (it runs once per sample)
-            stages = (emu.prfaas, emu.pdp, emu.pdd)
+        if self._pair:  # the 1x1 case of the sums below, read directly (it runs every sample)
+            r = emu.region
+            stages = (emu.prfaas, r.pdp, r.pdd)
             tot = [s.totals(now) for s in stages]
             sent, cap, sat = emu.link.totals(now)
             return Totals(
-                t=now, arrived=emu.arrived, completed=emu.completed,
-                rejected=sum(emu.rejected.values()),
+                t=now, arrived=r.arrived, completed=r.completed,
+                rejected=sum(r.rejected.values()),
                 entered=tuple(s.entered for s in stages), done=tuple(s.done for s in stages),
                 busy=tuple(x[0] for x in tot), online=tuple(x[1] for x in tot),
                 queue=tuple(len(s.queue) for s in stages),
@@ -184,48 +188,11 @@ class Observer:
         now_tot = self.totals()
         base = self._samples[0]
         w = window(base, now_tot)
-        if self._topo_marks is not None:
-            return self._topology_snapshot(now_tot, base, w)
         ttft, tpot, slo = emu.latencies.recent(now_tot.t)
-        stages = {}
-        for i, (name, st) in enumerate(emu.stages.items()):
-            accepting, draining = st.counts()
-            util = w.compute if name == "prfaas" else w.utilization[name]
-            stages[name] = StageSnap(instances=accepting, busy=st.in_service, utilization=util,
-                                     queue=now_tot.queue[i], served_rate=w.stage_rate[name],
-                                     draining=draining, failed=emu.pool_of(name).failed(name))
-        link = emu.link
-        link_snap = LinkSnap(capacity=link.capacity, utilization=w.link,
-                             bytes_in_flight=now_tot.link_in_flight,
-                             queued_bytes=link.queued_bytes(now_tot.t), flows=len(link.flows))
-        scheduler = emu.scheduler
-        return Snapshot(
-            sim_time=now_tot.t, knobs=emu.knobs, offered_rate=w.offered, served_rate=w.served,
-            arrived=emu.arrived, completed=emu.completed, in_flight=now_tot.in_flight,
-            rejected=now_tot.rejected,
-            lost=now_tot.arrived - now_tot.completed - now_tot.in_flight - now_tot.rejected,
-            stages=stages, link=link_snap, ttft_p50=ttft[0], ttft_p90=ttft[1], ttft_p99=ttft[2],
-            tpot_p50=tpot[0], slo_attainment=slo, ttft_cdf=emu.latencies.ttft_cdf(now_tot.t),
-            bottleneck=bottleneck(base, now_tot, w),
-            decisions=recent(emu.decisions), events=emu.events,
-            incidents=tuple(sorted(emu.timeline.since)), target_rate=emu.workload.rate,
-            cache=emu.cache.snapshot() if emu.cache is not None else None,
-            scheduler_changes=scheduler.changes if scheduler is not None else 0,
-            incident_windows=tuple(emu.timeline.windows()), lengths=emu.lengths_now,
-            scheduler_enabled=scheduler.enabled if scheduler is not None else None,
-            scheduler_last=(" ".join(str(scheduler.last).split())
-                            if scheduler is not None and scheduler.last else None),
-            pinned=tuple(sorted(scheduler.pinned)) if scheduler is not None else ())
-
-    def _topology_snapshot(self, now_tot: Totals, base: Totals, w) -> Snapshot:
-        """A topology's snapshot: the totals over every site and region (stages by kind, the
-        links summed) and its `regions`/`sites`/`links` objects over the window."""
-        emu = self.emu
-        rt = emu.topology
-        ttft, tpot, slo = emu.latencies.recent(now_tot.t)
-        regions = rt.regions.values()
-        groups = {"prfaas": ([s.stage for s in rt.sites.values()],
-                             [s.pool for s in rt.sites.values()]),
+        # per stage kind: every site's or region's stage of that kind, and their pools
+        regions = emu.regions.values()
+        sites = emu.site_pools.values()
+        groups = {"prfaas": (emu.site_stages, sites),
                   "pd-p": ([r.pdp for r in regions], [r.local for r in regions]),
                   "pd-d": ([r.pdd for r in regions], [r.local for r in regions])}
         stages = {}
@@ -237,21 +204,33 @@ class Observer:
                 queue=now_tot.queue[i], served_rate=w.stage_rate[name],
                 draining=sum(c[1] for c in counts),
                 failed=sum(p.failed(name) for p in pools))
-        links = list(rt.links.values())
+        links = emu.wan_links
         link_snap = LinkSnap(capacity=sum(lk.capacity for lk in links), utilization=w.link,
                              bytes_in_flight=now_tot.link_in_flight,
                              queued_bytes=sum(lk.queued_bytes(now_tot.t) for lk in links),
                              flows=sum(len(lk.flows) for lk in links))
-        now_marks = marks(rt, now_tot.t)
-        return Snapshot(
+        common = dict(
             sim_time=now_tot.t, knobs=emu.knobs, offered_rate=w.offered, served_rate=w.served,
             arrived=emu.arrived, completed=emu.completed, in_flight=now_tot.in_flight,
             rejected=now_tot.rejected,
             lost=now_tot.arrived - now_tot.completed - now_tot.in_flight - now_tot.rejected,
-            stages=stages, link=link_snap, ttft_p50=ttft[0], ttft_p90=ttft[1],
-            ttft_p99=ttft[2], tpot_p50=tpot[0], slo_attainment=slo,
-            ttft_cdf=emu.latencies.ttft_cdf(now_tot.t), bottleneck=bottleneck(base, now_tot, w),
+            stages=stages, link=link_snap, ttft_p50=ttft[0], ttft_p90=ttft[1], ttft_p99=ttft[2],
+            tpot_p50=tpot[0], slo_attainment=slo, ttft_cdf=emu.latencies.ttft_cdf(now_tot.t),
+            bottleneck=bottleneck(base, now_tot, w),
             decisions=recent(emu.decisions), events=emu.events,
-            incidents=tuple(sorted(emu.timeline.since)), target_rate=rt.rate,
-            incident_windows=tuple(emu.timeline.windows()),
-            topology=objects(rt, self._topo_marks[0], now_marks, whole=False))
+            incidents=tuple(sorted(emu.timeline.since)),
+            incident_windows=tuple(emu.timeline.windows()))
+        if self._topo_marks is not None:  # a topology: its regions, sites and links
+            rt = emu.topology
+            return Snapshot(**common, target_rate=rt.rate, topology=objects(
+                rt, self._topo_marks[0], marks(rt, now_tot.t), whole=False))
+        scheduler = emu.scheduler
+        return Snapshot(
+            **common, target_rate=emu.workload.rate,
+            cache=emu.cache.snapshot() if emu.cache is not None else None,
+            scheduler_changes=scheduler.changes if scheduler is not None else 0,
+            lengths=emu.lengths_now,
+            scheduler_enabled=scheduler.enabled if scheduler is not None else None,
+            scheduler_last=(" ".join(str(scheduler.last).split())
+                            if scheduler is not None and scheduler.last else None),
+            pinned=tuple(sorted(scheduler.pinned)) if scheduler is not None else ())

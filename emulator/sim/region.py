@@ -2,11 +2,10 @@
 of prefill stage, its PD-P and PD-D, and its counters (arrived = completed + in flight +
 rejected, per region).
 
-The single PrfaaS-PD pair is the 1x1 case: one region whose router picks between the one
-PrfaaS stage and its PD-P by the threshold rule (`emulator.sim.router.Router`). In a topology
-each region has a site policy (`emulator.sim.site_policy`) that picks its PD-P or the stage of a
-site it has a link to; `req.dest` then names the region, so a site's shared queue sends each
-request's KV over that region's link to that region's PD-D.
+Each region has a site policy (`emulator.sim.site_policy`) that picks its PD-P or the stage of a
+site it has a link to; `req.dest` names the region, so a site's shared queue sends each
+request's KV over that region's link to that region's PD-D. The single PrfaaS-PD pair is the 1x1
+case: one region whose threshold policy picks between the one PrfaaS stage and its PD-P.
 """
 
 from __future__ import annotations
@@ -14,25 +13,28 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from emulator.model import DecodeSpec
+from emulator.profiles import Profile
+from emulator.scenario.sim import SimConfig
+from emulator.sim.costs import Costs
 from emulator.sim.decode import DecodeStage
 from emulator.sim.link import Link
 from emulator.sim.metrics import Latencies
 from emulator.sim.pool import Pool
 from emulator.sim.prefill import PrefillStage
 from emulator.sim.request import Request
-from emulator.sim.router import Router
 from emulator.sim.workload import Workload
 
 
 class Picks(Protocol):
-    """A topology region's site choice (emulator.sim.site_policy)."""
+    """A region's site choice (emulator.sim.site_policy)."""
 
     def pick(self, req: Request) -> PrefillStage: ...
 
 
 class Region:
-    """See the module docstring. Built empty, wired by the engine (the stages need its
-    callbacks before it can hold them)."""
+    """See the module docstring. Built empty, then `wire`d (the stages need its callbacks
+    before it can hold them)."""
 
     def __init__(self, name: str, loop, *, rid_offset: int = 0, rid_step: int = 1):
         self.name = name
@@ -45,9 +47,7 @@ class Region:
         self._step = rid_step
         self.share = 1.0  # its part of the total offered rate
         # wired by the engine
-        self.router: Router | None = None  # the 1x1 threshold rule
-        self.policy: Picks | None = None  # a topology's site choice (None: the 1x1 rule)
-        self.prfaas: PrefillStage | None = None  # 1x1: the one PrfaaS stage
+        self.policy: Picks = None  # type: ignore[assignment]
         self.pdp: PrefillStage = None  # type: ignore[assignment]
         self.pdd: DecodeStage = None  # type: ignore[assignment]
         self.rdma: Link = None  # type: ignore[assignment]
@@ -63,17 +63,31 @@ class Region:
         self.on_done: Callable[[Request, float], None] | None = None  # the engine's hooks
         self.on_arrive: Callable[[Request], None] | None = None
 
+    def wire(self, sim: SimConfig, profile: Profile, decode: DecodeSpec, rdma_bandwidth: float,
+             mean_out: float, *, rdma: str, pool: str) -> None:
+        """Build its PD side and books, the same for the pair and every region of a topology:
+        the RDMA link (`rdma` its name), PD-P, PD-D, the local pool (`pool`) they share, the
+        latency books and the admission settings. The policy, sites, links and arrivals are the
+        builder's."""
+        loop = self.loop
+        self.rdma = Link(loop, rdma, rdma_bandwidth, latency=sim.rdma_latency)
+        self.pdp = PrefillStage(loop, "pd-p", Costs(profile), self.rdma, self.kv_in)
+        self.pdd = DecodeStage(loop, decode.t_decode, decode.bs_max, sim.kv_budget, self.done,
+                               mean_out, sim.step)
+        self.local = Pool(loop, pool, {"pd-p": self.pdp, "pd-d": self.pdd},
+                          conversion_delay=sim.conversion_delay, reroute=self.reroute)
+        self.latencies = Latencies(sim.window, sim.slo_ttft, sim.slo_tpot)
+        self.max_queue, self.max_wait = sim.max_queue, sim.max_queue_seconds
+        self.kv_bounded = sim.kv_budget is not None
+        self.admission = sim.admission_bounded or self.kv_bounded
+
     # -- the request path (hot) ------------------------------------------------------------
     def arrive(self, length: float, out_len: int, hash_ids: list[int] | None) -> None:
         self._rid += self._step
         self.arrived += 1
         req = Request(self._rid, self.loop.now, length, out_len, hash_ids)
-        policy = self.policy
-        if policy is None:
-            stage = self.prfaas if self.router.remote(req) else self.pdp
-        else:
-            req.dest = self
-            stage = policy.pick(req)
+        req.dest = self
+        stage = self.policy.pick(req)
         if self.on_arrive is not None:  # before admission: scorecards follow the refused too
             self.on_arrive(req)
         if self.admission:
@@ -116,10 +130,7 @@ class Region:
         check: they were admitted once)."""
         for req in reqs:
             self.rerouted += 1
-            if self.policy is None:
-                stage = self.prfaas if self.router.remote(req) else self.pdp
-            else:
-                stage = self.policy.pick(req)
+            stage = self.policy.pick(req)
             if self.cache is None:
                 stage.submit(req)
             else:

@@ -44,7 +44,7 @@ from emulator.scenario.scheduler import SchedulerConfig
 from emulator.sim.link import Link
 from emulator.sim.metrics import Totals, window
 from emulator.sim.pool import Pool
-from emulator.sim.router import Router
+from emulator.sim.site_policy import ThresholdPolicy
 from emulator.units import format_tokens, to_gbps
 
 
@@ -57,7 +57,7 @@ class Controlled(Protocol):
 
     scenario: _Scenario
     paradigm: Paradigm
-    router: Router
+    router: ThresholdPolicy
     link: Link
     local: Pool
 

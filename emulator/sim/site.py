@@ -22,21 +22,18 @@ from emulator.sim.request import Request
 
 
 class SiteLink(Link):
-    """A site -> region link whose capacity the site's egress sets (see the module docstring).
-    `bandwidth` is the link's own rate; `factors` are the incidents' shares of it."""
+    """A site -> region link whose capacity the site's egress sets (see the module docstring):
+    its `nominal` rate is what it could carry alone."""
 
     def __init__(self, loop, name: str, bandwidth: float, egress: Egress, *, burst: float = 0.0,
                  latency: float = 0.0):
         super().__init__(loop, name, bandwidth, burst=burst, latency=latency)
-        self.bandwidth = float(bandwidth)
-        self.factors: dict[Hashable, float] = {}
         self.egress = egress
         self.busy = False
 
     @property
-    def nominal(self) -> float:
-        """What the link itself could carry now (its bandwidth x the incidents' factors)."""
-        return self.bandwidth * math.prod(self.factors.values())
+    def group(self) -> Egress:  # type: ignore[override]
+        return self.egress
 
     def open(self, size: float, prod_time: float, on_sent: Callable[[Flow], object],
              on_delivered: Callable[[object], object], payload: object) -> Flow:

@@ -3,7 +3,8 @@ policy per region (`routing`, `--routing`):
 
   threshold       the paper's rule: a request longer than the region's t goes to its sites, in
                   the policy's shares (a deterministic weighted round robin, so the shares hold
-                  exactly over any stretch of long requests); shorter ones stay local.
+                  exactly over any stretch of long requests); shorter ones stay local. The
+                  single pair routes by it too (its paradigms are modes of it).
   lp              the routing bound's per-bin probabilities: the request's length bin names the
                   share of it prefilled locally and at each site (round robin per bin).
   best-bandwidth  long requests (above t) go wherever they finish first now: queue wait plus
@@ -24,8 +25,12 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Sequence
 
+from emulator.model import Cluster
+from emulator.paradigm import Paradigm
+from emulator.sim.cache_routing import route
 from emulator.sim.link import Link
 from emulator.sim.prefill import PrefillStage
 from emulator.sim.request import Request
@@ -33,13 +38,15 @@ from emulator.sim.topology_cache import Move, TopologyCache
 from emulator.topology.spec import ROUTINGS
 
 POLICIES = ROUTINGS  # every one runs in the emulator
+PrefixLookup = Callable[[Request, str], float]
+RECENT = 2048  # incremental lengths kept for the scheduler (the [scheduler] section resizes it)
 
 
 class RoundRobin:
     """Smooth weighted round robin over targets: after n picks each target has been picked
     within one of n x its weight share (deterministic, no random stream)."""
 
-    __slots__ = ("targets", "weights", "credit", "total")
+    __slots__ = ("targets", "weights", "credit", "total", "only")
 
     def __init__(self, targets: Sequence[PrefillStage], weights: Sequence[float]):
         keep = [(t, float(w)) for t, w in zip(targets, weights, strict=True) if w > 0]
@@ -50,6 +57,7 @@ class RoundRobin:
         self.weights = [w / total for _, w in keep]
         self.credit = [0.0] * len(keep)
         self.total = 1.0
+        self.only = self.targets[0] if len(keep) == 1 else None  # one target: no arithmetic
 
     def next(self) -> PrefillStage:
         credit, weights = self.credit, self.weights
@@ -66,20 +74,62 @@ class RoundRobin:
 
 
 class ThresholdPolicy:
-    """Long requests (incremental length > t) to the region's sites in `shares`."""
+    """The paper's rule on the incremental (uncached) length: above t to the region's sites in
+    `shares`, else its PD-P. The single pair is the 1x1 case (one site, share 1), where the
+    paradigm sets the rule (`emulator.paradigm`: PrfaaS-PD the threshold, homogeneous all
+    local, naive heterogeneous all remote) and a prefix-cache hook `cached_prefix(request,
+    cluster) -> tokens` ("prfaas" or "pd") makes the bandwidth-aware rule decide
+    (`emulator.sim.cache_routing.route`: scarce bandwidth routes on the local increment and
+    moves no cache, abundant on the best prefix anywhere); its decision is kept on the request
+    (`req.route`). The last increments routed are kept in `recent` (what the pair's scheduler
+    re-solves on)."""
 
     name = "threshold"
 
     def __init__(self, t: float, local: PrefillStage, sites: Sequence[PrefillStage],
-                 shares: Sequence[float]):
+                 shares: Sequence[float], paradigm: Paradigm | str = Paradigm.PRFAAS_PD,
+                 cached_prefix: PrefixLookup | None = None, bandwidth_scarce: bool = True):
         self.t = float(t)
         self.local = local
-        self.remote = RoundRobin(sites, shares) if sites and sum(shares) > 0 else None
+        self.sites = RoundRobin(sites, shares) if sites and sum(shares) > 0 else None
+        self.paradigm = paradigm
+        self.cached_prefix = cached_prefix
+        self.bandwidth_scarce = bandwidth_scarce
+        self.recent: deque[float] = deque(maxlen=RECENT)
+
+    @property
+    def paradigm(self) -> Paradigm:
+        return self._paradigm
+
+    @paradigm.setter
+    def paradigm(self, paradigm: Paradigm | str) -> None:
+        """ValueError for a name that is no paradigm."""
+        self._paradigm = Paradigm(paradigm)
+        self._rule = self._paradigm.behaviour.rule  # looked up once: remote() is hot
+
+    def remote(self, req: Request) -> bool:
+        """Whether the request prefills at a site; sets `req.incr` (tokens to prefill there)."""
+        lookup = self.cached_prefix
+        if lookup is None:
+            req.incr = req.length
+            self.recent.append(req.length)
+            return self._rule(req.length, self.t)
+        length = int(req.length)
+        pd = min(int(lookup(req, Cluster.PD)), length)
+        pf = min(int(lookup(req, Cluster.PRFAAS)), length)
+        if self._paradigm.threshold_routing:
+            req.route = decision = route(length, pf, pd, self.t, self.bandwidth_scarce)
+            req.incr = decision.incremental
+            self.recent.append(req.incr)
+            return decision.target == Cluster.PRFAAS
+        to_remote = self._rule(length, self.t)
+        req.incr = length - (pf if to_remote else pd)
+        return to_remote
 
     def pick(self, req: Request) -> PrefillStage:
-        req.incr = req.length
-        if self.remote is not None and req.length > self.t:
-            return self.remote.next()
+        sites = self.sites
+        if self.remote(req) and sites is not None:
+            return sites.only if sites.only is not None else sites.next()
         return self.local
 
 

@@ -3,9 +3,11 @@ one queue, its egress), every region (its arrivals at its share of the total rat
 mix and decode constants, its PD-P and PD-D, its site policy, its books) and every link (a token
 bucket with its RTT, sharing its site's egress).
 
-Built by `Emulation` for a preset that declares [[site]]/[[region]]/[[link]] tables (the single
-pair keeps its own wiring: it is the 1x1 case of the same Region, stage and link classes). The
-incidents' targets resolve here: a link by its name "site->region", a site or a region by name.
+Built by `Emulation` for a preset that declares [[site]]/[[region]]/[[link]] tables; the single
+pair is the 1x1 case, its region wired by the same `Region.wire` and routed by the same policy
+(its site is a plain PrfaaS stage on a plain link, which keeps its numbers as they were). The
+incidents find a link (by its name "site->region"), a site or a region through `named`, the one
+lookup the engine uses on the pair too.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable
 from dataclasses import replace
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import numpy as np
 
@@ -22,11 +24,6 @@ from emulator.scenario.knobs import KnobError
 from emulator.scenario.sim import SimConfig
 from emulator.sim.accounting import AccountingError
 from emulator.sim.costs import Costs
-from emulator.sim.decode import DecodeStage
-from emulator.sim.link import Link
-from emulator.sim.metrics import Latencies
-from emulator.sim.pool import Pool
-from emulator.sim.prefill import PrefillStage
 from emulator.sim.region import Region
 from emulator.sim.sessions import generate_sessions, to_trace
 from emulator.sim.site import Site, SiteLink
@@ -42,6 +39,8 @@ from emulator.topology.bound import Bound, routing_bound
 from emulator.topology.spec import Topology
 from emulator.trace_formats import load_trace
 from emulator.traces import MOONCAKE_BLOCK_TOKENS
+
+T = TypeVar("T")
 
 
 class RoutingBound(Protocol):
@@ -83,24 +82,14 @@ class TopologyRuntime:
         for i, spec in enumerate(topo.regions):
             region = Region(spec.name, loop, rid_offset=i, rid_step=n_regions)
             region.share = spec.share
-            region.rdma = Link(loop, f"rdma:{spec.name}", spec.rdma_bandwidth,
-                               latency=sim.rdma_latency)
-            region.pdp = PrefillStage(loop, "pd-p", Costs(spec.profile), region.rdma,
-                                      region.kv_in)
             dec = spec.decode
             trace = load_trace(spec.replay) if spec.replay is not None else None  # as loaded
             mean_out = dec.l_out if trace is None else float(np.mean(trace.output_lengths))
-            region.pdd = DecodeStage(loop, dec.t_decode, dec.bs_max, sim.kv_budget, region.done,
-                                     mean_out, sim.step)
-            region.local = Pool(loop, spec.name, {"pd-p": region.pdp, "pd-d": region.pdd},
-                                conversion_delay=sim.conversion_delay, reroute=region.reroute)
+            region.wire(sim, spec.profile, dec, spec.rdma_bandwidth, mean_out,
+                        rdma=f"rdma:{spec.name}", pool=spec.name)
             region.local.resize(spec.pool)
             n_p, n_d = splits.get(spec.name, (spec.n_p, spec.n_d))
             region.local.set_counts({"pd-p": n_p, "pd-d": n_d}, immediate=True)
-            region.latencies = Latencies(sim.window, sim.slo_ttft, sim.slo_tpot)
-            region.max_queue, region.max_wait = sim.max_queue, sim.max_queue_seconds
-            region.kv_bounded = sim.kv_budget is not None
-            region.admission = sim.admission_bounded or region.kv_bounded
             for k in topo.links_of_region(spec.name):
                 site = self.sites[k.site]
                 link = SiteLink(loop, k.name, k.bandwidth, site.egress, burst=sim.link_burst,
@@ -137,9 +126,6 @@ class TopologyRuntime:
                 region.cache = self.cache
         for spec in topo.regions:
             self.regions[spec.name].policy = self._policy(spec, routing, lp)
-        # the incidents' contributions by key, per target (composed like the pair's)
-        self._rate_factors: dict[str, dict[Hashable, float]] = {r: {} for r in self.regions}
-        self._egress_factors: dict[str, dict[Hashable, float]] = {s: {} for s in self.sites}
 
     def _policy(self, spec, routing: str, lp: RoutingBound | None):
         region = self.regions[spec.name]
@@ -170,36 +156,13 @@ class TopologyRuntime:
 
     # -- targets of incidents -----------------------------------------------------------------
     def link(self, name: str) -> SiteLink:
-        if name not in self.links:
-            raise TopologyError(f"no link {name!r} (links: {', '.join(self.links)})")
-        return self.links[name]
+        return named("link", self.links, name)
 
     def site(self, name: str) -> Site:
-        if name not in self.sites:
-            raise TopologyError(f"no site {name!r} (sites: {', '.join(self.sites)})")
-        return self.sites[name]
+        return named("site", self.sites, name)
 
     def region(self, name: str) -> Region:
-        if name not in self.regions:
-            raise TopologyError(f"no region {name!r} (regions: {', '.join(self.regions)})")
-        return self.regions[name]
-
-    def set_link_factor(self, key: Hashable, factor: float | None, link: str | None) -> None:
-        """`key`'s share of one link's bandwidth (None link: every link)."""
-        targets = [self.link(link)] if link is not None else list(self.links.values())
-        for lk in targets:
-            _keyed(lk.factors, key, factor)
-        for site in {id(lk.egress): lk.egress for lk in targets}.values():
-            site.rebalance()
-
-    def set_rate_multiplier(self, key: Hashable, factor: float | None,
-                            region: str | None) -> None:
-        """`key`'s surge or lull on one region's rate (None region: every region)."""
-        names = [self.region(region).name] if region is not None else list(self.regions)
-        for name in names:
-            table = self._rate_factors[name]
-            _keyed(table, key, factor)
-            self.regions[name].workload.set_multiplier(math.prod(table.values()))
+        return named("region", self.regions, name)
 
     def set_rate(self, rate: float) -> None:
         """The total offered rate (each region its share)."""
@@ -229,10 +192,6 @@ class TopologyRuntime:
                     f"{r.completed} + in flight {held} + rejected {r.rejected_total} "
                     f"({lost:+d} unaccounted)")
 
-    @property
-    def site_stages(self) -> list[PrefillStage]:
-        return [s.stage for s in self.sites.values()]
-
 
 def session_source(work: SessionWorkload, rng: np.random.Generator, duration: float,
                    rate: float) -> TraceSource:
@@ -252,7 +211,20 @@ def session_source(work: SessionWorkload, rng: np.random.Generator, duration: fl
     return TraceSource(to_trace(reqs if reqs else pilot))
 
 
-def _keyed(table: dict, key: Hashable, value: float | None) -> None:
+def named(what: str, table: dict[str, T], name: str | None) -> T:
+    """The element `name` of a kind (`what`: "link", "site", "region"), the one lookup every
+    incident and live change goes through; None: the only one there is (the pair's)."""
+    if name is None:
+        if len(table) == 1:
+            return next(iter(table.values()))
+        raise TopologyError(f"name the {what} ({what}s: {', '.join(table)})")
+    if name not in table:
+        raise TopologyError(f"no {what} {name!r} ({what}s: {', '.join(table)})")
+    return table[name]
+
+
+def keyed(table: dict[Hashable, float], key: Hashable, value: float | None) -> None:
+    """Set (or with None drop) one incident's factor in a table of them."""
     if value is None:
         table.pop(key, None)
     elif not (value >= 0 and math.isfinite(value)):

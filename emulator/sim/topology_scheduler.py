@@ -113,7 +113,7 @@ class TopologyScheduler:
                 policy.t = s.t
                 shares = [s.shares.get(k.site, 0.0) for k in links]
                 stages = [rt.sites[k.site].stage for k in links]
-                policy.remote = RoundRobin(stages, shares) if sum(shares) > 0 else None
+                policy.sites = RoundRobin(stages, shares) if sum(shares) > 0 else None
             self.changes += 1
             ts = ", ".join(f"{n} t {s.t:.0f}" for n, s in settings.items())
             return f"thresholds re-solved: {ts} (Lambda {point.lambda_max:.3f} req/s)"
