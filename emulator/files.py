@@ -119,11 +119,14 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
 
 
 def file_stem(name: str, fallback: str = "scenario") -> str:
-    """A user-given name (a preset's, a profile's) as one file-name component: runs of anything
-    but letters, digits and `._+-` become one `-`, leading dots and dashes go, at most 80
-    characters. So a name with `/`, `..` or control characters never makes a path that climbs
-    out of the folder it is written in."""
-    stem = _UNSAFE.sub("-", name).lstrip(".-")[:80].rstrip(".-")
+    """A user-given name (a preset's, a profile's) as one file-name component: anything but
+    letters, digits and `._+-` becomes '-' (no separators, no control characters), no leading
+    dot or dash, no '..', at most 100 characters; `fallback` when nothing is left. So a name
+    never makes a path that climbs out of the folder it is written in."""
+    stem = _UNSAFE.sub("-", name)
+    while ".." in stem:
+        stem = stem.replace("..", ".")
+    stem = stem.strip(".-")[:100].strip(".-")
     return stem or fallback
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from emulator.cards.memory import check_memory
 from emulator.cards.model_card import load_card
 from emulator.cards.roofline import DEFAULT_OVERHEAD_S, DEFAULT_OVERHEAD_SOURCE
 from emulator.cards.sources import card_profile
+from emulator.files import file_stem
 from emulator.optimizer import paradigms, search
 from emulator.scenario import presets
 from emulator.scenario.knobs import KNOBS
@@ -217,23 +217,12 @@ def no_local_prefill_warning(answer: dict) -> str | None:
 
 
 def uncalibrated_notes(answer: dict) -> list[str]:
-    """One line per GPU of the answer whose card has no measured efficiencies (new, `n` form)."""
+    """One line per GPU of the answer whose card has no measured efficiencies, and one per
+    calibration key its card was written without (new, `n` form)."""
+    gpus = answer.get("gpus", {})
     return [f"{role} GPU {g['name']} is uncalibrated: {g['source']}"
-            for role, g in answer.get("gpus", {}).items() if not g["calibrated"]]
-
-
-_SAFE = re.compile(r"[^A-Za-z0-9._+-]+")
-
-
-def file_stem(name: str) -> str:
-    """A preset name as a file name in the current folder: anything but letters, digits and
-    `._+-` becomes '-' (no separators, no control characters), no leading dot or dash, no '..',
-    at most 100 characters; 'preset' when nothing is left. A name is never a path."""
-    stem = _SAFE.sub("-", name)
-    while ".." in stem:
-        stem = stem.replace("..", ".")
-    stem = stem.strip(".-")[:100].strip(".-")
-    return stem or "preset"
+            for role, g in gpus.items() if not g["calibrated"]] + \
+        [note for g in gpus.values() for note in g.get("notes", ())]
 
 
 def default_name(spec: NewSpec) -> str:
@@ -252,7 +241,7 @@ def write_preset(spec: NewSpec, out: Path | None, force: bool = False) -> dict:
     the folder. An existing file is kept unless `force`."""
     flag = "--out" if out is not None else "--name"
     if out is None:
-        out = Path.cwd() / f"{file_stem(default_name(spec))}.toml"
+        out = Path.cwd() / f"{file_stem(default_name(spec), 'preset')}.toml"
     elif spec.name is not None:
         default_name(spec)  # the --name check, whatever the file
     if out.exists() and not force:
@@ -262,7 +251,8 @@ def write_preset(spec: NewSpec, out: Path | None, force: bool = False) -> dict:
     warning = no_local_prefill_warning(answer)
     answer["no_local_prefill"] = warning is not None
     answer["warnings"] = [warning] if warning else []
-    answer["gpus"] = {role: {"name": g.name, "calibrated": g.calibrated, "source": g.calibration.source}
+    answer["gpus"] = {role: {"name": g.name, "calibrated": g.calibrated, "source": g.calibration.source,
+                             "notes": g.calibration.notes(g.name)}
                       for role, g in (("prfaas", load_gpu(spec.prefill_gpu)), ("local", load_gpu(spec.local_gpu)))}
     try:
         with out.open("w" if force else "x", encoding="utf-8") as fh:

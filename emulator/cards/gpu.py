@@ -49,6 +49,9 @@ FIXED_US = {"attention_us": "per attention layer", "collective_us": "per collect
             "layer_us": "per layer (launches, small kernels)",
             "linear_ns": "per token and linear-attention layer (the chunk loop's floor), ns"}
 OLD_KEYS = {"mfu", "attn_mfu", "overhead_s"}
+# keys added to [calibration] after its per-operation format first shipped: a card written
+# before them reads with the older key's efficiency, and says so (Calibration.derived)
+LATER_KEYS = {"moe_int4": "moe", "attention_mla": "attention"}
 
 
 @dataclass(frozen=True)
@@ -73,9 +76,17 @@ class Calibration:
     linear_ns: float = 0.0
     measured: bool = False
     source: str = ""
+    derived: tuple[str, ...] = ()  # LATER_KEYS the card did not give (taken from older keys)
+
+    def notes(self, gpu: str) -> list[str]:
+        """One line per key the card was written without, and what stood in for it."""
+        return [f"GPU card {gpu}: calibration.{k} not given (a card from before it): "
+                f"{LATER_KEYS[k]}'s {getattr(self, k):g} stands in; add {k} to silence this"
+                for k in self.derived]
 
     def to_dict(self) -> dict:
-        return {k: getattr(self, k) for k in (*CALIBRATION, *FIXED_US, "measured", "source")}
+        return {k: getattr(self, k) for k in (*CALIBRATION, *FIXED_US, "measured", "source",
+                                              "derived")}
 
 
 @dataclass(frozen=True)
@@ -149,6 +160,8 @@ def from_dict(data: dict, path: str | Path | None = None, name: str | None = Non
     extra = sorted(set(cal) - set(CALIBRATION) - set(FIXED_US) - {"measured", "source"})
     if extra:
         raise CardError(path, f"calibration.{extra[0]}", "unknown key")
+    derived = tuple(k for k, older in LATER_KEYS.items() if k not in cal and older in cal)
+    cal = {**cal, **{k: cal[LATER_KEYS[k]] for k in derived}}
     try:
         eff = {k: _num(cal, path, k, MIN_EFFICIENCY, 1, "(a fraction of peak)", strict_lo=False)
                for k in CALIBRATION}
@@ -170,7 +183,8 @@ def from_dict(data: dict, path: str | Path | None = None, name: str | None = Non
                    bf16_tflops=vals["bf16_tflops"], fp8_tflops=vals["fp8_tflops"],
                    hbm_tbps=vals["hbm_tbps"], hbm_gb=vals["hbm_gb"], nic_gbps=vals["nic_gbps"],
                    price_per_hour=vals["price_per_hour"],
-                   calibration=Calibration(**eff, **fixed, measured=measured, source=src),
+                   calibration=Calibration(**eff, **fixed, measured=measured, source=src,
+                                           derived=derived),
                    path=str(path) if path else None,
                    nvlink_gbps=vals["nvlink_gbps"] or PCIE_GBPS)
 
