@@ -54,3 +54,22 @@ def test_a_check_file_that_is_not_a_snapshot_is_one_line(tmp_path, capsys, conte
 def test_a_device_as_check_file_is_refused_unread(capsys):
     line = one_line(capsys, ["snapshot", "--preset", "toy", "--at", "5", "--check", "/dev/zero"])
     assert "expected a regular snapshot file, found a device" in line
+
+
+@pytest.mark.parametrize("preset, fmt", [("global", "json"), ("two-regions", "txt"),
+                                         ("paper-case-study", "json")])
+def test_a_snapshot_that_served_nothing_says_so(tmp_path, capsys, preset, fmt):
+    """At 5 s nothing has finished decoding (25.6 s per request): stderr says why, and the
+    JSON carries the same lines under `warnings`."""
+    import json
+
+
+    out = tmp_path / f"s.{fmt}"
+    assert main(["snapshot", "--preset", preset, "--at", "5", "--format", fmt,
+                 "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.startswith("prfaas-tui snapshot: warning:")]
+    assert lines and all("nothing served" in ln and "the horizon" in ln for ln in lines)
+    if fmt == "json":
+        assert json.loads(out.read_text())["warnings"] == [ln.split("warning: ", 1)[1]
+                                                           for ln in lines]

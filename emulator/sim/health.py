@@ -64,7 +64,7 @@ def _why(emu: Emulation) -> str:
                 "(lengthen --duration or shorten decode.l_out)")
     lam = emu.model_point("exact").lambda_max
     rate = acc.arrived / emu.now if emu.now > 0 else math.inf  # what arrived, not the target
-    if not math.isfinite(lam) or rate > lam:
+    if acc.arrived >= MIN_EXPECTED and (not math.isfinite(lam) or rate > lam):  # fewer: noise
         return (f"the rate: {rate:.3g} req/s offered against a capacity (Lambda_max) of "
                 f"{lam:.3g} req/s, so the queues only grow")
     return (f"the horizon: {acc.in_flight:,} still in flight when the run ended at "

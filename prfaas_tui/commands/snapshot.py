@@ -20,7 +20,7 @@ import json
 import os
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +169,7 @@ def diff_summary(expected: str, actual: str, limit: int = 6) -> str:
 class Capture:
     svg: str
     data: dict[str, Any] | None  # snapshot_json of the dashboard's session (None: no tick)
+    warnings: tuple[str, ...] = ()  # emulator.sim.health's lines for the run so far
 
     def as_format(self, fmt: str) -> str:
         if fmt == "txt":
@@ -209,12 +210,16 @@ async def capture(preset: str | None, at: float, size: tuple[int, int], *, drill
             ts = topo.session
             data = None if ts.tick is None or ts.model is None else topology_json(
                 ts.scenario, ts.scenario.declared_topology.routing, ts.tick.snapshot, ts.model)
-            return Capture(svg, data)
+            return Capture(svg, data, _warnings(ts.driver))
         session = next(s for s in app.screen_stack if isinstance(s, Dashboard)).session
         data = None
         if session.tick is not None and session.effective is not None:
             data = snapshot_json(session.tick.snapshot, session.effective, session.report)
-        return Capture(svg, data)
+        return Capture(svg, data, _warnings(session.driver))
+
+
+def _warnings(driver: Any) -> tuple[str, ...]:
+    return () if driver is None else tuple(driver.warnings())
 
 
 async def render(preset: str | None, at: float, size: tuple[int, int], **kwargs: Any) -> str:
@@ -293,6 +298,7 @@ def _emulation(sc, seed: int | None):
 def topology_snapshot(sc, at: float, seed: int | None) -> dict[str, Any]:
     """A topology's snapshot at `at` simulated seconds as JSON: the totals and its `regions`,
     `sites` and `links` objects over the window (the run's objects, at one instant)."""
+    from emulator.sim.health import served_warnings
     from emulator.sim.topology_live import live_state
     from emulator.topology.live import live_model
 
@@ -300,7 +306,9 @@ def topology_snapshot(sc, at: float, seed: int | None) -> dict[str, Any]:
         emu.run_until(at)
         snap = emu.snapshot()
         state = live_state(emu)
-    return topology_json(sc, emu.routing, snap, live_model(sc.declared_topology, state))
+        warnings = served_warnings(emu)
+    out = topology_json(sc, emu.routing, snap, live_model(sc.declared_topology, state))
+    return out | ({"warnings": warnings} if warnings else {})
 
 
 def topology_json(sc, routing: str, snap, model) -> dict[str, Any]:
@@ -345,14 +353,21 @@ def main(args: argparse.Namespace) -> int:
     sc = _scenario(args)
     _check_work(args, sc, at, seed)
     if sc.declared_topology is not None and fmt == "json":  # the engine's snapshot (the view draws the same)
-        text = json_out.dumps(topology_snapshot(sc, at, seed), indent=2, sort_keys=True) + "\n"
+        doc = topology_snapshot(sc, at, seed)
+        warnings = tuple(doc.get("warnings", ()))
+        text = json_out.dumps(doc, indent=2, sort_keys=True) + "\n"
     else:
         os.environ.pop("NO_COLOR", None)  # it changes the colors, so the SVG
         cap = asyncio.run(capture(args.preset, at, size, drill=args.drill, theme=args.theme,
                                   seed=seed, press=press))
         if fmt == "json" and cap.data is None:
             raise UsageError("--format json: the emulator produced no snapshot")
+        warnings = cap.warnings
+        if fmt == "json" and warnings:
+            cap = replace(cap, data={**cap.data, "warnings": list(warnings)})
         text = cap.as_format(fmt)
+    for line in warnings:
+        print(f"prfaas-tui snapshot: warning: {line}", file=sys.stderr)
     if args.out:
         try:
             Path(args.out).write_text(text, encoding="utf-8")
