@@ -73,3 +73,17 @@ def test_a_snapshot_that_served_nothing_says_so(tmp_path, capsys, preset, fmt):
     if fmt == "json":
         assert json.loads(out.read_text())["warnings"] == [ln.split("warning: ", 1)[1]
                                                            for ln in lines]
+
+
+def test_keys_pressed_reach_a_topology_json_as_they_reach_the_pair(tmp_path):
+    """`--press` acts on the view whose JSON is written: three steps move a topology's
+    snapshot as far as the pair's (its JSON came from a run without the keys)."""
+    import json
+
+    times = []
+    for preset in ("two-regions", "paper-case-study"):
+        out = tmp_path / f"{preset}.json"
+        assert main(["snapshot", "--preset", preset, "--at", "30", "--format", "json",
+                     "--press", "full_stop,full_stop,full_stop", "--out", str(out)]) == 0
+        times.append(json.loads(out.read_text())["sim_time"])
+    assert times[0] == times[1] > 30

@@ -352,7 +352,8 @@ def main(args: argparse.Namespace) -> int:
         expected = read_expected(args.check, fmt)
     sc = _scenario(args)
     _check_work(args, sc, at, seed)
-    if sc.declared_topology is not None and fmt == "json":  # the engine's snapshot (the view draws the same)
+    if sc.declared_topology is not None and fmt == "json" and not press:
+        # the engine's snapshot (the view draws the same); keys pressed need the view itself
         doc = topology_snapshot(sc, at, seed)
         warnings = tuple(doc.get("warnings", ()))
         text = json_out.dumps(doc, indent=2, sort_keys=True) + "\n"
