@@ -72,6 +72,23 @@ def test_a_corrupt_record_is_named_skipped_kept_aside_and_redone(tmp_path, line,
     assert header == HEADER and [r["key"] for r in records] == ["a", "b"]
 
 
+def test_a_last_line_cut_by_an_interrupt_is_named_and_redone(tmp_path):
+    path = tmp_path / "p.jsonl"
+    with ResultsFile(path, HEADER) as rf:
+        rf.append(rec("a"))
+        rf.append(rec("b"))
+    text = path.read_text()
+    path.write_text(text[:-25])  # the last record half written
+    reported: list[str] = []
+    with ResultsFile(path, HEADER, report=reported.append) as again:
+        assert set(again.done) == {"a"}
+        assert len(reported) == 1 and reported[0] == (
+            f"{path}:3: the last line was cut short (an interrupted write); that candidate "
+            "is redone")
+    header, records = read_results(path)
+    assert [r["key"] for r in records] == ["a"]
+
+
 @pytest.mark.parametrize("data", [b"", b"\xff\xfe\x00binary", b"hello\n", b'{"header": 3}\n',
                                   b"[" * 100_000 + b"\n"])
 def test_not_a_plan_file_is_one_line_at_line_1(tmp_path, data):

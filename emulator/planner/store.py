@@ -262,6 +262,11 @@ class ResultsFile:
             return
         lines = _lines(self.path)
         if cut:
+            msg = (f"{self.path}:{len(lines)}: the last line was cut short (an interrupted "
+                   "write); that candidate is redone")
+            self.problems.append(msg)
+            if report is not None:
+                report(msg)
             lines = lines[:-1]
         if bad:
             skipped = {n for n, _ in bad}
