@@ -118,3 +118,12 @@ def test_saving_a_preset_in_the_working_folder_is_allowed(tmp_path, monkeypatch)
     (tmp_path / "sub").mkdir()
     assert _new_file("mine.toml") is None
     assert _new_file("sub/mine.toml") is None
+
+
+def test_an_unreachable_slo_names_no_point_at_zero(capsys):
+    """An SLO no rate meets is said to be missed, not to 'hold up to 0.000 req/s'."""
+    from prfaas_tui.cli import main
+
+    assert main(["solve", "--preset", "toy", "--slo-ttft", "2s"]) in (0, None)
+    out = capsys.readouterr().out
+    assert "is missed at any rate here" in out and "0.000 req/s here" not in out

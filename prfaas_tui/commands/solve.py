@@ -263,7 +263,9 @@ def render(out: dict, console: Console) -> None:
         console.print(
             f"  TTFT at the offered {tt['offered_rate']:.3f} req/s: mean {_f(tt['mean'], '{:.2f}')} s, "
             f"P50 {_f(tt['p50'], '{:.2f}')} s, P90 {_f(tt['p90'], '{:.2f}')} s   SLO P{d['quantile'] * 100:g} "
-            f"<= {d['target_s']:g} s holds up to [bold]{d['rate']:.3f}[/] req/s here; "
+            f"<= {d['target_s']:g} s "
+            + (f"holds up to [bold]{d['rate']:.3f}[/] req/s here; " if d["rate"] > 0
+               else "is missed at any rate here; ")
             + (f"best t = {format_tokens(o['t'])}, N_p/N_d = {o['n_p']}/{o['n_d']}: "
                f"{o['rate']:.3f} req/s" if o is not None else "no threshold and split meets it"))
 
@@ -292,7 +294,8 @@ def render_topology(topo: dict, console: Console) -> None:
     rows = []
     for name in topo["regions"]:
         s, lat = pol["regions"][name], ttft[name]
-        slo = (_f(lat["slo_rate"]),) if pol["ttft"]["target_s"] else ()
+        slo = (_f(lat["slo_rate"]) if lat["slo_rate"] != 0 else "missed",) \
+            if pol["ttft"]["target_s"] else ()  # 0 req/s is no point to name
         rows.append((name, format_tokens(s["t"]), f"{s['n_p']}/{s['n_d']}", f"{s['p']:.2f}",
                      _f(util_p.get(f"pd-p:{name}"), "{:.0%}"),
                      _f(util_p.get(f"pd-d:{name}"), "{:.0%}"),
