@@ -17,7 +17,7 @@ command -v mutmut > /dev/null || { echo "mutation.sh: mutmut not found: pip inst
 
 declare -A SOURCE=(
   [model]=emulator/model.py
-  [link]=emulator/sim/link.py
+  [link]=emulator/sim/stages/link.py
   [router]=emulator/sim/router.py
   [knobs]=emulator/scenario/knobs.py
 )

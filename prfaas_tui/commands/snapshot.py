@@ -283,7 +283,7 @@ def _check_work(args: argparse.Namespace, sc, at: float, seed: int | None) -> No
 
 def _emulation(sc, seed: int | None):
     from emulator.sim.engine import Emulation
-    from emulator.sim.topology import topology_bound
+    from emulator.sim.runtime.topology import topology_bound
 
     if sc.declared_topology is None:
         return Emulation(sc, seed=seed)
@@ -293,7 +293,7 @@ def _emulation(sc, seed: int | None):
 def topology_snapshot(sc, at: float, seed: int | None) -> dict[str, Any]:
     """A topology's snapshot at `at` simulated seconds as JSON: the totals and its `regions`,
     `sites` and `links` objects over the window (the run's objects, at one instant)."""
-    from emulator.sim.topology_live import live_state
+    from emulator.sim.runtime.topology_live import live_state
     from emulator.topology.live import live_model
 
     with _emulation(sc, seed) as emu:
