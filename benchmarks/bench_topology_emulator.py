@@ -55,7 +55,7 @@ from results import record  # noqa: E402
 
 from emulator.scenario.presets import load  # noqa: E402
 from emulator.sim.engine import Emulation  # noqa: E402
-from emulator.sim.topology import topology_bound  # noqa: E402
+from emulator.sim.runtime.topology import topology_bound  # noqa: E402
 
 
 def pair(requests: int, scale: int = 1, link_bound: bool = False) -> tuple[int, float, float]:

@@ -17,8 +17,8 @@ command -v mutmut > /dev/null || { echo "mutation.sh: mutmut not found: pip inst
 
 declare -A SOURCE=(
   [model]=emulator/model.py
-  [link]=emulator/sim/link.py
-  [router]=emulator/sim/router.py
+  [link]=emulator/sim/stages/link.py
+  [router]=emulator/sim/routing/site_policy.py
   [knobs]=emulator/scenario/knobs.py
 )
 declare -A TESTS=(

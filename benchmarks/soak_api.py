@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from emulator.scenario import incidents, presets
-from emulator.sim.accounting import Accounting
+from emulator.sim.books.accounting import Accounting
 from emulator.sim.engine import Emulation
 
 PRESETS = ("toy", "paper-case-study", "dense-contrast")

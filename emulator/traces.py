@@ -214,9 +214,6 @@ def finish(path: str | Path, ts, ins, outs, hashes: list[list[int]] | None,
                  np.asarray(outs, dtype=np.int64)[order], h)
 
 
-_finish = finish  # the name before issue 11
-
-
 # -- the formats -------------------------------------------------------------------------------
 def read_mooncake(path: str | Path) -> Trace:
     recs = Records(path, hashes=True)

@@ -1,7 +1,7 @@
 """The one writer of every command's --json: strict JSON, never NaN or Infinity.
 
 Why: `json.dumps` writes NaN and Infinity by default, which no JSON parser reads back, and a
-degenerate input (a one-row trace, a zero-span one) used to put them there. Sources say
+degenerate input (a one-row trace, a zero-span one) can produce them. Sources say
 "undefined" as null; if one is still missed, the command fails in one line naming the key
 instead of printing a broken document."""
 

@@ -37,12 +37,12 @@ from prfaas_tui.modelview import Settings
 if TYPE_CHECKING:
     from emulator.scenario.drill import Drill
     from emulator.scenario.incidents import Incident
+    from emulator.sim.books.snapshot import LiveKnobs as LiveKnobs  # the UI's types, re-exported
+    from emulator.sim.books.snapshot import Snapshot as Snapshot
+    from emulator.sim.books.timeline import Active
     from emulator.sim.engine import Emulation
-    from emulator.sim.pacer import Pacer
-    from emulator.sim.record import Recorder
-    from emulator.sim.snapshot import LiveKnobs as LiveKnobs  # the UI's types, re-exported
-    from emulator.sim.snapshot import Snapshot as Snapshot
-    from emulator.sim.timeline import Active
+    from emulator.sim.runs.pacer import Pacer
+    from emulator.sim.runs.record import Recorder
     from emulator.topology.spec import Topology
 
 TICK_S = 0.05  # wall seconds per paced slice
@@ -79,7 +79,7 @@ def make_emulation(settings: Settings, *, seed: int | None = None,
     paradigm (a plan candidate: the homogeneous paradigm otherwise starts at its own best
     split); a topology runs its preset, with its routing bound (lp routing, --load)."""
     from emulator.sim.engine import Emulation
-    from emulator.sim.topology import topology_bound
+    from emulator.sim.runtime.topology import topology_bound
 
     sc = settings.scenario
     if sc.declared_topology is not None:
@@ -95,7 +95,7 @@ def snapshot_of(emu: Emulation) -> Snapshot:
     snap = emu.snapshot()
     if emu.topology is None or snap.topology is None:
         return snap
-    from emulator.sim.topology_live import live_state, region_routing
+    from emulator.sim.runtime.topology_live import live_state, region_routing
 
     policies = {r: region_routing(emu, r) for r in emu.topology.regions}
     return replace(snap, topology={**snap.topology, LIVE_KEY: live_state(emu),
@@ -167,7 +167,7 @@ def _share_map(shares: tuple[tuple[str, float], ...] | None) -> dict[str, float]
 
 def running_spec(emu: Emulation) -> Topology:
     """The topology's spec at its knobs now (what the knob checks see)."""
-    from emulator.sim.topology_live import running_spec as spec
+    from emulator.sim.runtime.topology_live import running_spec as spec
 
     return spec(emu)
 
@@ -188,7 +188,7 @@ def check_element(emu: Emulation, change: ElementChange) -> None:
 
 def set_element(emu: Emulation, change: ElementChange) -> None:
     """Turn one element's knobs on the running topology now (the engine checks and notes it)."""
-    from emulator.sim import topology_live as tl
+    from emulator.sim.runtime import topology_live as tl
 
     if change.kind == "region":
         tl.set_region(emu, change.name, t=change.t, n_p=change.n_p, n_d=change.n_d,
@@ -204,7 +204,7 @@ def set_element(emu: Emulation, change: ElementChange) -> None:
 
 
 def make_pacer(emu: Emulation, speed: float) -> Pacer:
-    from emulator.sim.pacer import Pacer
+    from emulator.sim.runs.pacer import Pacer
 
     return Pacer(emu, speed=speed if math.isfinite(speed) else 1.0)
 
@@ -439,9 +439,9 @@ class Driver:
         return self.call(lambda emu: tuple(emu.decisions))
 
     def warnings(self) -> list[str]:
-        """What the run so far must say out loud (emulator.sim.health): too few of its arrivals
+        """What the run so far must say out loud (emulator.sim.runs.health): too few of its arrivals
         served, an offered rate far from its target."""
-        from emulator.sim.health import served_warnings
+        from emulator.sim.runs.health import served_warnings
 
         return self.call(served_warnings)
 
@@ -537,7 +537,7 @@ class Driver:
     def scorecard(self, drill: Drill) -> dict[str, object]:
         """The drill's scorecard of the emulation now, as a dict (`attach_recorder` attached
         its recorder)."""
-        from emulator.sim.score import scorecard
+        from emulator.sim.runs.score import scorecard
 
         return self.call(lambda emu: dict(scorecard(emu, self.attached,
                                                     drill.scoring).to_dict()))
@@ -683,7 +683,7 @@ class Driver:
         return target
 
 
-# -- drills and incidents (emulator.scenario.drills/incidents, emulator.sim.record/score) ---
+# -- drills and incidents (emulator.scenario.drills/incidents, emulator.sim.runs.record/score) ---
 END_ALL = "end all"
 
 
@@ -697,7 +697,7 @@ def load_drill(name_or_path: str, preset: str | None = None) -> Drill:
 
 def attach_recorder(emu: Emulation) -> Recorder:
     """Record an emulation for its drill scorecard (Driver's `attach`; see Driver.scorecard)."""
-    from emulator.sim.record import attach
+    from emulator.sim.runs.record import attach
 
     return attach(emu)
 

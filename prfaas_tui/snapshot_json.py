@@ -2,7 +2,7 @@
 
 A pure builder from an engine snapshot (duck-typed), the effective view (emulator.effective)
 and the stability report (emulator.stability); the CLI only runs the emulation and prints this.
-Keys (issue 12): sim_time, knobs, stable, unstable_stages, and `effective` / `nominal` model
+Keys: sim_time, knobs, stable, unstable_stages, and `effective` / `nominal` model
 points, each with lambda_max, binding, prfaas_term, ceilings {prfaas, pd-p, pd-d},
 link_capacity_gbps and alive {prfaas, pd-p, pd-d}. `binding` is the model's: the stage whose
 ceiling is Λmax, which "binds"; the emulator's measured busiest stage (the status line's

@@ -10,9 +10,9 @@ from emulator.effective import LiveState
 from emulator.model import System
 from emulator.scenario import presets
 from emulator.scenario.drills import load_drill
-from emulator.sim.drills import drill_emulation
 from emulator.sim.engine import Emulation
-from emulator.sim.score import scorecard
+from emulator.sim.runs.drills import drill_emulation
+from emulator.sim.runs.score import scorecard
 from emulator.stability import Row
 
 
@@ -41,7 +41,7 @@ def rows_at_load(preset: str, load: float, seed: int, duration: float,
 
 
 class DrillProbe(NamedTuple):
-    snapshot: Any  # emulator.sim.snapshot.Snapshot
+    snapshot: Any  # emulator.sim.books.snapshot.Snapshot
     rows: list[Row]
     state: LiveState
     system: System  # the drill's nominal system (its overrides applied)

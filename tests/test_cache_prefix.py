@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from emulator.scenario.presets import load
-from emulator.sim.prefix_cache import (
+from emulator.sim.routing.prefix_cache import (
     CacheStats,
     KvLayout,
     PrefixCache,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from emulator.sim.cache_routing import (
+from emulator.sim.routing.cache_routing import (
     RouteDecision,
     ScarcityDetector,
     bandwidth_scarce,

@@ -15,14 +15,14 @@ from emulator.model import ceilings, split_stats
 from emulator.optimizer import search
 from emulator.scenario.cache import SessionWorkload
 from emulator.scenario.presets import load
-from emulator.sim.prefix_cache import KvLayout, PrefixCache, kv_layout
-from emulator.sim.sessions import (
+from emulator.sim.arrivals.sessions import (
     Request,
     block_reuse,
     constant,
     from_trace,
     generate_sessions,
 )
+from emulator.sim.routing.prefix_cache import KvLayout, PrefixCache, kv_layout
 from emulator.traces import read_mooncake
 from tests import shared_data
 from tests.shared_data import shared_file

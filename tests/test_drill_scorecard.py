@@ -11,10 +11,10 @@ import pytest
 
 from emulator.scenario.drills import Drill, list_drills, load_drill
 from emulator.scenario.reader import PresetError
-from emulator.sim.drills import run_drill
 from emulator.sim.engine import Emulation
-from emulator.sim.record import attach
-from emulator.sim.score import recovery_time, scorecard
+from emulator.sim.runs.drills import run_drill
+from emulator.sim.runs.record import attach
+from emulator.sim.runs.score import recovery_time, scorecard
 
 REQUIRED = {"link-brownout", "link-outage", "prfaas-loss", "long-surge", "diurnal-link"}
 

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from emulator.paradigm import Paradigm
-from emulator.sim.accounting import Accounting
+from emulator.sim.books.accounting import Accounting
 from emulator.topology.spec import ROUTINGS
 from prfaas_tui.screens.help import GLOSSARY
 from prfaas_tui.screens.topology import TOPOLOGY_KNOBS, TOPOLOGY_TERMS

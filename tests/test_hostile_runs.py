@@ -13,7 +13,7 @@ import pytest
 from emulator.budget import BudgetError
 from emulator.scenario import presets
 from emulator.sim.engine import Emulation
-from emulator.sim.health import served_warnings
+from emulator.sim.runs.health import served_warnings
 from prfaas_tui.cli import main
 
 TOY = presets.presets_dir() / "toy.toml"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from emulator.scenario.drills import load_drill
-from emulator.sim.drills import run_drill
+from emulator.sim.runs.drills import run_drill
 from prfaas_tui.cli import main
 
 DEAD_LINK = """

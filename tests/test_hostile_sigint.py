@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from emulator.sim.metrics import TimeSeries
+from emulator.sim.books.metrics import TimeSeries
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = "import sys; from prfaas_tui.cli import main; sys.exit(main())"

@@ -1,4 +1,4 @@
-"""Issue 11: a stage's counts are kept incrementally (emulator.sim.stage.Stage._update), so
+"""Issue 11: a stage's counts are kept incrementally (emulator.sim.stages.stage.Stage._update), so
 start-up is linear in instances and a role change, failure or restore costs the same in a pool
 of 10N instances as in one of N. Measured in operations (Python lines executed in the
 emulator's sim package, under sys.settrace), never in wall-clock time; and the incremental

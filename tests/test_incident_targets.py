@@ -13,7 +13,7 @@ from emulator.scenario.incidents import KINDS, Brownout, InstanceLoss, by_hand, 
 from emulator.scenario.presets import from_dict
 from emulator.scenario.reader import PresetError, Reader, read_toml
 from emulator.sim.engine import Emulation
-from emulator.sim.topology import TopologyError
+from emulator.sim.runtime.topology import TopologyError
 
 ROOT = Path(__file__).parents[1]
 TOY2 = ROOT / "tests" / "data" / "toy-two-regions.toml"

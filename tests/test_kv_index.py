@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emulator.sim.kv_index import KvIndex
-from emulator.sim.prefix_cache import KvLayout, PrefixCache
+from emulator.sim.routing.kv_index import KvIndex
+from emulator.sim.routing.prefix_cache import KvLayout, PrefixCache
 
 BT = 4
 DENSE = KvLayout(state_bytes=0.0, per_token_bytes=1.0)

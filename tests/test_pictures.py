@@ -19,8 +19,8 @@ from emulator.effective import (
 )
 from emulator.model import MODES
 from emulator.optimizer import grid, search
-from emulator.sim.histogram import LogHistogram
-from emulator.sim.metrics import CDF_QUANTILES, Latencies
+from emulator.sim.books.histogram import LogHistogram
+from emulator.sim.books.metrics import CDF_QUANTILES, Latencies
 from prfaas_tui.pictures import (
     LABELS,
     Topology,

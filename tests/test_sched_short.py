@@ -14,8 +14,8 @@ from emulator.scenario.drills import merge
 from emulator.scenario.incidents import Brownout
 from emulator.scenario.presets import from_dict
 from emulator.scenario.reader import PresetError
+from emulator.sim.control.scheduler import Conditions, best_threshold
 from emulator.sim.engine import Emulation
-from emulator.sim.scheduler import Conditions, best_threshold
 from emulator.units import GBPS
 
 

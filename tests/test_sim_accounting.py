@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 
 from emulator.scenario.presets import load
-from emulator.sim.accounting import Accounting, AccountingError
-from emulator.sim.decode import DecodeStage
+from emulator.sim.books.accounting import Accounting, AccountingError
 from emulator.sim.engine import Emulation
-from emulator.sim.prefill import PrefillStage
+from emulator.sim.stages.decode import DecodeStage
+from emulator.sim.stages.prefill import PrefillStage
 
 
 def test_a_dropped_request_is_measured_as_lost_and_fails_the_run():

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from test_sim_cache_support import cache_preset
 
+from emulator.sim.books.snapshot import CacheView
 from emulator.sim.engine import Emulation
-from emulator.sim.snapshot import CacheView
 
 
 def observe_prefills(emu: Emulation) -> list[tuple[float, float, float, str]]:

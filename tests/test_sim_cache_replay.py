@@ -9,8 +9,8 @@ from dataclasses import replace
 import pytest
 from test_sim_cache_support import cache_preset, write_mooncake
 
+from emulator.sim.arrivals.sessions import block_reuse, from_trace
 from emulator.sim.engine import Emulation
-from emulator.sim.sessions import block_reuse, from_trace
 from emulator.traces import read_trace
 from prfaas_tui import cli
 from tests import shared_data

@@ -9,10 +9,10 @@ from hypothesis import strategies as hs
 
 from emulator.scenario.presets import from_dict, load, presets_dir
 from emulator.scenario.sim import StepProfile
-from emulator.sim.decode import DecodeStage
-from emulator.sim.loop import VirtualTimeLoop
-from emulator.sim.pool import Pool
-from emulator.sim.request import Request
+from emulator.sim.core.loop import VirtualTimeLoop
+from emulator.sim.core.request import Request
+from emulator.sim.stages.decode import DecodeStage
+from emulator.sim.stages.pool import Pool
 
 
 def stage(n=1, bs=2, td=0.025, budget=None, step=None):

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from emulator.scenario.presets import load
-from emulator.sim.costs import ScalarCurve
-from emulator.sim.histogram import LogHistogram
+from emulator.sim.books.histogram import LogHistogram
+from emulator.sim.core.costs import ScalarCurve
 
 
 @pytest.mark.parametrize("sigma", [0.3, 1.5])

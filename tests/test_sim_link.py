@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emulator.sim.link import Link
-from emulator.sim.loop import VirtualTimeLoop
+from emulator.sim.core.loop import VirtualTimeLoop
+from emulator.sim.stages.link import Link
 
 MB = 1e6
 

@@ -221,7 +221,7 @@ def test_random_live_changes_never_break_the_accounting(changes, seed):
 
 
 def test_pacer_slices_pause_and_step():
-    from emulator.sim.pacer import Pacer
+    from emulator.sim.runs.pacer import Pacer
 
     with Emulation(load("toy"), load=0.5, duration=1000, seed=1) as emu:
         pacer = Pacer(emu, speed=50.0)

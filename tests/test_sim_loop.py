@@ -5,7 +5,7 @@ import asyncio
 
 import pytest
 
-from emulator.sim.loop import VirtualLoopStalled, VirtualTimeLoop
+from emulator.sim.core.loop import VirtualLoopStalled, VirtualTimeLoop
 
 
 def test_clock_jumps_to_each_deadline_exactly():

@@ -6,8 +6,8 @@ link that stage (the min() of Eq. 3 emerges from pipelined transfers)."""
 import pytest
 
 from emulator.scenario.presets import load
-from emulator.sim.capacity import find_capacity, saturating_stage
 from emulator.sim.engine import Emulation
+from emulator.sim.runs.capacity import find_capacity, saturating_stage
 from emulator.units import GBPS
 
 CASES = {

@@ -4,9 +4,9 @@ site policy), the paradigms as modes, and the prefix-cache hook."""
 import pytest
 
 from emulator.scenario.presets import load
+from emulator.sim.core.request import Request
 from emulator.sim.engine import Emulation
-from emulator.sim.request import Request
-from emulator.sim.site_policy import RECENT, ThresholdPolicy
+from emulator.sim.routing.site_policy import RECENT, ThresholdPolicy
 
 LOCAL, SITE = object(), object()  # the region's PD-P and the pair's one site (stand-ins)
 

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from emulator.scenario.presets import load, presets_dir
-from emulator.sim.loop import VirtualTimeLoop
-from emulator.sim.workload import SyntheticSource, Workload
+from emulator.sim.arrivals.workload import SyntheticSource, Workload
+from emulator.sim.core.loop import VirtualTimeLoop
 
 
 def arrivals(kind="poisson", cv=1.0, rate=2.0, horizon=20_000.0, seed=0, bursts=None):

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from emulator.scenario.knobs import KnobError
 from emulator.scenario.presets import load
+from emulator.sim.core.request import Request
 from emulator.sim.engine import Emulation
-from emulator.sim.request import Request
-from emulator.sim.topology_cache import Move
+from emulator.sim.routing.topology_cache import Move
 
 PRESETS = Path(__file__).resolve().parents[1] / "presets"
 SESSIONS = ('sessions = { rate = 0.5, turns = 4, think_time = "20 s", system_prompt = "1K", '
@@ -170,8 +170,8 @@ def test_no_prefix_anywhere_is_the_best_bandwidth_rule(emu):
 
 
 def test_a_region_switches_to_best_cache_live_only_where_caches_run(chat, tmp_path):
-    from emulator.sim.site_policy import BestCachePolicy
-    from emulator.sim.topology_live import set_region
+    from emulator.sim.routing.site_policy import BestCachePolicy
+    from emulator.sim.runtime.topology_live import set_region
 
     with Emulation(load(str(chat), topology=True), duration=60.0) as emu:
         emu.run_until(30.0)

@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 
 from emulator.scenario.presets import from_dict, load
 from emulator.scenario.reader import read_toml
-from emulator.sim.accounting import AccountingError
+from emulator.sim.books.accounting import AccountingError
+from emulator.sim.core.loop import VirtualTimeLoop
 from emulator.sim.engine import Emulation
-from emulator.sim.loop import VirtualTimeLoop
-from emulator.sim.site import Egress, SiteLink
-from emulator.sim.site_policy import RoundRobin
+from emulator.sim.routing.site_policy import RoundRobin
+from emulator.sim.stages.site import Egress, SiteLink
 from prfaas_tui.cli import main as cli
 
 TOY2 = Path(__file__).parent / "data" / "toy-two-regions.toml"
@@ -294,7 +294,7 @@ def test_lp_serves_what_the_threshold_rule_cannot_on_the_toy_pair_of_regions():
     """Two toy regions on the toy's site, routing bound 4.8 req/s at N_p/N_d 2/1: at 0.9 x the
     bound the bound's routing serves both regions over a simulated hour; the threshold rule
     (every long request to the hub: 2 instances x 1/2 s... 2 req/s at most) falls behind."""
-    from emulator.sim.topology import topology_bound
+    from emulator.sim.runtime.topology import topology_bound
     sc = toy2()
     bound = topology_bound(sc)
     assert bound.lambda_max == pytest.approx(4.8)
@@ -316,7 +316,7 @@ def test_lp_serves_what_the_threshold_rule_cannot_on_the_toy_pair_of_regions():
 
 
 def test_lp_routes_each_bin_in_the_bounds_shares():
-    from emulator.sim.topology import topology_bound
+    from emulator.sim.runtime.topology import topology_bound
     sc = toy2()
     bound = topology_bound(sc)
     (edges, weights) = bound.routing_for("west", ["hub"])
@@ -351,7 +351,7 @@ def test_region_link_brownout_best_bandwidth_beats_threshold_for_west():
     TTFT (of the requests that arrived during it) is lower under best-bandwidth than under the
     threshold rule, and nothing is lost either way."""
     from emulator.scenario.drills import load_drill
-    from emulator.sim.drills import run_drill
+    from emulator.sim.runs.drills import run_drill
     drill = load_drill("region-link-brownout")
     assert drill.scenario.declared_topology.routing == "best-bandwidth"
     runs = {r: run_drill(drill, routing=r) for r in ("best-bandwidth", "threshold")}
@@ -377,8 +377,8 @@ def test_shipped_topology_drills_load_and_balance(name):
     from dataclasses import replace
 
     from emulator.scenario.drills import load_drill
-    from emulator.sim.drills import drill_emulation
-    from emulator.sim.score import scorecard
+    from emulator.sim.runs.drills import drill_emulation
+    from emulator.sim.runs.score import scorecard
     drill = load_drill(name)
     assert drill.scenario.declared_topology is not None
     sc = drill.scenario
@@ -418,7 +418,7 @@ def test_short_timescale_re_solves_on_the_live_state(routing):
     """[scheduler] on a topology: when hub->west browns out the routing is re-solved on the
     link's capacity now (the bound's Lambda falls), and again when it recovers."""
     from emulator.scenario.presets import resolve
-    from emulator.sim.topology import topology_bound
+    from emulator.sim.runtime.topology import topology_bound
     data = read_toml(resolve("two-regions"))
     data["workload"]["load"] = 0.5
     data["scheduler"] = {"period": "10 s"}

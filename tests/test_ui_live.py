@@ -10,7 +10,7 @@ import pytest
 from test_ui_support import dash, screen_text, select_knob, sim_time, wait_for
 from textual import events
 
-from emulator.sim.drills import run_drill
+from emulator.sim.runs.drills import run_drill
 from prfaas_tui.app import PrfaasApp
 from prfaas_tui.screens.drills import ScorecardScreen
 from prfaas_tui.screens.prompt import ValuePrompt

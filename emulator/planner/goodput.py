@@ -101,7 +101,7 @@ def quiet(sc: Scenario, duration: float) -> Scenario:
     """The scenario with no periodic samples within a run of `duration` (sample interval and
     window = the run). The SLO test reads whole-run totals and the TTFT/TPOT histograms; the
     samples feed only windows and time series (dashboard, drills), run as quiet timers that
-    leave the order of the emulated events alone (loop.py: ties by creation order), so every
+    leave the order of the emulated events alone (core/loop.py: ties by creation order), so every
     figure the test reads is the same to the bit, at ~35-45% less CPU per probe (a sample per
     simulated second was as costly as the requests at these rates)."""
     every = max(duration, sc.sim.window, sc.sim.sample_interval)
@@ -138,7 +138,7 @@ def probe(sc: Scenario, rate: float, seed: int, duration: float) -> dict:
         return {"rate": rate, "served_rate": res["served_rate"],
                 "offered_rate": res["offered_rate"], "ttft_p90": res["ttft"]["p90"],
                 "tpot_p90": (res.get("tpot") or {}).get("p90")}
-    from emulator.sim.topology import topology_bound
+    from emulator.sim.runtime.topology import topology_bound
 
     q = quiet(sc, duration)
     with Emulation(q, seed=seed, rate=rate, duration=duration, bound=topology_bound(q)) as emu:

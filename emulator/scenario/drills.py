@@ -1,6 +1,6 @@
 """Drill files (an incident rehearsal: a preset, a timeline of incidents, an SLO and
 expectations) loaded into `Drill`s (emulator.scenario.drill), which the simulator runs and
-scores (emulator.sim.drills).
+scores (emulator.sim.runs.drills).
 
 A drill file (presets/drills/NAME.toml) names its base preset and overrides it section by
 section; everything but the drill's own keys goes through the preset parser, so a drill is

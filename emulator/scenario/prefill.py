@@ -4,7 +4,7 @@
            default: cuda when present), length_scale (run round(l * scale) tokens and scale the
            results back, see TorchPrefillBackend), stages (default ["prfaas", "pd-p"])
 
-emulator.sim.prefill_backend runs the torch backend; only its model table
+emulator.sim.runtime.prefill_backend runs the torch backend; only its model table
 (emulator.torch_prefill.config, torch-free) is read here.
 """
 

@@ -61,7 +61,7 @@ def presets_dir() -> Path:
 
 def resolve(name_or_path: str) -> Path:
     """A preset by name (presets/NAME.toml) or by path. Drills (presets/drills/) overlay a
-    preset with incidents and expectations; they load through emulator.sim.drills."""
+    preset with incidents and expectations; they load through emulator.sim.runs.drills."""
     p = Path(name_or_path)
     if p.suffix == ".toml" or p.exists() or "/" in name_or_path:
         try:

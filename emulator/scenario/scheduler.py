@@ -1,4 +1,4 @@
-"""The `[scheduler]` section: the dual-timescale scheduler's settings (emulator.sim.scheduler
+"""The `[scheduler]` section: the dual-timescale scheduler's settings (emulator.sim.control.scheduler
 runs it). Off unless the section exists; the paper gives no numbers, these defaults are this
 project's."""
 

@@ -9,7 +9,7 @@ instances that change role drain first. Incidents act through the public fault A
 composed: `set_link_factor`, `set_rate_multiplier`, `set_length_distribution`,
 `fail_instance`/`restore_instance`, `flush_cache`); `every`, `spawn` and `call_at` attach
 controllers, coroutines and timers to the virtual loop. Observation (totals, accounting,
-snapshots) is emulator.sim.observe's.
+snapshots) is emulator.sim.reports.observe's.
 """
 
 from __future__ import annotations
@@ -32,28 +32,28 @@ from emulator.scenario.incidents import Incident
 from emulator.scenario.knobs import Controls, KnobError, best_cache_problem
 from emulator.scenario.scenario import Scenario
 from emulator.scenario.topology import replay_problem
-from emulator.sim.accounting import Accounting
-from emulator.sim.cache_runtime import CacheRuntime
-from emulator.sim.costs import Costs
-from emulator.sim.link import Link
-from emulator.sim.loop import VirtualTimeLoop
-from emulator.sim.metrics import LatencyGroup, Totals
-from emulator.sim.observe import NOTE_LOG, Observer
-from emulator.sim.pool import Pool
-from emulator.sim.prefill import PrefillStage
-from emulator.sim.prefill_backend import TorchService, start_hook
-from emulator.sim.region import Region
-from emulator.sim.request import Request
-from emulator.sim.result import RunResult
-from emulator.sim.scheduler import Scheduler
-from emulator.sim.sessions import generate_sessions, to_trace
-from emulator.sim.site_policy import PrefixLookup, ThresholdPolicy
-from emulator.sim.snapshot import LiveKnobs, Snapshot
-from emulator.sim.timeline import Active, Timeline
-from emulator.sim.topology import RoutingBound, TopologyRuntime, keyed, named
-from emulator.sim.topology_report import marks
-from emulator.sim.topology_scheduler import TopologyScheduler
-from emulator.sim.workload import SyntheticSource, TraceSource, Workload
+from emulator.sim.arrivals.sessions import generate_sessions, to_trace
+from emulator.sim.arrivals.workload import SyntheticSource, TraceSource, Workload
+from emulator.sim.books.accounting import Accounting
+from emulator.sim.books.metrics import LatencyGroup, Totals
+from emulator.sim.books.snapshot import LiveKnobs, Snapshot
+from emulator.sim.books.timeline import Active, Timeline
+from emulator.sim.control.scheduler import Scheduler
+from emulator.sim.control.topology_scheduler import TopologyScheduler
+from emulator.sim.core.costs import Costs
+from emulator.sim.core.loop import VirtualTimeLoop
+from emulator.sim.core.request import Request
+from emulator.sim.reports.observe import NOTE_LOG, Observer
+from emulator.sim.reports.result import RunResult
+from emulator.sim.reports.topology_report import marks
+from emulator.sim.routing.cache_runtime import CacheRuntime
+from emulator.sim.routing.site_policy import PrefixLookup, ThresholdPolicy
+from emulator.sim.runtime.prefill_backend import TorchService, start_hook
+from emulator.sim.runtime.topology import RoutingBound, TopologyRuntime, keyed, named
+from emulator.sim.stages.link import Link
+from emulator.sim.stages.pool import Pool
+from emulator.sim.stages.prefill import PrefillStage
+from emulator.sim.stages.region import Region
 from emulator.topology.spec import PAIR_LINK
 from emulator.trace_formats import load_trace
 from emulator.traces import MOONCAKE_BLOCK_TOKENS, Trace
@@ -218,7 +218,7 @@ class Emulation:
                        trace: str | Trace | None, paradigm: Paradigm,
                        cached_prefix: PrefixLookup | None) -> None:
         """Every site, region and link of the declared topology on this loop (see
-        emulator.sim.topology); the pair-only features are refused in one line each."""
+        emulator.sim.runtime.topology); the pair-only features are refused in one line each."""
         sim = scenario.sim
         topo = scenario.declared_topology
         for what, given in (("--trace / workload.replay", trace is not None or sim.replay),
@@ -708,7 +708,7 @@ class Emulation:
         """The closed-form model at the current knobs and paradigm."""
         return self.knobs.model_point(self.scenario.system, mode or self.mode)
 
-    # observation (emulator.sim.observe)
+    # observation (emulator.sim.reports.observe)
     @property
     def in_flight(self) -> int:
         return self.observer.in_flight

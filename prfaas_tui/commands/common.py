@@ -81,7 +81,7 @@ def scenario_from_args(args: argparse.Namespace, *, topology: bool = False) -> S
     return sc.with_controls(c)
 
 
-# -- bounded work (issue 11): the caps of emulator.budget, raised by --max-* flags ----------------
+# -- bounded work: the caps of emulator.budget, raised by --max-* flags ---------------------------
 def add_budget_flags(p: argparse.ArgumentParser, names: Iterable[str]) -> None:
     """One `--max-*` flag per cap in `names` (fields of emulator.budget.Caps), with the
     default of the command `p` parses (emulator.budget.COMMAND_CAPS)."""

@@ -20,9 +20,9 @@ from emulator.scenario.drills import drills_for, list_drills, load_drill
 from emulator.scenario.knobs import KnobError, whole
 from emulator.scenario.presets import load
 from emulator.scenario.reader import a_seed
-from emulator.sim.accounting import AccountingError
-from emulator.sim.drills import drill_emulation, run_drill
-from emulator.sim.site_policy import POLICIES as ROUTINGS
+from emulator.sim.books.accounting import AccountingError
+from emulator.sim.routing.site_policy import POLICIES as ROUTINGS
+from emulator.sim.runs.drills import drill_emulation, run_drill
 from emulator.units import format_duration
 from prfaas_tui import json_out
 from prfaas_tui.commands.common import (

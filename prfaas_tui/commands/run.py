@@ -16,12 +16,12 @@ from emulator.scenario.prefill import PrefillBackendConfig, check_device
 from emulator.scenario.presets import load
 from emulator.scenario.reader import PresetError, a_load, a_seed, positive
 from emulator.scenario.scenario import Scenario
-from emulator.sim.accounting import AccountingError
+from emulator.sim.books.accounting import AccountingError
 from emulator.sim.engine import Emulation
-from emulator.sim.health import served_warnings
-from emulator.sim.result import RunResult, SeriesCsv
-from emulator.sim.site_policy import POLICIES as ROUTINGS
-from emulator.sim.topology import topology_bound
+from emulator.sim.reports.result import RunResult, SeriesCsv
+from emulator.sim.routing.site_policy import POLICIES as ROUTINGS
+from emulator.sim.runs.health import served_warnings
+from emulator.sim.runtime.topology import topology_bound
 from emulator.torch_prefill import TorchUnavailable
 from emulator.torch_prefill.config import get_config
 from emulator.trace_formats import load_trace

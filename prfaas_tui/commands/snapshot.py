@@ -169,7 +169,7 @@ def diff_summary(expected: str, actual: str, limit: int = 6) -> str:
 class Capture:
     svg: str
     data: dict[str, Any] | None  # snapshot_json of the dashboard's session (None: no tick)
-    warnings: tuple[str, ...] = ()  # emulator.sim.health's lines for the run so far
+    warnings: tuple[str, ...] = ()  # emulator.sim.runs.health's lines for the run so far
 
     def as_format(self, fmt: str) -> str:
         if fmt == "txt":
@@ -288,7 +288,7 @@ def _check_work(args: argparse.Namespace, sc, at: float, seed: int | None) -> No
 
 def _emulation(sc, seed: int | None):
     from emulator.sim.engine import Emulation
-    from emulator.sim.topology import topology_bound
+    from emulator.sim.runtime.topology import topology_bound
 
     if sc.declared_topology is None:
         return Emulation(sc, seed=seed)
@@ -298,8 +298,8 @@ def _emulation(sc, seed: int | None):
 def topology_snapshot(sc, at: float, seed: int | None) -> dict[str, Any]:
     """A topology's snapshot at `at` simulated seconds as JSON: the totals and its `regions`,
     `sites` and `links` objects over the window (the run's objects, at one instant)."""
-    from emulator.sim.health import served_warnings
-    from emulator.sim.topology_live import live_state
+    from emulator.sim.runs.health import served_warnings
+    from emulator.sim.runtime.topology_live import live_state
     from emulator.topology.live import live_model
 
     with _emulation(sc, seed) as emu:

@@ -1,7 +1,7 @@
 """Drills: pick an incident rehearsal, watch its timeline play, read the scorecard at the end;
 or inject an incident by hand into whatever is running.
 
-The drill logic (incident schedules, the scorecard) is the engine's (`emulator.sim.drills`, via
+The drill logic (incident schedules, the scorecard) is the engine's (`emulator.sim.runs.drills`, via
 `prfaas_tui.live`); these screens only show it, and the pickers return the choice (`dismiss`).
 """
 
@@ -209,7 +209,7 @@ def scorecard_rows(card: dict, slo: float | None = None) -> list[tuple[str, str,
 
 class ScorecardScreen(ModalScreen[None]):
     """The drill's scorecard: each metric against the drill's bar, and the scheduler's
-    decisions (`emulator.sim.drills.Scorecard.to_dict()`)."""
+    decisions (`emulator.sim.runs.drills.Scorecard.to_dict()`)."""
 
     CSS_PATH = "dialogs.tcss"
     BINDINGS = [Binding("escape,enter,q", "dismiss(None)", "Close", id="scorecard-close")]

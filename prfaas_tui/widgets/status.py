@@ -33,7 +33,7 @@ def clock(seconds: float) -> str:
 
 
 def busiest_text(stage: str) -> str:
-    """The emulator's measured bottleneck (`emulator.sim.metrics.bottleneck`: the stage that
+    """The emulator's measured bottleneck (`emulator.sim.books.metrics.bottleneck`: the stage that
     worked hardest over the last window) in words that keep it apart from the model's "binds"
     (the stage whose ceiling is Λmax at the live state): the two differ while queues drain or
     refill, and one word for both read as a contradiction during a drill."""

@@ -15,19 +15,19 @@ from typing import Protocol, TextIO
 
 from emulator.model import OperatingPoint, System, _num
 from emulator.paradigm import Paradigm
-from emulator.sim.accounting import Accounting
-from emulator.sim.cache_runtime import CacheRuntime
-from emulator.sim.decode import DecodeStage
-from emulator.sim.link import Link
-from emulator.sim.metrics import Latencies, TimeSeries, Totals, bottleneck, window
-from emulator.sim.observe import Observer
-from emulator.sim.prefill import PrefillStage
-from emulator.sim.prefill_backend import TorchService
-from emulator.sim.scheduler import Scheduler
-from emulator.sim.snapshot import LiveKnobs
-from emulator.sim.timeline import Timeline
-from emulator.sim.topology_report import marks, run_objects
-from emulator.sim.workload import Workload
+from emulator.sim.arrivals.workload import Workload
+from emulator.sim.books.accounting import Accounting
+from emulator.sim.books.metrics import Latencies, TimeSeries, Totals, bottleneck, window
+from emulator.sim.books.snapshot import LiveKnobs
+from emulator.sim.books.timeline import Timeline
+from emulator.sim.control.scheduler import Scheduler
+from emulator.sim.reports.observe import Observer
+from emulator.sim.reports.topology_report import marks, run_objects
+from emulator.sim.routing.cache_runtime import CacheRuntime
+from emulator.sim.runtime.prefill_backend import TorchService
+from emulator.sim.stages.decode import DecodeStage
+from emulator.sim.stages.link import Link
+from emulator.sim.stages.prefill import PrefillStage
 
 
 class _Named(Protocol):

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from emulator.scenario.drill import Drill
 from emulator.sim.engine import Emulation
-from emulator.sim.health import served_warnings
-from emulator.sim.record import Recorder, attach
-from emulator.sim.score import scorecard
-from emulator.sim.topology import topology_bound
+from emulator.sim.runs.health import served_warnings
+from emulator.sim.runs.record import Recorder, attach
+from emulator.sim.runs.score import scorecard
+from emulator.sim.runtime.topology import topology_bound
 
 
 def drill_emulation(drill: Drill, seed: int | None = None, scheduler: bool | None = None,

@@ -16,7 +16,7 @@ import math
 from dataclasses import replace
 
 from emulator.scenario.knobs import KnobError, best_cache_problem, check_element
-from emulator.sim.site_policy import ThresholdPolicy
+from emulator.sim.routing.site_policy import ThresholdPolicy
 from emulator.topology.live import LiveState
 from emulator.topology.spec import Topology
 from emulator.units import to_gbps

@@ -41,10 +41,10 @@ from emulator.model import System, ceilings, split_stats
 from emulator.optimizer import search
 from emulator.paradigm import Paradigm
 from emulator.scenario.scheduler import SchedulerConfig
-from emulator.sim.link import Link
-from emulator.sim.metrics import Totals, window
-from emulator.sim.pool import Pool
-from emulator.sim.site_policy import ThresholdPolicy
+from emulator.sim.books.metrics import Totals, window
+from emulator.sim.routing.site_policy import ThresholdPolicy
+from emulator.sim.stages.link import Link
+from emulator.sim.stages.pool import Pool
 from emulator.units import format_tokens, to_gbps
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 
+from emulator.sim.arrivals.workload import TraceSource
 from emulator.sim.engine import Emulation
-from emulator.sim.workload import TraceSource
 
 MIN_SERVED_SHARE = 0.5  # below this share of arrivals completed, a run warns
 OFFERED_FACTOR = 2.0  # arrivals beyond this factor of the rate's expectation are flagged

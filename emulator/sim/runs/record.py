@@ -7,9 +7,9 @@ import math
 from collections import deque
 
 from emulator.model import STAGES
+from emulator.sim.books.timeline import Active
+from emulator.sim.core.request import Request
 from emulator.sim.engine import Emulation
-from emulator.sim.request import Request
-from emulator.sim.timeline import Active
 
 
 def attach(emu: Emulation) -> Recorder:

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from emulator.profiles import Profile
-from emulator.sim.kv_index import KvIndex
+from emulator.sim.routing.kv_index import KvIndex
 from emulator.traces import MOONCAKE_BLOCK_TOKENS
 from emulator.units import K_TOKENS
 

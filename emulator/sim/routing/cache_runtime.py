@@ -26,15 +26,15 @@ from typing import TYPE_CHECKING
 
 from emulator.profiles import Profile
 from emulator.scenario.cache import CacheConfig
-from emulator.sim.cache_routing import ScarcityDetector
-from emulator.sim.link import Flow, Link
-from emulator.sim.prefix_cache import CLUSTERS, PrefixCache, kv_layout
-from emulator.sim.snapshot import CacheSnap, CacheView
+from emulator.sim.books.snapshot import CacheSnap, CacheView
+from emulator.sim.routing.cache_routing import ScarcityDetector
+from emulator.sim.routing.prefix_cache import CLUSTERS, PrefixCache, kv_layout
+from emulator.sim.stages.link import Flow, Link
 
 if TYPE_CHECKING:
-    from emulator.sim.prefill import PrefillStage, PrefillWorker
-    from emulator.sim.request import Request
-    from emulator.sim.site_policy import ThresholdPolicy
+    from emulator.sim.core.request import Request
+    from emulator.sim.routing.site_policy import ThresholdPolicy
+    from emulator.sim.stages.prefill import PrefillStage, PrefillWorker
 
 CLUSTER_OF = {"prfaas": "prfaas", "pd-p": "pd"}  # prefill stage -> the cluster it computes in
 _TAIL_REL = 1e-9  # a flow this close to done at prefill end needs no transfer cache

@@ -2,7 +2,7 @@
 of prefill stage, its PD-P and PD-D, and its counters (arrived = completed + in flight +
 rejected, per region).
 
-Each region has a site policy (`emulator.sim.site_policy`) that picks its PD-P or the stage of a
+Each region has a site policy (`emulator.sim.routing.site_policy`) that picks its PD-P or the stage of a
 site it has a link to; `req.dest` names the region, so a site's shared queue sends each
 request's KV over that region's link to that region's PD-D. The single PrfaaS-PD pair is the 1x1
 case: one region whose threshold policy picks between the one PrfaaS stage and its PD-P.
@@ -16,18 +16,18 @@ from typing import Protocol
 from emulator.model import DecodeSpec
 from emulator.profiles import Profile
 from emulator.scenario.sim import SimConfig
-from emulator.sim.costs import Costs
-from emulator.sim.decode import DecodeStage
-from emulator.sim.link import Link
-from emulator.sim.metrics import Latencies
-from emulator.sim.pool import Pool
-from emulator.sim.prefill import PrefillStage
-from emulator.sim.request import Request
-from emulator.sim.workload import Workload
+from emulator.sim.arrivals.workload import Workload
+from emulator.sim.books.metrics import Latencies
+from emulator.sim.core.costs import Costs
+from emulator.sim.core.request import Request
+from emulator.sim.stages.decode import DecodeStage
+from emulator.sim.stages.link import Link
+from emulator.sim.stages.pool import Pool
+from emulator.sim.stages.prefill import PrefillStage
 
 
 class Picks(Protocol):
-    """A region's site choice (emulator.sim.site_policy)."""
+    """A region's site choice (emulator.sim.routing.site_policy)."""
 
     def pick(self, req: Request) -> PrefillStage: ...
 

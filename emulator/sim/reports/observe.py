@@ -10,18 +10,18 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from emulator.distributions import LengthDistribution
-from emulator.sim.accounting import Accounting
-from emulator.sim.cache_runtime import CacheRuntime
-from emulator.sim.link import Link
-from emulator.sim.loop import VirtualTimeLoop
-from emulator.sim.metrics import Latencies, TimeSeries, Totals, bottleneck, window
-from emulator.sim.pool import Pool
-from emulator.sim.prefill import PrefillStage
-from emulator.sim.region import Region
-from emulator.sim.snapshot import LinkSnap, LiveKnobs, Snapshot, StageSnap
-from emulator.sim.timeline import Timeline
-from emulator.sim.topology_report import marks, objects
-from emulator.sim.workload import Workload
+from emulator.sim.arrivals.workload import Workload
+from emulator.sim.books.accounting import Accounting
+from emulator.sim.books.metrics import Latencies, TimeSeries, Totals, bottleneck, window
+from emulator.sim.books.snapshot import LinkSnap, LiveKnobs, Snapshot, StageSnap
+from emulator.sim.books.timeline import Timeline
+from emulator.sim.core.loop import VirtualTimeLoop
+from emulator.sim.reports.topology_report import marks, objects
+from emulator.sim.routing.cache_runtime import CacheRuntime
+from emulator.sim.stages.link import Link
+from emulator.sim.stages.pool import Pool
+from emulator.sim.stages.prefill import PrefillStage
+from emulator.sim.stages.region import Region
 
 NOTE_LOG = 10_000  # notes the engine keeps: the whole run's events, bounded (about 1 MB)
 RECENT_NOTES = 32  # the newest of them each snapshot carries (the decision log, the status line)

@@ -18,9 +18,9 @@ from emulator.scenario.prefill import PrefillBackendConfig
 from emulator.torch_prefill.config import get_config, kv_bytes_from_config
 
 if TYPE_CHECKING:
-    from emulator.sim.cache_runtime import CacheRuntime
-    from emulator.sim.prefill import PrefillStage, PrefillWorker
-    from emulator.sim.request import Request
+    from emulator.sim.core.request import Request
+    from emulator.sim.routing.cache_runtime import CacheRuntime
+    from emulator.sim.stages.prefill import PrefillStage, PrefillWorker
 
 class Measured(NamedTuple):
     seconds: float  # service time

@@ -15,8 +15,8 @@ from typing import NamedTuple
 import numpy as np
 
 from emulator.model import STAGES, _num
-from emulator.sim.histogram import LogHistogram
-from emulator.sim.request import Request
+from emulator.sim.books.histogram import LogHistogram
+from emulator.sim.core.request import Request
 from emulator.units import to_gbps
 
 QUANTILES = (0.5, 0.9, 0.99)

@@ -13,7 +13,7 @@ import numpy as np
 from emulator.model import STAGES, _num
 from emulator.scenario.drill import EXPECT_MIN, Scoring
 from emulator.sim.engine import Emulation
-from emulator.sim.record import Recorder
+from emulator.sim.runs.record import Recorder
 
 
 @dataclass(frozen=True)

@@ -110,5 +110,5 @@ class Snapshot:
     # it): the effective model evaluates there. None: the preset's. Not compared (large).
     lengths: LengthDistribution | None = field(default=None, compare=False, repr=False)
     # a topology: its `regions`, `sites` and `links` objects over the window
-    # (emulator.sim.topology_report.objects); None for the single pair
+    # (emulator.sim.reports.topology_report.objects); None for the single pair
     topology: dict | None = field(default=None, compare=False, repr=False)

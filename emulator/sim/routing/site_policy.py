@@ -11,7 +11,7 @@ policy per region (`routing`, `--routing`):
                   max(prefill, KV transfer at the link's current rate), plus the link's delay;
                   PD-P is one of the candidates (its RDMA transfer is not the bottleneck).
   best-cache      the paper's rule on the incremental length with the best cache in reach
-                  (emulator.sim.topology_cache: a prefix cache per site and region, one global
+                  (emulator.sim.routing.topology_cache: a prefix cache per site and region, one global
                   index): a request whose uncached part is at most t prefills at its PD-P,
                   with the longest prefix any of its sites holds moved over when that link has
                   headroom; a longer one goes to the site holding the longest usable prefix
@@ -30,11 +30,11 @@ from collections.abc import Callable, Sequence
 
 from emulator.model import Cluster
 from emulator.paradigm import Paradigm
-from emulator.sim.cache_routing import route
-from emulator.sim.link import Link
-from emulator.sim.prefill import PrefillStage
-from emulator.sim.request import Request
-from emulator.sim.topology_cache import Move, TopologyCache
+from emulator.sim.core.request import Request
+from emulator.sim.routing.cache_routing import route
+from emulator.sim.routing.topology_cache import Move, TopologyCache
+from emulator.sim.stages.link import Link
+from emulator.sim.stages.prefill import PrefillStage
 from emulator.topology.spec import ROUTINGS
 
 POLICIES = ROUTINGS  # every one runs in the emulator
@@ -79,7 +79,7 @@ class ThresholdPolicy:
     paradigm sets the rule (`emulator.paradigm`: PrfaaS-PD the threshold, homogeneous all
     local, naive heterogeneous all remote) and a prefix-cache hook `cached_prefix(request,
     cluster) -> tokens` ("prfaas" or "pd") makes the bandwidth-aware rule decide
-    (`emulator.sim.cache_routing.route`: scarce bandwidth routes on the local increment and
+    (`emulator.sim.routing.cache_routing.route`: scarce bandwidth routes on the local increment and
     moves no cache, abundant on the best prefix anywhere); its decision is kept on the request
     (`req.route`). The last increments routed are kept in `recent` (what the pair's scheduler
     re-solves on)."""

@@ -19,9 +19,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from emulator.scenario.scheduler import SchedulerConfig
-from emulator.sim.scheduler import Decision
-from emulator.sim.site_policy import LpPolicy, RoundRobin, ThresholdPolicy
-from emulator.sim.topology import BoundRouting, TopologyRuntime
+from emulator.sim.control.scheduler import Decision
+from emulator.sim.routing.site_policy import LpPolicy, RoundRobin, ThresholdPolicy
+from emulator.sim.runtime.topology import BoundRouting, TopologyRuntime
 from emulator.topology.bound import BoundError, routing_bound
 from emulator.topology.policy import RegionSetting, evaluate_policy, search_policy
 from emulator.topology.spec import Topology

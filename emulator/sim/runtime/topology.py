@@ -22,19 +22,19 @@ import numpy as np
 from emulator.scenario.cache import SessionWorkload
 from emulator.scenario.knobs import KnobError
 from emulator.scenario.sim import SimConfig
-from emulator.sim.accounting import AccountingError
-from emulator.sim.costs import Costs
-from emulator.sim.region import Region
-from emulator.sim.sessions import generate_sessions, to_trace
-from emulator.sim.site import Site, SiteLink
-from emulator.sim.site_policy import (
+from emulator.sim.arrivals.sessions import generate_sessions, to_trace
+from emulator.sim.arrivals.workload import SyntheticSource, TraceSource, Workload
+from emulator.sim.books.accounting import AccountingError
+from emulator.sim.core.costs import Costs
+from emulator.sim.routing.site_policy import (
     BestBandwidthPolicy,
     BestCachePolicy,
     LpPolicy,
     ThresholdPolicy,
 )
-from emulator.sim.topology_cache import TopologyCache
-from emulator.sim.workload import SyntheticSource, TraceSource, Workload
+from emulator.sim.routing.topology_cache import TopologyCache
+from emulator.sim.stages.region import Region
+from emulator.sim.stages.site import Site, SiteLink
 from emulator.topology.bound import Bound, routing_bound
 from emulator.topology.spec import Topology
 from emulator.trace_formats import load_trace

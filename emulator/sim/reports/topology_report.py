@@ -12,10 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from emulator.model import _num
-from emulator.sim.histogram import LogHistogram
-from emulator.sim.metrics import QUANTILES
-from emulator.sim.region import Region
-from emulator.sim.topology import TopologyRuntime
+from emulator.sim.books.histogram import LogHistogram
+from emulator.sim.books.metrics import QUANTILES
+from emulator.sim.runtime.topology import TopologyRuntime
+from emulator.sim.stages.region import Region
 
 GBIT = 8e-9  # bits per byte / 10^9
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable
 
-from emulator.sim.costs import Costs
-from emulator.sim.link import Flow, Link
-from emulator.sim.pool import Pool
-from emulator.sim.prefill import PrefillStage
-from emulator.sim.request import Request
+from emulator.sim.core.costs import Costs
+from emulator.sim.core.request import Request
+from emulator.sim.stages.link import Flow, Link
+from emulator.sim.stages.pool import Pool
+from emulator.sim.stages.prefill import PrefillStage
 
 
 class SiteLink(Link):

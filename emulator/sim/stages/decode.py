@@ -19,8 +19,8 @@ from collections.abc import Callable
 from operator import attrgetter
 
 from emulator.scenario.sim import StepProfile
-from emulator.sim.request import Request
-from emulator.sim.stage import Stage, Worker
+from emulator.sim.core.request import Request
+from emulator.sim.stages.stage import Stage, Worker
 
 _STEP_TOL = 1e-6  # a time within this fraction of a step from a boundary is on it
 _index = attrgetter("idx")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from emulator.sim.request import Request
+from emulator.sim.core.request import Request
 
 
 class Machine:

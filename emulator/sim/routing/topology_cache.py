@@ -30,16 +30,16 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from emulator.profiles import Profile
 from emulator.scenario.cache import CacheConfig
-from emulator.sim.cache_routing import ScarcityDetector
-from emulator.sim.kv_index import KvIndex
-from emulator.sim.link import Flow, Link
-from emulator.sim.prefix_cache import PrefixCache, kv_layout
+from emulator.sim.routing.cache_routing import ScarcityDetector
+from emulator.sim.routing.kv_index import KvIndex
+from emulator.sim.routing.prefix_cache import PrefixCache, kv_layout
+from emulator.sim.stages.link import Flow, Link
 
 if TYPE_CHECKING:
-    from emulator.sim.prefill import PrefillStage, PrefillWorker
-    from emulator.sim.region import Region
-    from emulator.sim.request import Request
-    from emulator.sim.site import SiteLink
+    from emulator.sim.core.request import Request
+    from emulator.sim.stages.prefill import PrefillStage, PrefillWorker
+    from emulator.sim.stages.region import Region
+    from emulator.sim.stages.site import SiteLink
 
 
 class Move(NamedTuple):

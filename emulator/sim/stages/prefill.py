@@ -21,10 +21,10 @@ import heapq
 from collections.abc import Callable
 from typing import Any
 
-from emulator.sim.costs import Costs
-from emulator.sim.link import Flow, Link
-from emulator.sim.request import Request
-from emulator.sim.stage import Stage, Worker
+from emulator.sim.core.costs import Costs
+from emulator.sim.core.request import Request
+from emulator.sim.stages.link import Flow, Link
+from emulator.sim.stages.stage import Stage, Worker
 
 
 class PrefillWorker(Worker):
