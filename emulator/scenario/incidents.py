@@ -526,13 +526,18 @@ def catalog() -> list[tuple[str, str, Incident]]:
     return [(i.label, i.describe, i) for i in ready]
 
 
-def hand_keys(ready: Incident) -> list[str]:
+TARGET_KEYS = ("link", "site", "region")  # where an incident strikes, by element name
+
+
+def hand_keys(ready: Incident, *, targets: bool = False) -> list[str]:
     """The keys an operator may set when starting `ready` (a catalog entry) by hand: its
     `setting()` fields but `at` (it starts now), the mix knobs it uses (factor or long_factor,
-    and the cut that goes with long_factor)."""
+    and the cut that goes with long_factor), and with `targets` the element it strikes (a
+    single pair has one of each: nothing to choose)."""
     keys = []
     for f in fields(ready):
-        if f.name == "at" or (ready.instant and f.name == "duration") or f.name == "lengths":
+        if f.name == "at" or (ready.instant and f.name == "duration") or f.name == "lengths" \
+                or (not targets and f.name in TARGET_KEYS):
             continue
         if "parse" in f.metadata or getattr(ready, f.name) is not None or (
                 f.name == "cut" and getattr(ready, "long_factor", None) is not None):
