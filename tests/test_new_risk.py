@@ -17,7 +17,8 @@ def _new(tmp_path, capsys, bandwidth: str, *extra: str) -> str:
     return capsys.readouterr().out
 
 
-def test_an_optimum_with_no_local_prefill_is_flagged(tmp_path, capsys):
+def test_an_optimum_with_no_local_prefill_is_flagged(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)  # piped with no width asked: lines stay whole
     text = " ".join(_new(tmp_path, capsys, "100 Gbps").split())  # piped output wraps
     assert "N_prfaas/N_p/N_d = 4/0/8" in text
     (line,) = text.split("warning: ")[1:]  # one warning

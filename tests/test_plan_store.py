@@ -79,12 +79,14 @@ def test_a_last_line_cut_by_an_interrupt_is_named_and_redone(tmp_path):
         rf.append(rec("b"))
     text = path.read_text()
     path.write_text(text[:-25])  # the last record half written
+    half = path.read_text().splitlines()[-1]
     reported: list[str] = []
     with ResultsFile(path, HEADER, report=reported.append) as again:
         assert set(again.done) == {"a"}
         assert len(reported) == 1 and reported[0] == (
-            f"{path}:3: the last line was cut short (an interrupted write); that candidate "
-            "is redone")
+            f"{path}:3: not a plan record (the last line, cut short by an interrupted write); "
+            "moved to p.jsonl.bad, that candidate is redone")
+    assert (tmp_path / "p.jsonl.bad").read_text() == half + "\n"
     header, records = read_results(path)
     assert [r["key"] for r in records] == ["a"]
 

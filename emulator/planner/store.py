@@ -261,24 +261,18 @@ class ResultsFile:
         if not (cut or bad):
             return
         lines = _lines(self.path)
-        if cut:
-            msg = (f"{self.path}:{len(lines)}: the last line was cut short (an interrupted "
-                   "write); that candidate is redone")
+        if cut:  # kept aside and named like a bad record
+            bad = [*bad, (len(lines), "the last line, cut short by an interrupted write")]
+        skipped = {n for n, _ in bad}
+        with open(self.path.with_name(self.path.name + ".bad"), "a", encoding="utf-8") as fh:
+            fh.writelines(lines[n - 1] + "\n" for n in sorted(skipped))
+        lines = [x for n, x in enumerate(lines, 1) if n not in skipped]
+        for n, why in bad:
+            msg = (f"{self.path}:{n}: not a plan record ({why}); moved to "
+                   f"{self.path.name}.bad, that candidate is redone")
             self.problems.append(msg)
             if report is not None:
                 report(msg)
-            lines = lines[:-1]
-        if bad:
-            skipped = {n for n, _ in bad}
-            with open(self.path.with_name(self.path.name + ".bad"), "a", encoding="utf-8") as fh:
-                fh.writelines(lines[n - 1] + "\n" for n in sorted(skipped))
-            lines = [x for n, x in enumerate(lines, 1) if n not in skipped]
-            for n, why in bad:
-                msg = (f"{self.path}:{n}: not a plan record ({why}); moved to "
-                       f"{self.path.name}.bad, that candidate is redone")
-                self.problems.append(msg)
-                if report is not None:
-                    report(msg)
         tmp = self.path.with_name(self.path.name + ".tmp")
         tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
         os.replace(tmp, self.path)  # the valid records survive a crash mid-rewrite
