@@ -17,6 +17,7 @@ from rich.table import Table
 
 from emulator.cards import CardError
 from emulator.cards.gpu import GpuCard, load_gpu
+from emulator.cards.kernel import DTYPES
 from emulator.cards.memory import check_memory, memory_per_gpu
 from emulator.cards.model_card import ModelCard, load_card, read_config, shipped
 from emulator.cards.roofline import DEFAULT_OVERHEAD_S, DEFAULT_OVERHEAD_SOURCE
@@ -55,9 +56,10 @@ def add_setup_flags(p: argparse.ArgumentParser, parallelism_flag: str | None) ->
     p.add_argument("--tp", metavar="N", help="tensor-parallel degree (default: the instance's GPUs)")
     p.add_argument("--ep", metavar="N",
                    help="expert-parallel degree (default: the instance's GPUs for an MoE model, else 1)")
-    p.add_argument("--dtype", choices=("bf16", "fp8", "int4"),
+    p.add_argument("--dtype", choices=DTYPES,
                    help="GEMM dtype (default: the checkpoint's torch_dtype / quantization_config); "
-                        "int4: 4-bit experts in bf16 GEMMs")
+                        "int4: 4-bit experts in bf16 GEMMs; mxfp4: MXFP4 experts (gpt-oss); "
+                        "nvfp4: NVFP4 weights")
     p.add_argument("--kv-dtype", choices=("bf16", "fp8"),
                    help="KV-cache dtype (default bf16, or the checkpoint's); fp8 halves S_kv")
     p.add_argument("--overhead", metavar="SECONDS",
