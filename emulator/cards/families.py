@@ -38,6 +38,7 @@ class Build:
     reused: float = 0.0  # parameters run at several layers but stored once (shared blocks)
     embed_extra: float = 0.0  # lookup tables besides vocab x hidden (held, never multiplied)
     vocab: int = 0  # the architecture's vocab_size when the config leaves it out
+    tied: bool = False  # the architecture's tie_word_embeddings when the config leaves it out
     notes: list[str] = field(default_factory=list)
 
 
@@ -316,7 +317,7 @@ def read_gemma(f: Fields, n: int, nbytes: int, mt: str) -> Build:
         per = f.int("hidden_size_per_layer_input")
         extra = float(f.int("vocab_size_per_layer_input", 262_144) * n * per)
         params += hidden * n * per + n * 2 * hidden * per
-    return Build(groups, params, ffn, embed_extra=extra, vocab=vocab)
+    return Build(groups, params, ffn, embed_extra=extra, vocab=vocab, tied=True)
 
 
 def read_llama4(f: Fields, n: int, nbytes: int) -> Build:
@@ -540,7 +541,7 @@ def read_zamba2(f: Fields, n: int, nbytes: int) -> Build:
         params += hybrid * (block + adapters)
         reused = float((hybrid - uses) * block)
     ffn = {"dense": 0.0, "act_width": float(hybrid * width)}
-    return Build(groups, params, ffn, depth=n, reused=reused)
+    return Build(groups, params, ffn, depth=n, reused=reused, tied=True)
 
 
 def read_minimax(f: Fields, n: int, nbytes: int) -> Build:

@@ -270,7 +270,7 @@ def from_dict(data: dict, path: str | Path | None = None, name: str | None = Non
 
     ffn = build.ffn if build.ffn is not None else generic_ffn(f, n)
     active = attn_params + ffn["dense"] + ffn.get("routed_active", 0.0) + vocab * hidden  # + LM head
-    tied = f.data.get("tie_word_embeddings") is True
+    tied = f.flag("tie_word_embeddings", build.tied)
     matmul = Matmuls(dense=attn_params + ffn["dense"], routed_active=ffn.get("routed_active", 0.0),
                      routed_total=ffn.get("routed_total", 0.0), moe_layers=ffn.get("moe_layers", 0),
                      experts=ffn.get("experts", 0), top_k=ffn.get("top_k", 0), hidden=hidden,
