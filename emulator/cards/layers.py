@@ -66,9 +66,9 @@ class LayerGroup:
     def pairs(self, n: np.ndarray) -> np.ndarray:
         """(query, key) pairs a causal prefill of n tokens computes: n(n+1)/2 for full
         attention; a window w: each token sees min(i, w) keys; a chunk c: each token sees its
-        chunk so far, which averages (c+1)/2 keys once l >= c (exact at every multiple of c,
-        within c/8 pairs per token between, so the cost stays one quadratic piece each side
-        of c); sparse top-k: each query scores at most topk keys."""
+        chunk so far, counted as (c+1)/2 keys a token once l >= c: exact at every multiple of c
+        and at most c^2/8 pairs over in all between (half a chunk past a multiple), so the cost
+        stays one piece each side of c; sparse top-k: each query scores at most topk keys."""
         inside = n * (n + 1) / 2
         cap = self.window if self.kind in WINDOWED else self.topk
         if cap is None:
