@@ -489,12 +489,17 @@ def read_falcon_h1(f: Fields, n: int, nbytes: int) -> Build:
     hidden = f.int("hidden_size")
     geo = gqa_geometry(f)
     attn, p_attn = gqa_group(geo, n, nbytes)
-    d_inner = f.int("mamba_d_ssm", int(f.number("mamba_expand", 2) * hidden))
-    heads = f.int("mamba_n_heads")
+    # absent: the architecture's 1,024; null: mamba_expand x hidden (configuration_falcon_h1)
+    d_inner = f.int("mamba_d_ssm", 1024 if "mamba_d_ssm" not in f.data
+                    else int(f.number("mamba_expand", 2) * hidden))
+    heads = f.int("mamba_n_heads", 128)
     raw = f.data.get("mamba_d_head", "auto")
     head_dim = d_inner // heads if raw == "auto" else f.int("mamba_d_head")
+    if head_dim * heads != d_inner:
+        raise f.error("mamba_d_head", f"{head_dim} x {heads} heads (mamba_n_heads) must make the "
+                      f"SSM width {d_inner} (mamba_d_ssm)")
     ssm, p_ssm = mamba2_group(n, hidden=hidden, d_inner=d_inner, heads=heads, head_dim=head_dim,
-                              d_state=f.int("mamba_d_state"), groups=f.int("mamba_n_groups", 1),
+                              d_state=f.int("mamba_d_state", 256), groups=f.int("mamba_n_groups", 1),
                               kernel=f.int("mamba_d_conv", 4), state_bytes=state_dtype_bytes(f),
                               nbytes=nbytes, conv_bias=f.flag("mamba_conv_bias", True))
     ffn = ffn_build(hidden, dense_layers=n, dense_width=f.int("intermediate_size"))
