@@ -108,6 +108,22 @@ def llama4(c: dict) -> Hand:
                 active=dense + n_moe * t["num_experts_per_tok"] * expert + embed)
 
 
+def gemma2(c: dict) -> Hand:
+    """Gemma-2: `layer_types` if given, else layers alternate sliding (even index, window
+    `sliding_window`) and global (transformers models/gemma2/configuration_gemma2.py); GeGLU
+    MLP; embeddings tied."""
+    n, h = c["num_hidden_layers"], c["hidden_size"]
+    types = c.get("layer_types") or ["sliding_attention" if (i + 1) % 2 else "full_attention"
+                                     for i in range(n)]
+    n_swa, n_full = types.count("sliding_attention"), types.count("full_attention")
+    per = _kv(c["num_key_value_heads"], c["head_dim"])
+    attn = _attn(h, c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"])
+    dense = n * (attn + 3 * h * c["intermediate_size"])
+    embed = c["vocab_size"] * h
+    return Hand({"gqa": n_full, "swa": n_swa}, n_full * per, ((n_swa * per, c["sliding_window"]),),
+                total=dense + embed, active=dense + embed)
+
+
 def gemma3(c: dict) -> Hand:
     """Gemma-3 (text_config): `layer_types` if given, else every `sliding_window_pattern`-th
     layer (default 6) is global and the others slide over `sliding_window` tokens
@@ -257,6 +273,7 @@ FAMILIES: dict[str, tuple] = {
     "gpt-oss-120b": (gpt_oss, 116.83e9, 5.13e9, "OpenAI gpt-oss model card: 116.83B total, 5.13B active"),
     "llama-4-scout-17b-16e-instruct": (llama4, 109e9, 17e9,
                                        "Meta: Llama 4 Scout, 17B active / 109B total (with vision)"),
+    "gemma-2-2b-it": (gemma2, 2.61e9, None, "Google: Gemma 2 2B, 2.61B parameters"),
     "medgemma-27b-it": (gemma3, 27.4e9, None, "Google: Gemma 3 27B / MedGemma 27B, 27.4B with vision"),
     "gemma-4-26b-a4b": (gemma4, 25.2e9, 3.8e9, "Google: Gemma 4 26B A4B, 25.2B total, 3.8B active"),
     "nemotron-h-56b": (nemotron_h, 56e9, None, "NVIDIA: Nemotron-H-56B-Base-8K, 56B"),
