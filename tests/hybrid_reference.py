@@ -204,10 +204,11 @@ def nemotron_h(c: dict) -> Hand:
 
 def minimax_m1(c: dict) -> Hand:
     """MiniMax-M1 / Text-01: `attn_type_list[i]` is 0 for a lightning (linear) attention layer
-    and 1 for softmax attention (MiniMax modeling_minimax_m1.py; vLLM minimax_text_01.py keeps
-    a float32 state of num_attention_heads x head_dim x head_dim per lightning layer). Lightning
-    layers project q, k, v and an output gate of heads x head_dim; MoE of num_local_experts
-    SwiGLU experts in every layer."""
+    and 1 for softmax attention (MiniMax modeling_minimax_m1.py). A lightning layer keeps a
+    state of num_attention_heads x head_dim x head_dim (vLLM minimax_text_01.py,
+    MambaStateShapeCalculator.linear_attention_state_shape), fp32 by the shared convention.
+    Lightning layers project q, k, v and an output gate of heads x head_dim; MoE of
+    num_local_experts SwiGLU experts in every layer."""
     n, h = c["num_hidden_layers"], c["hidden_size"]
     kinds = c["attn_type_list"]
     n_full, n_lin = kinds.count(1), kinds.count(0)
