@@ -108,6 +108,22 @@ def llama4(c: dict) -> Hand:
                 active=dense + n_moe * t["num_experts_per_tok"] * expert + embed)
 
 
+def gemma2(c: dict) -> Hand:
+    """Gemma-2: `layer_types` if given, else layers alternate sliding (even index, window
+    `sliding_window`) and global (transformers models/gemma2/configuration_gemma2.py); GeGLU
+    MLP; embeddings tied."""
+    n, h = c["num_hidden_layers"], c["hidden_size"]
+    types = c.get("layer_types") or ["sliding_attention" if (i + 1) % 2 else "full_attention"
+                                     for i in range(n)]
+    n_swa, n_full = types.count("sliding_attention"), types.count("full_attention")
+    per = _kv(c["num_key_value_heads"], c["head_dim"])
+    attn = _attn(h, c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"])
+    dense = n * (attn + 3 * h * c["intermediate_size"])
+    embed = c["vocab_size"] * h
+    return Hand({"gqa": n_full, "swa": n_swa}, n_full * per, ((n_swa * per, c["sliding_window"]),),
+                total=dense + embed, active=dense + embed)
+
+
 def gemma3(c: dict) -> Hand:
     """Gemma-3 (text_config): `layer_types` if given, else every `sliding_window_pattern`-th
     layer (default 6) is global and the others slide over `sliding_window` tokens
@@ -155,32 +171,44 @@ def gemma4(c: dict) -> Hand:
 # -- state-space and lightning hybrids ---------------------------------------------------------------
 def nemotron_h(c: dict) -> Hand:
     """Nemotron-H: `hybrid_override_pattern`, one character per layer: M a Mamba-2 mixer, * an
-    attention layer, - an MLP (no cache) (transformers models/nemotron_h, vLLM
-    model_executor/models/nemotron_h.py). Mamba-2: d_inner = mamba_num_heads x mamba_head_dim;
-    conv over d_inner + 2 x n_groups x ssm_state_size channels, kernel conv_kernel; state
-    heads x head_dim x ssm_state_size. Attention head size attention_head_dim. MLP: ReLU^2,
-    up and down of intermediate_size."""
+    attention layer, - an MLP and E an MoE layer (neither keeps a cache) (transformers
+    models/nemotron_h, vLLM model_executor/models/nemotron_h.py). Mamba-2: d_inner =
+    mamba_num_heads x mamba_head_dim; conv over d_inner + 2 x n_groups x ssm_state_size
+    channels, kernel conv_kernel; state heads x head_dim x ssm_state_size in
+    mamba_ssm_cache_dtype (fp32 when absent). Attention heads of attention_head_dim (head_dim
+    in later configs). MLPs and experts are ReLU^2, up and down only: intermediate_size for
+    an MLP layer; n_routed_experts of moe_intermediate_size plus a shared expert of
+    moe_shared_expert_intermediate_size for an MoE layer."""
     p, h = c["hybrid_override_pattern"], c["hidden_size"]
-    n_m, n_a, n_mlp = p.count("M"), p.count("*"), p.count("-")
+    n_m, n_a, n_mlp, n_moe = p.count("M"), p.count("*"), p.count("-"), p.count("E")
     heads, hd, ds, g = c["mamba_num_heads"], c["mamba_head_dim"], c["ssm_state_size"], c["n_groups"]
     d_inner = heads * hd
     conv_ch = d_inner + 2 * g * ds
-    state = (c["conv_kernel"] - 1) * conv_ch * BF16 + heads * hd * ds * FP32
+    ssm_bytes = {"float32": FP32, "bfloat16": BF16}[c.get("mamba_ssm_cache_dtype", "float32")]
+    state = (c["conv_kernel"] - 1) * conv_ch * BF16 + heads * hd * ds * ssm_bytes
     mamba = h * (2 * d_inner + 2 * g * ds + heads) + conv_ch * c["conv_kernel"] + d_inner * h
-    attn = _attn(h, c["num_attention_heads"], c["num_key_value_heads"], c["attention_head_dim"])
+    d = c.get("attention_head_dim") or c["head_dim"]
+    attn = _attn(h, c["num_attention_heads"], c["num_key_value_heads"], d)
     dense = n_m * mamba + n_a * attn + n_mlp * 2 * h * c["intermediate_size"]
+    experts = active_experts = 0
+    if n_moe:
+        expert = 2 * h * c["moe_intermediate_size"]
+        dense += n_moe * (2 * h * c["moe_shared_expert_intermediate_size"] + h * c["n_routed_experts"])
+        experts = n_moe * c["n_routed_experts"] * expert
+        active_experts = n_moe * c["num_experts_per_tok"] * expert
     embed = c["vocab_size"] * h
-    return Hand({"ssm": n_m, "gqa": n_a}, n_a * _kv(c["num_key_value_heads"], c["attention_head_dim"]),
-                state=n_m * state, total=dense + 2 * embed, active=dense + embed,
-                extra={"state_per_layer": state})
+    return Hand({"ssm": n_m, "gqa": n_a}, n_a * _kv(c["num_key_value_heads"], d),
+                state=n_m * state, total=dense + experts + 2 * embed,
+                active=dense + active_experts + embed, extra={"state_per_layer": state})
 
 
 def minimax_m1(c: dict) -> Hand:
     """MiniMax-M1 / Text-01: `attn_type_list[i]` is 0 for a lightning (linear) attention layer
-    and 1 for softmax attention (MiniMax modeling_minimax_m1.py; vLLM minimax_text_01.py keeps
-    a float32 state of num_attention_heads x head_dim x head_dim per lightning layer). Lightning
-    layers project q, k, v and an output gate of heads x head_dim; MoE of num_local_experts
-    SwiGLU experts in every layer."""
+    and 1 for softmax attention (MiniMax modeling_minimax_m1.py). A lightning layer keeps a
+    state of num_attention_heads x head_dim x head_dim (vLLM minimax_text_01.py,
+    MambaStateShapeCalculator.linear_attention_state_shape), fp32 by the shared convention.
+    Lightning layers project q, k, v and an output gate of heads x head_dim; MoE of
+    num_local_experts SwiGLU experts in every layer."""
     n, h = c["num_hidden_layers"], c["hidden_size"]
     kinds = c["attn_type_list"]
     n_full, n_lin = kinds.count(1), kinds.count(0)
@@ -257,9 +285,12 @@ FAMILIES: dict[str, tuple] = {
     "gpt-oss-120b": (gpt_oss, 116.83e9, 5.13e9, "OpenAI gpt-oss model card: 116.83B total, 5.13B active"),
     "llama-4-scout-17b-16e-instruct": (llama4, 109e9, 17e9,
                                        "Meta: Llama 4 Scout, 17B active / 109B total (with vision)"),
+    "gemma-2-2b-it": (gemma2, 2.61e9, None, "Google: Gemma 2 2B, 2.61B parameters"),
     "medgemma-27b-it": (gemma3, 27.4e9, None, "Google: Gemma 3 27B / MedGemma 27B, 27.4B with vision"),
     "gemma-4-26b-a4b": (gemma4, 25.2e9, 3.8e9, "Google: Gemma 4 26B A4B, 25.2B total, 3.8B active"),
     "nemotron-h-56b": (nemotron_h, 56e9, None, "NVIDIA: Nemotron-H-56B-Base-8K, 56B"),
+    "nemotron-3-nano-30b-a3b": (nemotron_h, 31.6e9, 3.2e9,
+                                "NVIDIA: Nemotron 3 Nano 30B-A3B, 31.6B total, 3.2B active"),
     "minimax-m1": (minimax_m1, 456e9, 45.9e9, "MiniMax-M1 report: 456B total, 45.9B activated"),
     "deepseek-v3.2": (deepseek_v32, 671e9, 37e9, "DeepSeek-V3.2: 671B total (685B with MTP), 37B active"),
     "qwen3.5-35b-a3b": (qwen35, 35e9, 3e9, "Qwen: Qwen3.5-35B-A3B, 35B total, 3B active"),

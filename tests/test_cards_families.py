@@ -58,6 +58,15 @@ def test_s_kv_after_a_prefill_is_what_the_config_holds(name, length):
     assert float(card(name).kv_bytes(length)) == pytest.approx(hand(name).kv(length), rel=1e-9)
 
 
+def test_hand_s_kv_at_128k_for_the_two_mixed_attention_examples():
+    """Pins the reference itself: Gemma-3 27B holds 11.2 GB at 128K (10 global layers x 8 KiB x
+    128K tokens + 52 local layers x 8 KiB x 1024), Llama-4-Scout 7.7 GB (12 NoPE layers x
+    4 KiB x 128K + 36 chunked layers x 4 KiB x 8192)."""
+    assert hand("medgemma-27b-it").kv(K128) == 10 * 8192 * K128 + 52 * 8192 * 1024 == 11_173_625_856
+    assert hand("llama-4-scout-17b-16e-instruct").kv(K128) \
+        == 12 * 4096 * K128 + 36 * 4096 * 8192 == 7_650_410_496
+
+
 def test_sliding_window_layers_hold_every_token_below_the_window():
     """gpt-oss at 100 tokens (window 128): all 24 layers still hold every token."""
     c = load("gpt-oss-20b")
