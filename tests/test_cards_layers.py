@@ -183,6 +183,11 @@ def test_falcon_h1_keeps_a_kv_and_a_state_in_every_layer():
     assert c.kv_bytes_per_token == 12 * PER_TOKEN
 
 
+def test_zamba2_default_layout_is_the_architectures():
+    c = card(model_type="zamba2", num_hidden_layers=54)
+    assert c.layers == {"ssm": 54, "gqa": 9}
+
+
 def test_zamba2_shared_blocks_run_at_each_hybrid_layer_but_are_stored_once():
     types = ["mamba", "hybrid"] * 6
     c = card(model_type="zamba2", layers_block_type=types, num_mem_blocks=2, mamba_d_state=64,
@@ -214,8 +219,9 @@ def test_minimax_lightning_state_is_heads_x_head_dim_squared_in_fp32():
     ({"model_type": "zamba2", "layers_block_type": ["mamba"] * 11 + ["transformer"]},
      "layers_block_type: unknown layer kind 'transformer'"),
     ({"model_type": "gemma4_text", "num_kv_shared_layers": 12}, "num_kv_shared_layers"),
-    ({"model_type": "falcon_h1", "mamba_n_heads": 4, "mamba_d_head": 64, "mamba_d_state": float("nan")},
-     "mamba_d_state: must be a whole number"),
+    ({"model_type": "falcon_h1", "mamba_d_ssm": 256, "mamba_n_heads": 4, "mamba_d_head": 64,
+      "mamba_d_state": float("nan")}, "mamba_d_state: must be a whole number"),
+    ({"model_type": "falcon_h1", "mamba_n_heads": 4, "mamba_d_head": 64}, "mamba_d_head: 64 x 4 heads"),
 ])
 def test_bad_layouts_name_their_key(fields, key):
     assert key in refusal(**fields)

@@ -506,45 +506,55 @@ def read_falcon_h1(f: Fields, n: int, nbytes: int) -> Build:
     return Build([ssm, attn], p_attn + p_ssm, ffn, depth=n)
 
 
+ZAMBA2_LAYOUT = ["mamba"] + (["mamba"] * 5 + ["hybrid"]) * 7 + ["mamba"] * 4 + ["hybrid"] \
+    + ["mamba"] * 3 + ["hybrid"] + ["mamba"] * 2  # configuration_zamba2's default (54 layers)
+
+
 def read_zamba2(f: Fields, n: int, nbytes: int) -> Build:
-    """Zamba2: every layer a Mamba-2 mixer; at the `hybrid` layers of `layers_block_type` one of
-    `num_mem_blocks` shared transformer blocks (attention over the hidden state concatenated with
-    the embeddings, `attention_hidden_size` = 2 x hidden, and a gated MLP) runs first, each
-    application with its own KV, its own LoRA adapters and output linear. The shared blocks are
-    stored once and run at every hybrid layer."""
-    words = mixer_words(f, n, ("layers_block_type",), {"mamba": "ssm", "hybrid": "hybrid"})
-    if words is None:
+    """Zamba2: every layer a Mamba-2 mixer (`n_mamba_heads` heads, 8 by default, over
+    `mamba_expand` x hidden); at the `hybrid` layers of `layers_block_type` one of
+    `num_mem_blocks` shared transformer blocks runs first: attention over the hidden state
+    concatenated with the embeddings (2 x hidden wide, heads of 2 x hidden / heads) and a gated
+    MLP, each application with its own KV, its output linear and, when enabled, its LoRA
+    adapters (`use_shared_mlp_adapter`, `use_shared_attention_adapter`, off by default). The
+    shared blocks are stored once and run at every hybrid layer."""
+    if f.has("layers_block_type"):
+        words = f.word_list("layers_block_type", n, {"mamba": "ssm", "hybrid": "hybrid"})
+    elif n == len(ZAMBA2_LAYOUT):
+        words = ["hybrid" if w == "hybrid" else "ssm" for w in ZAMBA2_LAYOUT]
+    else:
         raise f.error("layers_block_type", "missing (the per-layer list of mamba / hybrid)")
     hidden = f.int("hidden_size")
     d_inner = int(f.number("mamba_expand", 2) * hidden)
-    head_dim = f.int("mamba_headdim", 64)
-    heads = f.int("n_mamba_heads", d_inner // head_dim)
-    ssm, p_ssm = mamba2_group(n, hidden=hidden, d_inner=d_inner, heads=heads, head_dim=head_dim,
-                              d_state=f.int("mamba_d_state"), groups=f.int("mamba_ngroups", 1),
-                              kernel=f.int("mamba_d_conv", 4), state_bytes=state_dtype_bytes(f),
-                              nbytes=nbytes, conv_bias=True)
+    heads = f.int("n_mamba_heads", 8)
+    if d_inner % heads:
+        raise f.error("n_mamba_heads", f"{heads} heads must divide the SSM width {d_inner}")
+    ssm, p_ssm = mamba2_group(n, hidden=hidden, d_inner=d_inner, heads=heads,
+                              head_dim=d_inner // heads, d_state=f.int("mamba_d_state", 64),
+                              groups=f.int("mamba_ngroups", 1), kernel=f.int("mamba_d_conv", 4),
+                              state_bytes=state_dtype_bytes(f), nbytes=nbytes,
+                              conv_bias=f.flag("use_conv_bias", True))
     groups: list[LayerGroup] = [ssm]
     hybrid = words.count("hybrid")
     blocks = f.int("num_mem_blocks", 1)
     params, reused = p_ssm, 0.0
     width = f.int("intermediate_size", 4 * hidden)
     if hybrid:
-        attn_in = f.int("attention_hidden_size", 2 * hidden)
+        attn_in = 2 * hidden
         heads_a = f.int("num_attention_heads")
         kv = f.int("num_key_value_heads", heads_a)
-        hd = f.int("attention_head_dim", attn_in // heads_a if attn_in % heads_a == 0 else None)
-        kv_bytes = 2 * kv * hd * nbytes
-        groups.append(LayerGroup("gqa", hybrid, float(kv_bytes), None, 0.0, 2.0 * heads_a * 2 * hd))
+        hd = attn_in // heads_a
+        groups.append(LayerGroup("gqa", hybrid, float(2 * kv * hd * nbytes), None, 0.0,
+                                 2.0 * heads_a * 2 * hd))
         block = attn_in * (heads_a * hd + 2 * kv * hd) + heads_a * hd * hidden + 3 * hidden * width
         rank = f.int("adapter_rank", 128)
         adapters = hidden * hidden  # the per-application output linear
-        if f.flag("use_shared_mlp_adapter", True):
+        if f.flag("use_shared_mlp_adapter", False):
             adapters += hidden * rank + rank * 2 * width
         if f.flag("use_shared_attention_adapter", False):
             adapters += 3 * (attn_in * rank + rank * attn_in)
-        uses = min(blocks, hybrid)
         params += hybrid * (block + adapters)
-        reused = float((hybrid - uses) * block)
+        reused = float((hybrid - min(blocks, hybrid)) * block)
     ffn = {"dense": 0.0, "act_width": float(hybrid * width)}
     return Build(groups, params, ffn, depth=n, reused=reused, tied=True)
 
