@@ -450,18 +450,24 @@ def read_nemotron_h(f: Fields, n: int, nbytes: int) -> Build:
 
 def read_granite_hybrid(f: Fields, n: int, nbytes: int) -> Build:
     """Granite 4.0-H (granitemoehybrid): `layer_types` (or `layers_block_type`) of mamba and
-    attention layers, Mamba-2 of `mamba_expand` x hidden; every layer a shared MLP
-    (`shared_intermediate_size`) beside its experts (none when `num_local_experts` is 0)."""
+    attention layers, all mamba when absent; Mamba-2 of `mamba_expand` x hidden in
+    `mamba_n_heads` (128) heads; every layer a shared MLP (`shared_intermediate_size`, 1,024)
+    beside its `num_local_experts` (8, none when 0) experts of `intermediate_size`
+    (configuration_granitemoehybrid's defaults)."""
     words = mixer_words(f, n, ("layer_types", "layers_block_type"), {"attention": "gqa", "mamba": "ssm"})
-    if words is None:
-        raise f.error("layer_types", "missing (the per-layer list of mamba / attention)")
+    words = words or ["ssm"] * n
     hidden = f.int("hidden_size")
     groups, params = [], 0.0
     if words.count("ssm"):
-        heads, head_dim = f.int("mamba_n_heads"), f.int("mamba_d_head")
         d_inner = int(f.number("mamba_expand", 2) * hidden)
+        heads = f.int("mamba_n_heads", 128)
+        raw = f.data.get("mamba_d_head", "auto")
+        head_dim = d_inner // heads if raw == "auto" else f.int("mamba_d_head")
+        if head_dim * heads != d_inner:
+            raise f.error("mamba_d_head", f"{head_dim} x {heads} heads (mamba_n_heads) must make "
+                          f"the SSM width {d_inner} (mamba_expand x hidden_size)")
         g, p = mamba2_group(words.count("ssm"), hidden=hidden, d_inner=d_inner, heads=heads,
-                            head_dim=head_dim, d_state=f.int("mamba_d_state"),
+                            head_dim=head_dim, d_state=f.int("mamba_d_state", 256),
                             groups=f.int("mamba_n_groups", 1), kernel=f.int("mamba_d_conv", 4),
                             state_bytes=state_dtype_bytes(f), nbytes=nbytes,
                             conv_bias=f.flag("mamba_conv_bias", True))
@@ -471,14 +477,14 @@ def read_granite_hybrid(f: Fields, n: int, nbytes: int) -> Build:
         g, p = gqa_group(gqa_geometry(f), words.count("gqa"), nbytes)
         groups.append(g)
         params += p
-    experts = f.int("num_local_experts", 0, minimum=0)
-    shared = f.int("shared_intermediate_size", 0, minimum=0)
+    experts = f.int("num_local_experts", 8, minimum=0)
+    shared = f.int("shared_intermediate_size", 1024, minimum=0)
     if experts:
         ffn = ffn_build(hidden, dense_layers=0, dense_width=0, moe_layers=n, experts=experts,
                         top_k=top_k(f, experts), expert_width=f.int("intermediate_size"),
                         shared_width=shared)
     else:
-        ffn = ffn_build(hidden, dense_layers=n, dense_width=shared or f.int("intermediate_size"))
+        ffn = ffn_build(hidden, dense_layers=n, dense_width=shared)
     return Build(groups, params, ffn, depth=n)
 
 
