@@ -182,6 +182,28 @@ def mamba2_group(count: int, *, hidden: int, d_inner: int, heads: int, head_dim:
     return g, float(params * count)
 
 
+def mamba2_from(f: Fields, count: int, nbytes: int, *, d_inner: int | None, width: str,
+                heads: tuple[str, int | None], head_dim: str | None, d_state: tuple[str, int | None],
+                groups: str, kernel: str, conv_bias: str) -> tuple[LayerGroup, float]:
+    """A Mamba-2 group from a family's own key names: (`heads` key, default), the head size key
+    ("auto" or absent: the SSM width over the heads), `d_inner` (None: heads x head size, named
+    `width` in a refusal)."""
+    hidden = f.int("hidden_size")
+    n_heads = f.int(heads[0], heads[1])
+    raw = f.data.get(head_dim, "auto") if head_dim else "auto"
+    if raw == "auto" and d_inner is None:
+        raise f.error(head_dim or heads[0], "missing (required for this architecture)")
+    hd = d_inner // n_heads if raw == "auto" else f.int(head_dim)
+    d_inner = n_heads * hd if d_inner is None else d_inner
+    if hd * n_heads != d_inner:
+        raise f.error(head_dim or heads[0], f"{hd} x {n_heads} heads ({heads[0]}) must make the "
+                      f"SSM width {d_inner} ({width})")
+    return mamba2_group(count, hidden=hidden, d_inner=d_inner, heads=n_heads, head_dim=hd,
+                        d_state=f.int(*d_state), groups=f.int(groups, 1), kernel=f.int(kernel, 4),
+                        state_bytes=state_dtype_bytes(f), nbytes=nbytes,
+                        conv_bias=f.flag(conv_bias, True))
+
+
 def mixer_words(f: Fields, n: int, keys: tuple[str, ...], known: dict[str, str]) -> list[str] | None:
     for key in keys:
         if f.has(key):
@@ -423,12 +445,10 @@ def read_nemotron_h(f: Fields, n: int, nbytes: int) -> Build:
     hidden = f.int("hidden_size")
     groups, params = [], 0.0
     if words.count("ssm"):
-        heads, head_dim = f.int("mamba_num_heads"), f.int("mamba_head_dim")
-        g, p = mamba2_group(words.count("ssm"), hidden=hidden, d_inner=heads * head_dim,
-                            heads=heads, head_dim=head_dim, d_state=f.int("ssm_state_size"),
-                            groups=f.int("n_groups", 1), kernel=f.int("conv_kernel", 4),
-                            state_bytes=state_dtype_bytes(f), nbytes=nbytes,
-                            conv_bias=f.flag("use_conv_bias", True))
+        g, p = mamba2_from(f, words.count("ssm"), nbytes, d_inner=None, width="mamba_num_heads x mamba_head_dim",
+                           heads=("mamba_num_heads", None), head_dim="mamba_head_dim",
+                           d_state=("ssm_state_size", None), groups="n_groups", kernel="conv_kernel",
+                           conv_bias="use_conv_bias")
         groups.append(g)
         params += p
     if words.count("gqa"):
@@ -459,18 +479,11 @@ def read_granite_hybrid(f: Fields, n: int, nbytes: int) -> Build:
     hidden = f.int("hidden_size")
     groups, params = [], 0.0
     if words.count("ssm"):
-        d_inner = int(f.number("mamba_expand", 2) * hidden)
-        heads = f.int("mamba_n_heads", 128)
-        raw = f.data.get("mamba_d_head", "auto")
-        head_dim = d_inner // heads if raw == "auto" else f.int("mamba_d_head")
-        if head_dim * heads != d_inner:
-            raise f.error("mamba_d_head", f"{head_dim} x {heads} heads (mamba_n_heads) must make "
-                          f"the SSM width {d_inner} (mamba_expand x hidden_size)")
-        g, p = mamba2_group(words.count("ssm"), hidden=hidden, d_inner=d_inner, heads=heads,
-                            head_dim=head_dim, d_state=f.int("mamba_d_state", 256),
-                            groups=f.int("mamba_n_groups", 1), kernel=f.int("mamba_d_conv", 4),
-                            state_bytes=state_dtype_bytes(f), nbytes=nbytes,
-                            conv_bias=f.flag("mamba_conv_bias", True))
+        g, p = mamba2_from(f, words.count("ssm"), nbytes,
+                           d_inner=int(f.number("mamba_expand", 2) * hidden),
+                           width="mamba_expand x hidden_size", heads=("mamba_n_heads", 128),
+                           head_dim="mamba_d_head", d_state=("mamba_d_state", 256),
+                           groups="mamba_n_groups", kernel="mamba_d_conv", conv_bias="mamba_conv_bias")
         groups.append(g)
         params += p
     if words.count("gqa"):
@@ -498,16 +511,10 @@ def read_falcon_h1(f: Fields, n: int, nbytes: int) -> Build:
     # absent: the architecture's 1,024; null: mamba_expand x hidden (configuration_falcon_h1)
     d_inner = f.int("mamba_d_ssm", 1024 if "mamba_d_ssm" not in f.data
                     else int(f.number("mamba_expand", 2) * hidden))
-    heads = f.int("mamba_n_heads", 128)
-    raw = f.data.get("mamba_d_head", "auto")
-    head_dim = d_inner // heads if raw == "auto" else f.int("mamba_d_head")
-    if head_dim * heads != d_inner:
-        raise f.error("mamba_d_head", f"{head_dim} x {heads} heads (mamba_n_heads) must make the "
-                      f"SSM width {d_inner} (mamba_d_ssm)")
-    ssm, p_ssm = mamba2_group(n, hidden=hidden, d_inner=d_inner, heads=heads, head_dim=head_dim,
-                              d_state=f.int("mamba_d_state", 256), groups=f.int("mamba_n_groups", 1),
-                              kernel=f.int("mamba_d_conv", 4), state_bytes=state_dtype_bytes(f),
-                              nbytes=nbytes, conv_bias=f.flag("mamba_conv_bias", True))
+    ssm, p_ssm = mamba2_from(f, n, nbytes, d_inner=d_inner, width="mamba_d_ssm",
+                             heads=("mamba_n_heads", 128), head_dim="mamba_d_head",
+                             d_state=("mamba_d_state", 256), groups="mamba_n_groups",
+                             kernel="mamba_d_conv", conv_bias="mamba_conv_bias")
     ffn = ffn_build(hidden, dense_layers=n, dense_width=f.int("intermediate_size"))
     return Build([ssm, attn], p_attn + p_ssm, ffn, depth=n)
 
@@ -531,15 +538,10 @@ def read_zamba2(f: Fields, n: int, nbytes: int) -> Build:
     else:
         raise f.error("layers_block_type", "missing (the per-layer list of mamba / hybrid)")
     hidden = f.int("hidden_size")
-    d_inner = int(f.number("mamba_expand", 2) * hidden)
-    heads = f.int("n_mamba_heads", 8)
-    if d_inner % heads:
-        raise f.error("n_mamba_heads", f"{heads} heads must divide the SSM width {d_inner}")
-    ssm, p_ssm = mamba2_group(n, hidden=hidden, d_inner=d_inner, heads=heads,
-                              head_dim=d_inner // heads, d_state=f.int("mamba_d_state", 64),
-                              groups=f.int("mamba_ngroups", 1), kernel=f.int("mamba_d_conv", 4),
-                              state_bytes=state_dtype_bytes(f), nbytes=nbytes,
-                              conv_bias=f.flag("use_conv_bias", True))
+    ssm, p_ssm = mamba2_from(f, n, nbytes, d_inner=int(f.number("mamba_expand", 2) * hidden),
+                             width="mamba_expand x hidden_size", heads=("n_mamba_heads", 8),
+                             head_dim=None, d_state=("mamba_d_state", 64), groups="mamba_ngroups",
+                             kernel="mamba_d_conv", conv_bias="use_conv_bias")
     groups: list[LayerGroup] = [ssm]
     hybrid = words.count("hybrid")
     blocks = f.int("num_mem_blocks", 1)
