@@ -339,3 +339,12 @@ def test_the_published_nemotron_config_reads_through_read_config():
     from tests.hybrid_reference import CONFIGS
     c = read_config(CONFIGS / "nemotron-h-56b.json")
     assert c.family == "nemotron-h" and c.state_bytes > 0
+
+
+def test_aiconfigurator_is_not_asked_for_a_4_bit_float_mode_it_is_not_given():
+    from emulator.cards.aic import AicUnavailable, kernel_curve
+    oss = card(model_type="gpt_oss", num_local_experts=4, num_experts_per_tok=2,
+               quantization_config={"quant_method": "mxfp4"})
+    gpu = load_gpu("h200")
+    with pytest.raises(AicUnavailable, match="no mxfp4 GEMM mode"):
+        kernel_curve(oss, gpu, resolve_setup(oss, gpu, 1))
