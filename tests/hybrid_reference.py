@@ -202,6 +202,37 @@ def nemotron_h(c: dict) -> Hand:
                 active=dense + active_experts + embed, extra={"state_per_layer": state})
 
 
+def jamba(c: dict) -> Hand:
+    """Jamba: layer i is attention when i % attn_layer_period == attn_layer_offset, else a
+    Mamba-1 mixer; it is MoE (num_experts SwiGLU experts of intermediate_size, a router) when
+    i % expert_layer_period == expert_layer_offset, else a dense SwiGLU MLP of the same width
+    (transformers models/jamba/configuration_jamba.py, layers_block_type and
+    layers_num_experts). Mamba-1 (modeling_jamba.py, JambaMambaMixer): d_inner = mamba_expand
+    x hidden; conv over d_inner channels, kernel mamba_d_conv; SSM state d_inner x
+    mamba_d_state (fp32 by the shared convention: the config names no state dtype); in_proj
+    to 2 x d_inner, x_proj to dt_rank + 2 x d_state, dt_proj back to d_inner, A_log, out_proj.
+    Attention heads of hidden / num_attention_heads; no sliding window (sliding_window null)."""
+    n, h = c["num_hidden_layers"], c["hidden_size"]
+    kinds = ["gqa" if i % c["attn_layer_period"] == c["attn_layer_offset"] else "ssm" for i in range(n)]
+    n_a, n_m = kinds.count("gqa"), kinds.count("ssm")
+    moe = [i % c["expert_layer_period"] == c["expert_layer_offset"] for i in range(n)]
+    n_moe = sum(moe)
+    d_inner, ds, k = c["mamba_expand"] * h, c["mamba_d_state"], c["mamba_d_conv"]
+    dt_rank = c["mamba_dt_rank"]
+    state = (k - 1) * d_inner * BF16 + d_inner * ds * FP32
+    mamba = h * 2 * d_inner + d_inner * k + d_inner * (dt_rank + 2 * ds) + dt_rank * d_inner \
+        + d_inner * ds + d_inner * h
+    d = h // c["num_attention_heads"]
+    attn = _attn(h, c["num_attention_heads"], c["num_key_value_heads"], d)
+    mlp = 3 * h * c["intermediate_size"]
+    dense = n_m * mamba + n_a * attn + (n - n_moe) * mlp + n_moe * h * c["num_experts"]
+    embed = c["vocab_size"] * h
+    return Hand({"gqa": n_a, "ssm": n_m}, n_a * _kv(c["num_key_value_heads"], d),
+                state=n_m * state, total=dense + n_moe * c["num_experts"] * mlp + 2 * embed,
+                active=dense + n_moe * c["num_experts_per_tok"] * mlp + embed,
+                extra={"state_per_layer": state, "moe_layers": n_moe})
+
+
 def minimax_m1(c: dict) -> Hand:
     """MiniMax-M1 / Text-01: `attn_type_list[i]` is 0 for a lightning (linear) attention layer
     and 1 for softmax attention (MiniMax modeling_minimax_m1.py). A lightning layer keeps a
@@ -291,6 +322,8 @@ FAMILIES: dict[str, tuple] = {
     "nemotron-h-56b": (nemotron_h, 56e9, None, "NVIDIA: Nemotron-H-56B-Base-8K, 56B"),
     "nemotron-3-nano-30b-a3b": (nemotron_h, 31.6e9, 3.2e9,
                                 "NVIDIA: Nemotron 3 Nano 30B-A3B, 31.6B total, 3.2B active"),
+    "ai21-jamba-1.5-mini": (jamba, 52e9, 12e9,
+                            "AI21: Jamba 1.5 Mini, 52B total, 12B active (model card)"),
     "minimax-m1": (minimax_m1, 456e9, 45.9e9, "MiniMax-M1 report: 456B total, 45.9B activated"),
     "deepseek-v3.2": (deepseek_v32, 671e9, 37e9, "DeepSeek-V3.2: 671B total (685B with MTP), 37B active"),
     "qwen3.5-35b-a3b": (qwen35, 35e9, 3e9, "Qwen: Qwen3.5-35B-A3B, 35B total, 3B active"),

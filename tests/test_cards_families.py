@@ -115,6 +115,28 @@ def test_gemma3_text_config_without_its_own_vocab_takes_the_default(tmp_path):
     assert got.total_params == pytest.approx(27.4e9, rel=0.02)
 
 
+def test_jamba_attention_every_eighth_layer_and_a_mamba1_state_in_the_others():
+    """Jamba 1.5 Mini: attention at layers 4, 12, 20, 28 (i % 8 == 4), Mamba-1 in the other 28,
+    each holding (4 - 1) x 8192 conv channels x 2 B + 8192 x 16 fp32 = 573,440 B; the four
+    attention layers keep 8 KV heads x 128 x 2 (K and V) x 2 B = 4 KiB a token each. At 32K:
+    16 KiB x 32,768 + 28 x 573,440 = 552,927,232 B."""
+    h = hand("ai21-jamba-1.5-mini")
+    assert h.layers == {"gqa": 4, "ssm": 28}
+    assert h.extra["state_per_layer"] == 3 * 8192 * 2 + 8192 * 16 * 4 == 573_440
+    assert h.kv(K32) == 16_384 * K32 + 28 * 573_440 == 552_927_232
+    assert float(card("ai21-jamba-1.5-mini").kv_bytes(K32)) == pytest.approx(552_927_232, rel=1e-9)
+
+
+def test_jamba_layers_block_type_as_listed_gives_the_same_layers(tmp_path):
+    """The config may list layers_block_type itself (transformers derives it from the period
+    and offset): the same list read from the config gives the same cache."""
+    data = load("ai21-jamba-1.5-mini")
+    data["layers_block_type"] = ["attention" if i % 8 == 4 else "mamba" for i in range(32)]
+    got = read_config(written(tmp_path, data))
+    assert got.layers == {"gqa": 4, "ssm": 28}
+    assert float(got.kv_bytes(K128)) == pytest.approx(hand("ai21-jamba-1.5-mini").kv(K128), rel=1e-9)
+
+
 def test_deepseek_v32_indexer_keys_cross_with_the_latent():
     """Per token and layer: the latent (kv_lora_rank + qk_rope_head_dim) x 2 B, and the
     indexer's key, index_head_dim fp8 bytes plus a 4 B fp32 scale."""
@@ -225,6 +247,10 @@ def _bad() -> dict[str, tuple[dict, str]]:
             (_edit("minimax-m1", "attn_type_list", mm[:-1]), "attn_type_list"),
         "an unknown attention type in attn_type_list":
             (_edit("minimax-m1", "attn_type_list", [2] + mm[1:]), "attn_type_list"),
+        "jamba attn_layer_offset not below attn_layer_period":
+            (_edit("ai21-jamba-1.5-mini", "attn_layer_offset", 8), "attn_layer_offset"),
+        "Infinity as the Jamba mamba_d_state":
+            (_edit("ai21-jamba-1.5-mini", "mamba_d_state", float("inf")), "mamba_d_state"),
         "Infinity as the SSM state size": (_edit("nemotron-h-56b", "ssm_state_size", float("inf")),
                                            "ssm_state_size"),
         "Infinity as the sliding window": (_edit("gpt-oss-20b", "sliding_window", float("inf")),
