@@ -108,6 +108,25 @@ def llama4(c: dict) -> Hand:
                 active=dense + n_moe * t["num_experts_per_tok"] * expert + embed)
 
 
+def mistral(c: dict) -> Hand:
+    """Mistral / Ministral: `layer_types` if given; without it every layer slides over
+    `sliding_window` when one is set (transformers models/mistral/modeling_mistral.py: each
+    MistralAttention passes the config's sliding_window; vLLM's llama.py leaves the per-layer
+    window unset without layer_types and its Attention takes the model's sliding_window
+    instead). head_dim, SwiGLU MLP of intermediate_size, embeddings untied."""
+    n, h = c["num_hidden_layers"], c["hidden_size"]
+    types = c.get("layer_types") or (["sliding_attention"] * n if c.get("sliding_window")
+                                     else ["full_attention"] * n)
+    n_swa, n_full = types.count("sliding_attention"), types.count("full_attention")
+    per = _kv(c["num_key_value_heads"], c["head_dim"])
+    attn = _attn(h, c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"])
+    dense = n * (attn + 3 * h * c["intermediate_size"])
+    embed = c["vocab_size"] * h
+    bounded = ((n_swa * per, c["sliding_window"]),) if n_swa else ()
+    return Hand({k: v for k, v in (("gqa", n_full), ("swa", n_swa)) if v}, n_full * per, bounded,
+                total=dense + 2 * embed, active=dense + embed)
+
+
 def gemma2(c: dict) -> Hand:
     """Gemma-2: `layer_types` if given, else layers alternate sliding (even index, window
     `sliding_window`) and global (transformers models/gemma2/configuration_gemma2.py); GeGLU
@@ -316,6 +335,8 @@ FAMILIES: dict[str, tuple] = {
     "gpt-oss-120b": (gpt_oss, 116.83e9, 5.13e9, "OpenAI gpt-oss model card: 116.83B total, 5.13B active"),
     "llama-4-scout-17b-16e-instruct": (llama4, 109e9, 17e9,
                                        "Meta: Llama 4 Scout, 17B active / 109B total (with vision)"),
+    "ministral-8b-instruct-2410": (mistral, 8.02e9, None,
+                                   "Mistral AI: Ministral-8B-Instruct-2410, 8.02B parameters (model card)"),
     "gemma-2-2b-it": (gemma2, 2.61e9, None, "Google: Gemma 2 2B, 2.61B parameters"),
     "medgemma-27b-it": (gemma3, 27.4e9, None, "Google: Gemma 3 27B / MedGemma 27B, 27.4B with vision"),
     "gemma-4-26b-a4b": (gemma4, 25.2e9, 3.8e9, "Google: Gemma 4 26B A4B, 25.2B total, 3.8B active"),

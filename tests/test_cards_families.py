@@ -24,7 +24,7 @@ from emulator.cards.kernel import resolve_setup
 from emulator.cards.memory import memory_per_gpu
 from emulator.cards.model_card import read_config
 from prfaas_tui.cli import main
-from tests.hybrid_reference import CONFIGS, FAMILIES, MXFP4_BITS, hand, load
+from tests.hybrid_reference import CONFIGS, FAMILIES, MXFP4_BITS, hand, load, mistral
 
 K8, K32, K128 = 8 * 1024, 32 * 1024, 128 * 1024
 NAMES = sorted(FAMILIES)
@@ -94,6 +94,30 @@ def test_llama4_no_rope_layers_as_published_give_the_same_layers(tmp_path):
     got = read_config(written(tmp_path, data))
     assert got.layers == {"gqa": 12, "chunked": 36}
     assert float(got.kv_bytes(K128)) == pytest.approx(hand("llama-4-scout-17b-16e-instruct").kv(K128))
+
+
+def test_ministral_without_layer_types_slides_every_layer_over_its_window():
+    """Ministral-8B-Instruct-2410 as first published names no layer_types: all 36 layers slide
+    over 32,768 tokens (8 KV heads x 128 x 2 x 2 B = 4 KiB a token a layer). Below the window
+    they hold every token; past it, 36 x 4 KiB x 32,768 = 4.83 GB however long the prompt."""
+    got = card("ministral-8b-instruct-2410")
+    assert got.layers == {"swa": 36}
+    per_token = 36 * 4096
+    assert float(got.kv_bytes(K8)) == pytest.approx(per_token * K8, rel=1e-9)
+    assert float(got.kv_bytes(K32)) == pytest.approx(per_token * 32_768, rel=1e-9) == 4_831_838_208
+    assert float(got.kv_bytes(100_000)) == pytest.approx(per_token * 32_768, rel=1e-9)
+    assert float(got.kv_bytes(K128)) == pytest.approx(hand("ministral-8b-instruct-2410").kv(K128))
+
+
+def test_ministral_with_layer_types_follows_the_list(tmp_path):
+    """A revision that lists layer_types (here one full-attention layer in four, built from the
+    published config) keeps every token in the full layers and the window in the others."""
+    data = load("ministral-8b-instruct-2410")
+    data["layer_types"] = ["full_attention" if i % 4 == 0 else "sliding_attention" for i in range(36)]
+    got = read_config(written(tmp_path, data))
+    assert got.layers == {"gqa": 9, "swa": 27}
+    assert float(got.kv_bytes(K128)) == pytest.approx(9 * 4096 * K128 + 27 * 4096 * 32_768, rel=1e-9)
+    assert float(got.kv_bytes(K128)) == pytest.approx(mistral(data).kv(K128), rel=1e-9)
 
 
 def test_gemma3_without_layer_types_globals_every_sixth_layer(tmp_path):
@@ -234,6 +258,8 @@ def _bad() -> dict[str, tuple[dict, str]]:
         "gemma-3 layer_types naming no full-attention layer":
             (_edit("medgemma-27b-it", "layer_types", ["sliding_attention"] * len(gemma["layer_types"]),
                    text=True), "layer_types"),
+        "a Ministral sliding window of 0":
+            (_edit("ministral-8b-instruct-2410", "sliding_window", 0), "sliding_window"),
         "gemma-3 sliding window of 0":
             (_edit("medgemma-27b-it", "sliding_window", 0, text=True), "sliding_window"),
         "llama-4 attention chunk of 0":
