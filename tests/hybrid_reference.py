@@ -108,6 +108,25 @@ def llama4(c: dict) -> Hand:
                 active=dense + n_moe * t["num_experts_per_tok"] * expert + embed)
 
 
+def mistral(c: dict) -> Hand:
+    """Mistral / Ministral: `layer_types` if given; without it every layer slides over
+    `sliding_window` when one is set (transformers models/mistral/modeling_mistral.py: each
+    MistralAttention passes the config's sliding_window; vLLM's llama.py leaves the per-layer
+    window unset without layer_types and its Attention takes the model's sliding_window
+    instead). head_dim, SwiGLU MLP of intermediate_size, embeddings untied."""
+    n, h = c["num_hidden_layers"], c["hidden_size"]
+    types = c.get("layer_types") or (["sliding_attention"] * n if c.get("sliding_window")
+                                     else ["full_attention"] * n)
+    n_swa, n_full = types.count("sliding_attention"), types.count("full_attention")
+    per = _kv(c["num_key_value_heads"], c["head_dim"])
+    attn = _attn(h, c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"])
+    dense = n * (attn + 3 * h * c["intermediate_size"])
+    embed = c["vocab_size"] * h
+    bounded = ((n_swa * per, c["sliding_window"]),) if n_swa else ()
+    return Hand({k: v for k, v in (("gqa", n_full), ("swa", n_swa)) if v}, n_full * per, bounded,
+                total=dense + 2 * embed, active=dense + embed)
+
+
 def gemma2(c: dict) -> Hand:
     """Gemma-2: `layer_types` if given, else layers alternate sliding (even index, window
     `sliding_window`) and global (transformers models/gemma2/configuration_gemma2.py); GeGLU
@@ -202,6 +221,37 @@ def nemotron_h(c: dict) -> Hand:
                 active=dense + active_experts + embed, extra={"state_per_layer": state})
 
 
+def jamba(c: dict) -> Hand:
+    """Jamba: layer i is attention when i % attn_layer_period == attn_layer_offset, else a
+    Mamba-1 mixer; it is MoE (num_experts SwiGLU experts of intermediate_size, a router) when
+    i % expert_layer_period == expert_layer_offset, else a dense SwiGLU MLP of the same width
+    (transformers models/jamba/configuration_jamba.py, layers_block_type and
+    layers_num_experts). Mamba-1 (modeling_jamba.py, JambaMambaMixer): d_inner = mamba_expand
+    x hidden; conv over d_inner channels, kernel mamba_d_conv; SSM state d_inner x
+    mamba_d_state (fp32 by the shared convention: the config names no state dtype); in_proj
+    to 2 x d_inner, x_proj to dt_rank + 2 x d_state, dt_proj back to d_inner, A_log, out_proj.
+    Attention heads of hidden / num_attention_heads; no sliding window (sliding_window null)."""
+    n, h = c["num_hidden_layers"], c["hidden_size"]
+    kinds = ["gqa" if i % c["attn_layer_period"] == c["attn_layer_offset"] else "ssm" for i in range(n)]
+    n_a, n_m = kinds.count("gqa"), kinds.count("ssm")
+    moe = [i % c["expert_layer_period"] == c["expert_layer_offset"] for i in range(n)]
+    n_moe = sum(moe)
+    d_inner, ds, k = c["mamba_expand"] * h, c["mamba_d_state"], c["mamba_d_conv"]
+    dt_rank = c["mamba_dt_rank"]
+    state = (k - 1) * d_inner * BF16 + d_inner * ds * FP32
+    mamba = h * 2 * d_inner + d_inner * k + d_inner * (dt_rank + 2 * ds) + dt_rank * d_inner \
+        + d_inner * ds + d_inner * h
+    d = h // c["num_attention_heads"]
+    attn = _attn(h, c["num_attention_heads"], c["num_key_value_heads"], d)
+    mlp = 3 * h * c["intermediate_size"]
+    dense = n_m * mamba + n_a * attn + (n - n_moe) * mlp + n_moe * h * c["num_experts"]
+    embed = c["vocab_size"] * h
+    return Hand({"gqa": n_a, "ssm": n_m}, n_a * _kv(c["num_key_value_heads"], d),
+                state=n_m * state, total=dense + n_moe * c["num_experts"] * mlp + 2 * embed,
+                active=dense + n_moe * c["num_experts_per_tok"] * mlp + embed,
+                extra={"state_per_layer": state, "moe_layers": n_moe})
+
+
 def minimax_m1(c: dict) -> Hand:
     """MiniMax-M1 / Text-01: `attn_type_list[i]` is 0 for a lightning (linear) attention layer
     and 1 for softmax attention (MiniMax modeling_minimax_m1.py). A lightning layer keeps a
@@ -285,12 +335,16 @@ FAMILIES: dict[str, tuple] = {
     "gpt-oss-120b": (gpt_oss, 116.83e9, 5.13e9, "OpenAI gpt-oss model card: 116.83B total, 5.13B active"),
     "llama-4-scout-17b-16e-instruct": (llama4, 109e9, 17e9,
                                        "Meta: Llama 4 Scout, 17B active / 109B total (with vision)"),
+    "ministral-8b-instruct-2410": (mistral, 8.02e9, None,
+                                   "Mistral AI: Ministral-8B-Instruct-2410, 8.02B parameters (model card)"),
     "gemma-2-2b-it": (gemma2, 2.61e9, None, "Google: Gemma 2 2B, 2.61B parameters"),
     "medgemma-27b-it": (gemma3, 27.4e9, None, "Google: Gemma 3 27B / MedGemma 27B, 27.4B with vision"),
     "gemma-4-26b-a4b": (gemma4, 25.2e9, 3.8e9, "Google: Gemma 4 26B A4B, 25.2B total, 3.8B active"),
     "nemotron-h-56b": (nemotron_h, 56e9, None, "NVIDIA: Nemotron-H-56B-Base-8K, 56B"),
     "nemotron-3-nano-30b-a3b": (nemotron_h, 31.6e9, 3.2e9,
                                 "NVIDIA: Nemotron 3 Nano 30B-A3B, 31.6B total, 3.2B active"),
+    "ai21-jamba-1.5-mini": (jamba, 52e9, 12e9,
+                            "AI21: Jamba 1.5 Mini, 52B total, 12B active (model card)"),
     "minimax-m1": (minimax_m1, 456e9, 45.9e9, "MiniMax-M1 report: 456B total, 45.9B activated"),
     "deepseek-v3.2": (deepseek_v32, 671e9, 37e9, "DeepSeek-V3.2: 671B total (685B with MTP), 37B active"),
     "qwen3.5-35b-a3b": (qwen35, 35e9, 3e9, "Qwen: Qwen3.5-35B-A3B, 35B total, 3B active"),

@@ -24,7 +24,7 @@ from emulator.cards.kernel import resolve_setup
 from emulator.cards.memory import memory_per_gpu
 from emulator.cards.model_card import read_config
 from prfaas_tui.cli import main
-from tests.hybrid_reference import CONFIGS, FAMILIES, MXFP4_BITS, hand, load
+from tests.hybrid_reference import CONFIGS, FAMILIES, MXFP4_BITS, hand, load, mistral
 
 K8, K32, K128 = 8 * 1024, 32 * 1024, 128 * 1024
 NAMES = sorted(FAMILIES)
@@ -96,6 +96,30 @@ def test_llama4_no_rope_layers_as_published_give_the_same_layers(tmp_path):
     assert float(got.kv_bytes(K128)) == pytest.approx(hand("llama-4-scout-17b-16e-instruct").kv(K128))
 
 
+def test_ministral_without_layer_types_slides_every_layer_over_its_window():
+    """Ministral-8B-Instruct-2410 as first published names no layer_types: all 36 layers slide
+    over 32,768 tokens (8 KV heads x 128 x 2 x 2 B = 4 KiB a token a layer). Below the window
+    they hold every token; past it, 36 x 4 KiB x 32,768 = 4.83 GB however long the prompt."""
+    got = card("ministral-8b-instruct-2410")
+    assert got.layers == {"swa": 36}
+    per_token = 36 * 4096
+    assert float(got.kv_bytes(K8)) == pytest.approx(per_token * K8, rel=1e-9)
+    assert float(got.kv_bytes(K32)) == pytest.approx(per_token * 32_768, rel=1e-9) == 4_831_838_208
+    assert float(got.kv_bytes(100_000)) == pytest.approx(per_token * 32_768, rel=1e-9)
+    assert float(got.kv_bytes(K128)) == pytest.approx(hand("ministral-8b-instruct-2410").kv(K128))
+
+
+def test_ministral_with_layer_types_follows_the_list(tmp_path):
+    """A revision that lists layer_types (here one full-attention layer in four, built from the
+    published config) keeps every token in the full layers and the window in the others."""
+    data = load("ministral-8b-instruct-2410")
+    data["layer_types"] = ["full_attention" if i % 4 == 0 else "sliding_attention" for i in range(36)]
+    got = read_config(written(tmp_path, data))
+    assert got.layers == {"gqa": 9, "swa": 27}
+    assert float(got.kv_bytes(K128)) == pytest.approx(9 * 4096 * K128 + 27 * 4096 * 32_768, rel=1e-9)
+    assert float(got.kv_bytes(K128)) == pytest.approx(mistral(data).kv(K128), rel=1e-9)
+
+
 def test_gemma3_without_layer_types_globals_every_sixth_layer(tmp_path):
     """gemma-3-27b-it's own config names no layer_types: every sliding_window_pattern-th layer
     (default 6) is global, as MedGemma's explicit list says."""
@@ -113,6 +137,28 @@ def test_gemma3_text_config_without_its_own_vocab_takes_the_default(tmp_path):
     del data["text_config"]["vocab_size"]
     got = read_config(written(tmp_path, data))
     assert got.total_params == pytest.approx(27.4e9, rel=0.02)
+
+
+def test_jamba_attention_every_eighth_layer_and_a_mamba1_state_in_the_others():
+    """Jamba 1.5 Mini: attention at layers 4, 12, 20, 28 (i % 8 == 4), Mamba-1 in the other 28,
+    each holding (4 - 1) x 8192 conv channels x 2 B + 8192 x 16 fp32 = 573,440 B; the four
+    attention layers keep 8 KV heads x 128 x 2 (K and V) x 2 B = 4 KiB a token each. At 32K:
+    16 KiB x 32,768 + 28 x 573,440 = 552,927,232 B."""
+    h = hand("ai21-jamba-1.5-mini")
+    assert h.layers == {"gqa": 4, "ssm": 28}
+    assert h.extra["state_per_layer"] == 3 * 8192 * 2 + 8192 * 16 * 4 == 573_440
+    assert h.kv(K32) == 16_384 * K32 + 28 * 573_440 == 552_927_232
+    assert float(card("ai21-jamba-1.5-mini").kv_bytes(K32)) == pytest.approx(552_927_232, rel=1e-9)
+
+
+def test_jamba_layers_block_type_as_listed_gives_the_same_layers(tmp_path):
+    """The config may list layers_block_type itself (transformers derives it from the period
+    and offset): the same list read from the config gives the same cache."""
+    data = load("ai21-jamba-1.5-mini")
+    data["layers_block_type"] = ["attention" if i % 8 == 4 else "mamba" for i in range(32)]
+    got = read_config(written(tmp_path, data))
+    assert got.layers == {"gqa": 4, "ssm": 28}
+    assert float(got.kv_bytes(K128)) == pytest.approx(hand("ai21-jamba-1.5-mini").kv(K128), rel=1e-9)
 
 
 def test_deepseek_v32_indexer_keys_cross_with_the_latent():
@@ -212,6 +258,8 @@ def _bad() -> dict[str, tuple[dict, str]]:
         "gemma-3 layer_types naming no full-attention layer":
             (_edit("medgemma-27b-it", "layer_types", ["sliding_attention"] * len(gemma["layer_types"]),
                    text=True), "layer_types"),
+        "a Ministral sliding window of 0":
+            (_edit("ministral-8b-instruct-2410", "sliding_window", 0), "sliding_window"),
         "gemma-3 sliding window of 0":
             (_edit("medgemma-27b-it", "sliding_window", 0, text=True), "sliding_window"),
         "llama-4 attention chunk of 0":
@@ -225,6 +273,10 @@ def _bad() -> dict[str, tuple[dict, str]]:
             (_edit("minimax-m1", "attn_type_list", mm[:-1]), "attn_type_list"),
         "an unknown attention type in attn_type_list":
             (_edit("minimax-m1", "attn_type_list", [2] + mm[1:]), "attn_type_list"),
+        "jamba attn_layer_offset not below attn_layer_period":
+            (_edit("ai21-jamba-1.5-mini", "attn_layer_offset", 8), "attn_layer_offset"),
+        "Infinity as the Jamba mamba_d_state":
+            (_edit("ai21-jamba-1.5-mini", "mamba_d_state", float("inf")), "mamba_d_state"),
         "Infinity as the SSM state size": (_edit("nemotron-h-56b", "ssm_state_size", float("inf")),
                                            "ssm_state_size"),
         "Infinity as the sliding window": (_edit("gpt-oss-20b", "sliding_window", float("inf")),
