@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from emulator.cards import CardError
 from emulator.cards.fields import Fields, state_dtype_bytes
@@ -39,7 +39,6 @@ class Build:
     embed_extra: float = 0.0  # lookup tables besides vocab x hidden (held, never multiplied)
     vocab: int = 0  # the architecture's vocab_size when the config leaves it out
     tied: bool = False  # the architecture's tie_word_embeddings when the config leaves it out
-    notes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
