@@ -143,7 +143,8 @@ class ModelCard:
     def attn_flops(self, length: float | np.ndarray) -> float | np.ndarray:
         """Mixer FLOPs of a causal prefill of l tokens: sum over positions i = 1..l of
         attn_flops_per_token(i), in closed form (quadratic for full layers, piecewise for
-        windows and chunks, linear for recurrent layers)."""
+        windows, linear for recurrent layers; chunks as LayerGroup.pairs counts them, exact at
+        every multiple of the chunk)."""
         n_tok = np.asarray(length, dtype=float)
         total = np.zeros_like(n_tok)
         for g in self.groups:
