@@ -360,3 +360,17 @@ def test_the_prefix_cache_sees_an_ssm_state_as_a_snapshot_and_the_kv_per_token()
     layout = kv_layout(roofline_profile(c, load_gpu("h200"), Setup(gpus=1, tp=1, ep=1)))
     assert layout.state_bytes == pytest.approx(c.state_bytes, rel=1e-6)
     assert layout.per_token_bytes == pytest.approx(6 * PER_TOKEN, rel=1e-9)
+
+
+def test_granite_4_h_small_total_from_its_published_fields():
+    """ibm-granite/granite-4.0-h-small (32.2B total, 9B active): 72 experts of 768, top-10, a
+    1,536-wide shared MLP in all 40 layers, 4 attention layers, the Mamba-2 defaults."""
+    c = from_dict({"model_type": "granitemoehybrid", "hidden_size": 4096, "num_hidden_layers": 40,
+                   "num_attention_heads": 32, "num_key_value_heads": 8, "num_local_experts": 72,
+                   "num_experts_per_tok": 10, "shared_intermediate_size": 1536,
+                   "intermediate_size": 768, "mamba_d_state": 128, "mamba_d_conv": 4,
+                   "mamba_expand": 2, "tie_word_embeddings": True, "vocab_size": 100352,
+                   "layer_types": ["mamba"] * 36 + ["attention"] * 4}, "cfg.json")
+    assert c.total_params == pytest.approx(32.2e9, rel=0.02)
+    assert c.active_params == pytest.approx(9e9, rel=0.1)
+    assert c.state_bytes == 36 * (128 * 64 * 128 * 4 + 3 * (8192 + 2 * 128) * 2)
