@@ -59,6 +59,9 @@ def kernel_curve(card: ModelCard, gpu: GpuCard, setup: Setup) -> Curve:
     if system is None:
         raise AicUnavailable(f"no aiconfigurator database for GPU {gpu.name!r} (it has "
                              f"{', '.join(sorted(SYSTEMS))})")
+    if setup.dtype in ("mxfp4", "nvfp4"):
+        raise AicUnavailable(f"this adapter passes no {setup.dtype} GEMM mode to aiconfigurator: "
+                             "use --profile-source builtin")
     config = {k: v for k, v in card.config.items() if k != "_card"}
     moe = bool(card.matmul and card.matmul.routed_active)
     key = (json.dumps(config, sort_keys=True), system, setup.gpus, setup.tp, setup.ep,

@@ -13,9 +13,9 @@ Per GPU, for a prefill of n tokens on `gpus` GPUs (TP `tp` for attention and den
     gemm       2 n dense/tp / (peak x gemm)           | dense/tp weight bytes / (HBM x memory)
     moe        2 n routed_active/gpus / (peak x moe)   + routed_total/gpus weight bytes / (HBM x memory)
     attention  pair FLOPs / tp / (bf16 peak x attention, attention_mla for MLA layers)
-               + attention_us per attention layer
+               + attention_us per attention layer (full, sliding-window, chunked, MLA)
     linear     state-kernel FLOPs / tp / (bf16 peak x linear) + linear_ns per token and layer
-               + attention_us per linear layer
+               + attention_us per recurrent layer (linear attention, Mamba, lightning)
     memory     norms and activations: 16 B x hidden per token and layer + 6 B x FFN width / tp
     collective 2 all-reduces of n x hidden x 2 B per layer (ring: 2 (tp-1)/tp of it over NVLink)
                + collective_us each; attention-DP (tp = 1) with ep > 1: an all-to-all instead
@@ -37,9 +37,14 @@ import numpy as np
 
 from emulator.cards import CardError
 from emulator.cards.gpu import GpuCard
+from emulator.cards.layers import STATE
 from emulator.cards.model_card import KV_DTYPES, ModelCard
 
-DTYPES = ("bf16", "fp8", "int4")  # int4: 4-bit routed experts dequantized into bf16 GEMMs (W4A16)
+# int4: 4-bit routed experts dequantized into bf16 GEMMs (W4A16); mxfp4: gpt-oss's MXFP4 experts
+# (the rest bf16); nvfp4: every GEMM's weights in NVFP4. The 4-bit formats run as W4A16 (the GPU
+# cards carry no FP4 peak): their weights stream at their own size, their math at bf16.
+DTYPES = ("bf16", "fp8", "int4", "mxfp4", "nvfp4")
+FOUR_BIT = ("int4", "mxfp4", "nvfp4")
 NORM_BYTES = 16.0  # two fused add+norms per layer, each reading and writing x and the residual (bf16)
 ACT_BYTES = 6.0  # gated activation: read gate and up, write one (bf16), per FFN-width element
 ACT_DTYPE_BYTES = 2.0  # activations and collectives travel in bf16
@@ -62,8 +67,14 @@ class Setup:
 
 
 def weight_bytes(dtype: str) -> tuple[float, float]:
-    """Bytes per parameter of (dense, routed-expert) weights in this GEMM dtype."""
-    return {"fp8": (1.0, 1.0), "int4": (2.0, 0.5)}.get(dtype, (2.0, 2.0))
+    """Bytes per parameter of (dense, routed-expert) weights in this GEMM dtype (MXFP4: 4 bits
+    and an 8-bit scale per 32; NVFP4: 4 bits and an FP8 scale per 16)."""
+    return {"fp8": (1.0, 1.0), "int4": (2.0, 0.5), "mxfp4": (2.0, 4.25 / 8),
+            "nvfp4": (4.5 / 8, 4.5 / 8)}.get(dtype, (2.0, 2.0))
+
+
+def _moe_eff(c, dtype: str) -> float:
+    return c.moe_fp8 if dtype == "fp8" else c.moe_int4 if dtype in FOUR_BIT else c.moe
 
 
 def _peak(gpu: GpuCard, dtype: str) -> float:
@@ -88,7 +99,7 @@ def kernel_parts(card: ModelCard, gpu: GpuCard, setup: Setup,
     bf16 = gpu.bf16_tflops * 1e12
     hbm = gpu.hbm_tbps * 1e12 * c.memory
     g_eff = c.gemm_fp8 if setup.dtype == "fp8" else c.gemm
-    moe_eff = {"fp8": c.moe_fp8, "int4": c.moe_int4}.get(setup.dtype, c.moe)
+    moe_eff = _moe_eff(c, setup.dtype)
 
     # a GEMM streams its weights while it computes: the slower of the two (weight-bound short
     # prompts, compute-bound long ones; the crossover is a break of the profile's pieces)
@@ -97,9 +108,9 @@ def kernel_parts(card: ModelCard, gpu: GpuCard, setup: Setup,
     if m.routed_active:
         moe = np.maximum(2 * n * m.routed_active / gpus / (peak * moe_eff),
                          m.routed_total / gpus * wb_moe / hbm)
-    attn_layers = sum(g.count for g in card.groups if g.kind != "linear")
-    lin_layers = card.num_layers - attn_layers
-    only_lin, full, mla = _only(card, ("linear",)), _only(card, ("gqa", "swa")), _only(card, ("mla",))
+    attn_layers = sum(g.count for g in card.groups if g.kind not in STATE)
+    lin_layers = sum(g.count for g in card.groups if g.kind in STATE)
+    only_lin, full, mla = _only(card, STATE), _only(card, ("gqa", "swa", "chunked")), _only(card, ("mla",))
     attention = (full.attn_flops(n) / tp / (bf16 * c.attention) + mla.attn_flops(n) / tp / (bf16 * c.attention_mla)
                  + attn_layers * c.attention_us * 1e-6)
     linear = np.zeros_like(n)
@@ -131,7 +142,7 @@ def kernel_breaks(card: ModelCard, gpu: GpuCard, setup: Setup) -> list[float]:
     fp8 = setup.dtype == "fp8"
     out = [wb / hbm * peak * (c.gemm_fp8 if fp8 else c.gemm) / 2]
     if m.routed_active:
-        moe_eff = {"fp8": c.moe_fp8, "int4": c.moe_int4}.get(setup.dtype, c.moe)
+        moe_eff = _moe_eff(c, setup.dtype)
         out.append(m.routed_total * wb_moe / hbm * peak * moe_eff
                    / (2 * m.routed_active))
     return sorted({round(x, 6) for x in out if x > 0})
@@ -164,7 +175,7 @@ def resolve_setup(card: ModelCard, gpu: GpuCard, gpus: int, *, tp: int | None = 
             raise CardError(where, "", card.weight_dtype_problem)
         dtype = card.weight_dtype
     if dtype not in DTYPES:
-        raise CardError(where, "--dtype", f"must be bf16, fp8 or int4, got {dtype!r}")
+        raise CardError(where, "--dtype", f"must be one of {', '.join(DTYPES)}, got {dtype!r}")
     kv = kv_dtype or (card.kv_dtype if card.kv_dtype in DTYPES else "bf16")
     if kv not in DTYPES or kv not in KV_DTYPES:
         raise CardError(where, "--kv-dtype", f"must be bf16 or fp8, got {kv!r}")

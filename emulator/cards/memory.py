@@ -51,7 +51,7 @@ def memory_per_gpu(card: ModelCard, gpu: GpuCard, setup: Setup, max_length: floa
     heads TP can split (an MLA latent is replicated); activations of one chunk."""
     m = card.matmul
     wb, wb_moe = weight_bytes(setup.dtype)
-    weights = m.dense / setup.tp * wb + m.routed_total / setup.gpus * wb_moe + m.embed / setup.tp * 2.0
+    weights = m.dense_held / setup.tp * wb + m.routed_total / setup.gpus * wb_moe + m.embed / setup.tp * 2.0
     served = card.with_kv_dtype(setup.kv_dtype)
     kv = float(served.kv_bytes(max_length)) / min(setup.tp, m.kv_heads)
     chunk = min(max_length, CHUNK_TOKENS)

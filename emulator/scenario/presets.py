@@ -279,6 +279,7 @@ def _roofline_profile(r: Reader, pname: str, base_dir: Path, fits: dict) -> Prof
     (emulator.cards), T = overhead + kernel; paths are relative to the preset."""
     from emulator.cards import CardError
     from emulator.cards.gpu import load_gpu
+    from emulator.cards.kernel import DTYPES
     from emulator.cards.memory import check_memory
     from emulator.cards.model_card import load_card
     from emulator.cards.roofline import DEFAULT_OVERHEAD_S
@@ -301,8 +302,8 @@ def _roofline_profile(r: Reader, pname: str, base_dir: Path, fits: dict) -> Prof
     gpus = c.get("gpus", int, 8, check=lambda x: positive(x) or at_most(4096, "4096 GPUs")(x))
     degree = {k: c.get(k, int, None, check=lambda x: positive(x) or at_most(4096, "4096 GPUs")(x))
               for k in ("tp", "ep")}
-    dtypes = {"dtype": c.get("dtype", str, None, check=lambda x: None if x in ("bf16", "fp8", "int4")
-                             else "must be bf16, fp8 or int4"),
+    dtypes = {"dtype": c.get("dtype", str, None, check=lambda x: None if x in DTYPES
+                             else f"must be one of {', '.join(DTYPES)}"),
               "kv_dtype": c.get("kv_dtype", str, None, check=lambda x: None if x in ("bf16", "fp8")
                                 else "must be bf16 or fp8")}
     source = c.get("source", str, "builtin", check=lambda x: None if x in PROFILE_SOURCES else

@@ -5,8 +5,12 @@ depends on; with --gpu, the prefill profile on one instance, kernel and overhead
         [--tp N] [--ep N] [--dtype bf16|fp8] [--kv-dtype bf16|fp8] [--overhead 0.39s]
         [--profile-source builtin|aiconfigurator] --json
 
-With --config, --json prints one object (`kv_bytes_per_token`, `profile`: length, kernel_s,
-overhead_s, t_prefill_s, kv_bytes, phi_kv_gbps); for the shipped list, a list of them."""
+With --config, --json prints one object (`layers` by kind, `layer_groups`: kind, count,
+kv_bytes_per_token and aux_bytes_per_token per layer, window, chunk, topk, state_bytes of the
+group; `windows` and `chunks`: layers per size; `s_kv`: length, kv_bytes; `kv_bytes_per_token`,
+`state_bytes`; with --gpu `profile`: length, kernel_s, overhead_s, t_prefill_s, kv_bytes,
+phi_kv_gbps); for the shipped list, a list of them. The text output of one config adds the
+table of its layer kinds and S_kv at each length."""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from rich.table import Table
 
 from emulator.cards import CardError
 from emulator.cards.gpu import GpuCard, load_gpu
+from emulator.cards.kernel import DTYPES
 from emulator.cards.memory import check_memory, memory_per_gpu
 from emulator.cards.model_card import ModelCard, load_card, read_config, shipped
 from emulator.cards.roofline import DEFAULT_OVERHEAD_S, DEFAULT_OVERHEAD_SOURCE
@@ -55,9 +60,10 @@ def add_setup_flags(p: argparse.ArgumentParser, parallelism_flag: str | None) ->
     p.add_argument("--tp", metavar="N", help="tensor-parallel degree (default: the instance's GPUs)")
     p.add_argument("--ep", metavar="N",
                    help="expert-parallel degree (default: the instance's GPUs for an MoE model, else 1)")
-    p.add_argument("--dtype", choices=("bf16", "fp8", "int4"),
+    p.add_argument("--dtype", choices=DTYPES,
                    help="GEMM dtype (default: the checkpoint's torch_dtype / quantization_config); "
-                        "int4: 4-bit experts in bf16 GEMMs")
+                        "int4: 4-bit experts in bf16 GEMMs; mxfp4: MXFP4 experts (gpt-oss); "
+                        "nvfp4: NVFP4 weights")
     p.add_argument("--kv-dtype", choices=("bf16", "fp8"),
                    help="KV-cache dtype (default bf16, or the checkpoint's); fp8 halves S_kv")
     p.add_argument("--overhead", metavar="SECONDS",
@@ -86,9 +92,11 @@ def describe(card: ModelCard, gpu: GpuCard | None = None, gpus: int = PARALLELIS
     """The card's fields and, with a GPU, its profile; a model that does not fit its GPUs
     raises the one-line CardError (`strict`) or carries it as `memory_error` (the list)."""
     d = card.to_dict()
+    lengths = lengths or parse_lengths(DEFAULT_LENGTHS)
+    served = card.with_kv_dtype(opts["kv_dtype"]) if opts.get("kv_dtype") else card
+    d["s_kv"] = [{"length": n, "kv_bytes": float(served.kv_bytes(n))} for n in lengths]
     if gpu is None:
         return d
-    lengths = lengths or parse_lengths(DEFAULT_LENGTHS)
     prof, setup, kernel = card_profile(card, gpu, gpus, **opts)
     try:
         fit = check_memory(card, gpu, setup, max(lengths))
@@ -147,6 +155,8 @@ def main(args: argparse.Namespace) -> int:
         t.add_row(*cells)
     console = make_console()
     console.print(t)
+    if args.config:
+        console.print(layer_table(cards[0], rows[0]))
     for d in rows:
         if gpu and d["memory_error"]:
             console.print(f"{d['name']}: {d['memory_error']}", style="yellow", highlight=False)
@@ -156,3 +166,24 @@ def main(args: argparse.Namespace) -> int:
                       f"({r['profile_source']}); {gpu.name}: {gpu.calibration.source}",
                       highlight=False)
     return 0
+
+
+def layer_table(card: ModelCard, row: dict) -> Table:
+    """What each kind of layer keeps per request, and S_kv at the lengths asked for."""
+    t = Table(title=f"{card.name}: cache per layer kind", title_justify="left")
+    for col in ("kind", "layers", "KV/token/layer", "window/chunk", "state/request"):
+        t.add_column(col, justify="left" if col == "kind" else "right")
+    for g in row["layer_groups"]:
+        per = format_bytes(g["kv_bytes_per_token"]) if g["kv_bytes_per_token"] else "-"
+        if g["aux_bytes_per_token"]:
+            per += f" + {format_bytes(g['aux_bytes_per_token'])} index"
+        cap = (f"window {g['window']:,}" if g["window"] else f"chunk {g['chunk']:,}" if g["chunk"]
+               else "all tokens" if g["kv_bytes_per_token"] else "-")
+        if g["topk"]:
+            cap += f" (attends {g['topk']:,})"
+        t.add_row(g["kind"], str(g["count"]), per, cap,
+                  format_bytes(g["state_bytes"]) if g["state_bytes"] else "-")
+    t.caption = "S_kv: " + ", ".join(f"{format_tokens(p['length'])} {format_bytes(p['kv_bytes'])}"
+                                     for p in row["s_kv"])
+    t.caption_justify = "left"
+    return t
