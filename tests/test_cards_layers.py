@@ -355,7 +355,7 @@ def test_the_prefix_cache_sees_an_ssm_state_as_a_snapshot_and_the_kv_per_token()
     saved at) and a per-token KV: for a Mamba hybrid those are its states and its attention KV."""
     from emulator.cards.kernel import Setup
     from emulator.cards.roofline import roofline_profile
-    from emulator.sim.prefix_cache import kv_layout
+    from emulator.sim.routing.prefix_cache import kv_layout
     c = card(model_type="nemotron_h", hybrid_override_pattern="M*" * 6, **MAMBA2)
     layout = kv_layout(roofline_profile(c, load_gpu("h200"), Setup(gpus=1, tp=1, ep=1)))
     assert layout.state_bytes == pytest.approx(c.state_bytes, rel=1e-6)

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from emulator.cards import card_text
-from emulator.cards.model_card import shown
+from emulator.cards.fields import shown
 from emulator.files import JsonRefused, parse_json
 from emulator.traces import TraceError
 
