@@ -58,3 +58,12 @@ def test_new_names_the_stand_in_keys(tmp_path, capsys, monkeypatch):
                  "--bandwidth", "100 Gbps", "--out", "mine.toml"]) in (0, None)
     out = capsys.readouterr().out
     assert "calibration.attention_mla not given" in out and "moe_int4 not given" not in out
+
+
+def test_models_names_the_stand_in_keys(tmp_path, capsys):
+    from prfaas_tui.cli import main
+
+    old = _card(tmp_path, drop=("moe_int4",))
+    assert main(["models", "--gpu", str(old)]) == 0
+    out = capsys.readouterr().out
+    assert "calibration.moe_int4 not given" in " ".join(out.split())

@@ -108,7 +108,8 @@ def describe(card: ModelCard, gpu: GpuCard | None = None, gpus: int = PARALLELIS
     served = card.with_kv_dtype(setup.kv_dtype)
     d.update({"kv_bytes_per_token": served.kv_bytes_per_token, "kv_dtype": setup.kv_dtype,
               "gpu": gpu.name, "gpu_calibrated": gpu.calibrated,
-              "gpu_calibration_source": gpu.calibration.source, "parallelism": gpus,
+              "gpu_calibration_source": gpu.calibration.source,
+              "gpu_notes": gpu.calibration.notes(gpu.name), "parallelism": gpus,
               "tp": setup.tp, "ep": setup.ep, "dtype": setup.dtype,
               "overhead_s": setup.overhead_s, "profile_source": opts.get("profile_source", "builtin"),
               "memory_per_gpu": fit.to_dict(), "description": prof.description})
@@ -165,6 +166,8 @@ def main(args: argparse.Namespace) -> int:
         console.print(f"T_prefill = overhead {r['overhead_s']:g} s + kernel "
                       f"({r['profile_source']}); {gpu.name}: {gpu.calibration.source}",
                       highlight=False)
+        for note in gpu.calibration.notes(gpu.name):
+            console.print(note, style="yellow", highlight=False)
     return 0
 
 
