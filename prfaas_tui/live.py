@@ -1,13 +1,13 @@
 """The thread that drives the emulator: the one place the UI touches `emulator.sim`.
 
 One `Driver` owns one emulation and one thread, and every call into the emulation happens on
-that thread (its event loop must not meet Textual's). The UI sees the emulation only as
-`Emulated`, the typed protocol of what it uses of `emulator.sim.engine.Emulation` (the engine
-is checked against it: `make_emulation` returns one), and reaches it only through the driver's
-methods. A single pair and a topology run on the same driver; a topology's snapshots also carry
+that thread (its event loop must not meet Textual's). The UI holds the driver only as
+`Emulator`, the typed protocol of what sessions, forks and screens may ask of it, and never the
+emulation itself (an import-linter contract keeps `emulator.sim` out of every other UI
+module; mypy checks this module strictly). A single pair and a topology run on the same driver; a topology's snapshots also carry
 its live state (`LIVE_KEY`) and each region's site policy. Two ways to run it:
 
-- live: virtual time paced to the wall clock through the contract's `Pacer` (speed x wall time
+- live: virtual time paced to the wall clock through the engine's `Pacer` (speed x wall time
   per slice, or flat out), coalescing `Tick`s posted to the UI at about 10 Hz;
 - synchronous (`live=False`): nothing moves unless asked; `run_to`, `step` and every change block
   until done and return the new `Tick`. Deterministic, for snapshots and tests.

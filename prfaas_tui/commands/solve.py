@@ -3,7 +3,7 @@
 Every preset is a topology (a single pair is the 1x1 one): the answer always carries the
 `topology` object (the routing bound, the best threshold policy and per-region TTFT, as tables
 per region, site and link); a single pair adds what describes one pair: the operating point,
-its optimum and the three paradigms (the JSON contract of shared/design/architecture.md)."""
+its optimum and the three paradigms (`--json`: the same numbers as keys, plus the `topology` object of docs/topology.md)."""
 
 from __future__ import annotations
 
