@@ -136,3 +136,17 @@ def test_a_topology_that_cannot_serve_is_refused_at_its_key(tmp_path, edit, key,
     rc, out, err = _cli([*command, "--preset", str(preset), "--json"])
     assert rc == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and f"broken.toml: {key}" in err, err
+
+
+@pytest.mark.parametrize("routing", ["best-bandwidth", "lp"])
+def test_no_policy_sends_work_to_a_site_without_instances(tmp_path, routing):
+    """A site of 0 instances looks free (an empty queue) but never serves: the policies that
+    weigh where a request finishes first keep everything local instead."""
+    preset = tmp_path / "empty-site.toml"
+    preset.write_text(f'routing = "{routing}"\n' + _two_regions(_site_gpus(0)), encoding="utf-8")
+    rc, out, err = _cli(["run", "--preset", str(preset), "--duration", "60", "--json"])
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert doc["sites"]["hub"]["queue"] == 0 and doc["sites"]["hub"]["served_rate"] == 0
+    books = doc["accounting"]
+    assert books["completed"] > 0 and books["lost"] == 0

@@ -100,7 +100,7 @@ class NewPresetScreen(ModalScreen[Scenario | None]):
         except (CardError, UsageError, TraceError, PresetError, UnitError) as exc:
             self.query_one("#error", Static).update(f"✗ {exc}")
             return
-        for note in uncalibrated_notes(answer):
+        for note in [*uncalibrated_notes(answer), *answer["warnings"]]:  # as `new` prints them
             self.app.notify(note, severity="warning", timeout=10)
         self.dismiss(sc)
 

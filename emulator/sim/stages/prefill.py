@@ -94,11 +94,12 @@ class PrefillStage(Stage):
 
     def expected_wait(self) -> float:
         """Seconds a request joining now would queue: queued compute over the instances, or
-        queued KV over the link when that is slower."""
-        if not self.queue:
-            return 0.0
+        queued KV over the link when that is slower; never, with no instance accepting (a
+        site of 0 instances, or all lost: a policy must not send work there)."""
         if self.n_accepting == 0:
             return float("inf")
+        if not self.queue:
+            return 0.0
         wait = self.queued_work / self.n_accepting
         cap = self.link.capacity
         return max(wait, self.queued_kv / cap) if cap > 0 else float("inf")

@@ -108,11 +108,12 @@ class SiteStage(PrefillStage):
         super()._sent(flow)
 
     def expected_wait(self) -> float:
-        """Queued compute over the instances, or queued KV over the egress when slower."""
-        if not self.queue:
-            return 0.0
+        """Queued compute over the instances, or queued KV over the egress when slower; never,
+        with no instance accepting (as `PrefillStage.expected_wait`)."""
         if self.n_accepting == 0:
             return float("inf")
+        if not self.queue:
+            return 0.0
         cap = self.egress.now
         wait = self.queued_work / self.n_accepting
         return max(wait, self.queued_kv / cap) if cap > 0 else float("inf")
