@@ -37,9 +37,11 @@ from emulator.scenario.topology import (
     declares_topology,
     parse_topology,
     read_instances,
+    read_transport,
     replay_problem,
 )
 from emulator.scenario.topology import profile_ref as named_profile
+from emulator.topology.transport import goodput
 from emulator.units import (
     parse_bytes,
     parse_duration,
@@ -134,13 +136,18 @@ def from_dict(data: dict, path: str | Path | None = None, *, topology: bool = Fa
     bandwidth = _knob(dep, "bandwidth")
     top |= read_fields(Scenario, dep, "deployment")  # rdma_bandwidth
     n_p, n_d, t = _knob(dep, "n_p"), _knob(dep, "n_d"), _knob(dep, "t")
-    dep.finish()
 
     dec = root.section("decode", required=True)
     decode = parse_decode(dec)
     work = root.section("workload", required=True)
     lengths = parse_lengths(work.section("lengths", required=True), base_dir)
     sim = parse_sim_config(root, work, dec, base_dir, lengths)
+    # the pair's link: its round trip is [emulator] link_latency; its bandwidth, the goodput
+    transport = read_transport(dep, bandwidth, sim.link_latency, "[emulator] link_latency")
+    line = bandwidth if transport is not None else None
+    if transport is not None:
+        bandwidth = goodput(bandwidth, sim.link_latency, transport).bytes_per_s
+    dep.finish()
     _check_targets(root, sim.incidents, ("prfaas",), ("pd",), ("prfaas->pd",), pair=True)
     for i, inc in enumerate(sim.incidents):  # a drill must not claim more than there are
         if msg := count_problem(inc, n_prfaas, pool):
@@ -176,7 +183,8 @@ def from_dict(data: dict, path: str | Path | None = None, *, topology: bool = Fa
                     price_prfaas=price_pf, price_local=price_local)
     root.finish()
     sc = Scenario(name=name, path=str(path) if path else None, system=system, t=t, n_p=n_p,
-                  n_d=n_d, profiles=profiles, sim=sim, source=data, **top)
+                  n_d=n_d, profiles=profiles, sim=sim, source=data,
+                  transport=transport, line_bandwidth=line, **top)
     check_knobs(sc)
     return sc
 

@@ -14,6 +14,7 @@ from emulator.scenario.knobs import KNOBS, Controls, KnobError
 from emulator.scenario.reader import PresetError, one_of, positive, setting
 from emulator.scenario.sim import SimConfig
 from emulator.topology.spec import Topology
+from emulator.topology.transport import Transport
 from emulator.units import GBPS, parse_bandwidth
 
 
@@ -37,13 +38,18 @@ class Scenario:
     source: dict = field(default_factory=dict, repr=False)  # the TOML as read, for save-as
     # what a [[site]]/[[region]]/[[link]] preset declares; None: the single pair (see topology)
     declared_topology: Topology | None = field(default=None, repr=False)
+    # the pair's TCP ([deployment] loss, connections, mss, window): `system.bandwidth` is then
+    # its goodput over `line_bandwidth`, the lease's line rate; None: the bandwidth is the line
+    transport: Transport | None = field(default=None, repr=False)
+    line_bandwidth: float | None = field(default=None, repr=False)
 
     @property
     def topology(self) -> Topology:
         """The declared topology, or the single pair at the current knobs as the 1x1 one."""
         if self.declared_topology is not None:
             return self.declared_topology
-        return Topology.pair(self.system, self.t, self.n_p, self.n_d, self.sim.link_latency)
+        return Topology.pair(self.system, self.t, self.n_p, self.n_d, self.sim.link_latency,
+                             self.transport, self.line_bandwidth)
 
     @property
     def knobs(self) -> Knobs:
@@ -62,9 +68,12 @@ class Scenario:
         return self.with_controls(c)
 
     def with_controls(self, c: Controls) -> Scenario:
-        """A copy deployed at `c` (its rate and paradigm are the caller's to use)."""
+        """A copy deployed at `c` (its rate and paradigm are the caller's to use). The bandwidth
+        knob is the link's effective rate: moving it leaves the preset's transport behind."""
         system = replace(self.system, n_prfaas=c.n_prfaas, bandwidth=c.bandwidth)
-        return replace(self, system=system, t=c.t, n_p=c.n_p, n_d=c.n_d)
+        wire = ({} if c.bandwidth == self.system.bandwidth
+                else {"transport": None, "line_bandwidth": None})
+        return replace(self, system=system, t=c.t, n_p=c.n_p, n_d=c.n_d, **wire)
 
 
 def check_knobs(sc: Scenario) -> None:

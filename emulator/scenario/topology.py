@@ -43,11 +43,13 @@ from emulator.topology.spec import (
     Site,
     Topology,
 )
+from emulator.topology.transport import DEFAULT_MSS, Transport, goodput, transport_problem
 from emulator.trace_formats import read_workload
 from emulator.traces import TraceError
-from emulator.units import parse_bandwidth, parse_duration
+from emulator.units import parse_bandwidth, parse_bytes, parse_duration, to_gbps
 
 TABLES = ("site", "region", "link")
+TRANSPORT_KEYS = ("loss", "connections", "mss", "window")
 
 
 def declares_topology(data: dict) -> bool:
@@ -186,9 +188,34 @@ def _link(r: Reader) -> Link:
     long_share = r.get("long_share", float, None, check=between(0.0, 1.0))
     price = r.get("price_per_tb", float, None, check=a_price_or_free)
     fluctuation = r.get("fluctuation", float, 0.0, check=between(0.0, 0.99))
+    transport = read_transport(r, bandwidth, rtt, "rtt")
     r.finish()
-    return Link(site, region, bandwidth, rtt, -1.0 if long_share is None else long_share,
-                price, fluctuation)
+    return Link.over(site, region, bandwidth, rtt, transport,
+                     long_share=-1.0 if long_share is None else long_share,
+                     price_per_tb=price, fluctuation=fluctuation)
+
+
+def read_transport(r: Reader, line: float, rtt: float, rtt_key: str) -> Transport | None:
+    """A link's TCP keys (`loss`, `connections`, `mss`, `window`) beside its line rate and
+    round trip (`rtt_key` names it in the loss-without-rtt error); None when none is given.
+    Its goodput must stay within the bandwidth knob's range, as a declared bandwidth does."""
+    if not any(r.has(k) for k in TRANSPORT_KEYS):
+        return None
+    t = Transport(loss=r.get("loss", float, 0.0),
+                  connections=r.get("connections", int, None),
+                  mss=r.get("mss", parse_bytes, float(DEFAULT_MSS)),
+                  window=r.get("window", parse_bytes, None))
+    if (problem := transport_problem(t, rtt)) is not None:
+        key, why = problem
+        if key == "loss" and t.loss > 0 and 0 <= t.loss < 1:
+            why = f"{why}: give {rtt_key} too"
+        raise r.error(key, why)
+    g = goodput(line, rtt, t)
+    if (why := KNOBS["bandwidth"].problem(g.bytes_per_s)) is not None:
+        raise r.error("connections" if g.cap != "line" else "loss",
+                      f"the link's goodput of {to_gbps(g.bytes_per_s):.3g} Gbps ({g.cap}-capped) "
+                      f"{why}")
+    return t
 
 
 def _with_long_shares(links: list[Link], readers: list[Reader]) -> list[Link]:

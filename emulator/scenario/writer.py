@@ -16,6 +16,7 @@ from emulator.paradigm import Paradigm
 from emulator.scenario.presets import load
 from emulator.scenario.reader import PresetError
 from emulator.scenario.scenario import Scenario
+from emulator.scenario.topology import TRANSPORT_KEYS
 from emulator.units import parse_bandwidth, to_gbps
 
 
@@ -50,7 +51,13 @@ def preset_source(sc: Scenario, dest: Path, *, rate: float | None = None) -> dic
         dep["prfaas_gpus"] = sc.system.n_prfaas * sc.system.parallelism
     else:
         dep["n_prfaas"] = sc.system.n_prfaas
-    dep["bandwidth"] = _bandwidth(sc.system.bandwidth)
+    # with a transport the knob is its goodput: write the line rate it came from; a knob that
+    # moved left the transport behind, so its keys go too
+    dep["bandwidth"] = _bandwidth(sc.system.bandwidth if sc.line_bandwidth is None
+                                  else sc.line_bandwidth)
+    if sc.transport is None:
+        for key in TRANSPORT_KEYS:
+            dep.pop(key, None)
     if rate is not None:
         data.setdefault("workload", {})["rate"] = float(rate)  # a rate overrides `load`
     for prof in data.get("profiles", {}).values():

@@ -4,12 +4,14 @@ with the gap and why, the preset's own policy, and per-region TTFT (the JSON obj
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from emulator.topology.bins import MAX_BINS
 from emulator.topology.bound import Bound, routing_bound
 from emulator.topology.policy import PolicyPoint, evaluate_policy, preset_settings, search_policy
-from emulator.topology.spec import Topology
+from emulator.topology.spec import Link, Topology
 from emulator.topology.ttft import region_latency
 from emulator.units import to_gbps
 
@@ -49,6 +51,24 @@ def gap_reasons(topo: Topology, bound: Bound, policy: PolicyPoint) -> list[str]:
     return out
 
 
+def link_dict(k: Link, bound: Bound) -> dict:
+    """A link as `solve --json` shows it: its line rate, what its TCP carries (the goodput the
+    bound uses) and what caps it; where its connections cap it, what one more is worth (the
+    link row's price x one connection's rate, req/s)."""
+    g = k.goodput
+    out = {"bandwidth_gbps": to_gbps(k.bandwidth if k.line is None else k.line), "rtt_s": k.rtt,
+           "long_share": k.long_share, "goodput_gbps": to_gbps(g.bytes_per_s),
+           "per_connection_gbps": to_gbps(g.per_connection) if math.isfinite(g.per_connection)
+           else None, "cap": g.cap}
+    if k.transport is not None:
+        out |= {"loss": k.transport.loss, "connections": k.transport.n, "mss": k.transport.mss,
+                "window": k.transport.window}
+    if g.cap != "line":
+        price = bound.shadow_prices.get(f"link:{k.name}", 0.0)
+        out["connection_price"] = round(price * to_gbps(g.per_connection), 9)
+    return out
+
+
 def topology_answer(topo: Topology, *, rate: float | None = None, load: float = 0.9,
                     rdma_latency: float = 0.0, target: float | None = None, q: float = 0.9,
                     max_bins: int = MAX_BINS) -> dict:
@@ -74,8 +94,7 @@ def topology_answer(topo: Topology, *, rate: float | None = None, load: float = 
         "regions": {r.name: {"share": r.share, "pool": r.pool, "gpus": r.gpus,
                              "threshold": r.threshold, "n_p": r.n_p, "n_d": r.n_d}
                     for r in topo.regions},
-        "links": {k.name: {"bandwidth_gbps": to_gbps(k.bandwidth), "rtt_s": k.rtt,
-                           "long_share": k.long_share} for k in topo.links},
+        "links": {k.name: link_dict(k, bound) for k in topo.links},
         "gpus": topo.gpus,
         "routing_policy": topo.routing,
         "bound": bound.to_dict(),

@@ -8,8 +8,9 @@ API (what the model, the simulator and the UI read; nothing here parses TOML):
   rdma_bandwidth=800 Gbps, price=None)``: a PD cluster with its own users; ``share`` is its part
   of the total offered rate (the shares sum to 1); ``lengths``/``decode`` are its own (the
   preset's top-level tables unless ``[region.workload]``/``[region.decode]`` override them).
-- ``Link(site, region, bandwidth, rtt=0, long_share=1, price_per_tb=None, fluctuation=0)``:
-  ``bandwidth`` bytes/s, ``rtt`` seconds (the delay a remote request adds to its TTFT: its trip
+- ``Link(site, region, bandwidth, rtt=0, long_share=1, price_per_tb=None, fluctuation=0,
+  transport=None, line=None)``: ``bandwidth`` bytes/s (with a transport: its TCP goodput, built
+  by ``Link.over(site, region, line, rtt, transport)``; ``Link.goodput`` says what caps it), ``rtt`` seconds (the delay a remote request adds to its TTFT: its trip
   to the site and its KV's trip back), ``long_share`` the part of the region's long requests
   (above its threshold) the threshold policy sends over this link (a region's shares sum to 1),
   ``fluctuation`` the fraction of capacity another tenant may take. ``Link.name`` is
@@ -23,7 +24,7 @@ API (what the model, the simulator and the UI read; nothing here parses TOML):
   [[site]]/[[region]]/[[link]] preset (``Scenario.declared_topology``), else the single pair at the
   scenario's current knobs. ``presets.load(name, topology=True)`` loads topology presets; without
   ``topology=True`` they are refused in one line (callers that run single pairs only).
-- ``Topology.pair(system, t, n_p, n_d, rtt=0)``: the 1x1 topology of a single-pair model
+- ``Topology.pair(system, t, n_p, n_d, rtt=0, transport=None, line=None)``: the 1x1 topology of a single-pair model
   ``System`` (site ``prfaas``, region ``pd``, link ``prfaas->pd``); ``pair_system(region, site)``
   is the inverse view, one region with one of its sites as a ``System`` for the single-pair model.
 
@@ -41,6 +42,7 @@ from functools import cached_property
 from emulator.distributions import LengthDistribution
 from emulator.model import Cluster, DecodeSpec, System
 from emulator.profiles import Profile
+from emulator.topology.transport import Goodput, Transport, goodput
 from emulator.units import GBPS, format_tokens
 
 ROUTINGS = ("threshold", "lp", "best-bandwidth", "best-cache")  # the site choice (emulator)
@@ -105,10 +107,31 @@ class Link:
     long_share: float = 1.0  # of the region's requests above its threshold
     price_per_tb: float | None = None  # per 10^12 bytes carried
     fluctuation: float = 0.0  # fraction of the capacity another tenant may take
+    # its TCP (emulator.topology.transport); with one, `bandwidth` is the goodput and `line`
+    # the lease's line rate it was computed from
+    transport: Transport | None = None
+    line: float | None = None
 
     @property
     def name(self) -> str:
         return f"{self.site}->{self.region}"
+
+    @property
+    def goodput(self) -> Goodput:
+        """What the link carries and what caps it (its bandwidth: the goodput already)."""
+        if self.transport is None or self.line is None:
+            return goodput(self.bandwidth, self.rtt, None)
+        return goodput(self.line, self.rtt, self.transport)
+
+    @classmethod
+    def over(cls, site: str, region: str, line: float, rtt: float = 0.0,
+             transport: Transport | None = None, **rest) -> Link:
+        """A link of line rate `line` whose bandwidth is its goodput under `transport` (the
+        line rate itself, the very same float, when the transport limits nothing)."""
+        if transport is None:
+            return cls(site, region, line, rtt, **rest)
+        return cls(site, region, goodput(line, rtt, transport).bytes_per_s, rtt, **rest,
+                   transport=transport, line=line)
 
 
 @dataclass(frozen=True)
@@ -240,14 +263,19 @@ class Topology:
 
     # -- the single pair ---------------------------------------------------------------------
     @classmethod
-    def pair(cls, system: System, t: float, n_p: int, n_d: int, rtt: float = 0.0) -> Topology:
-        """The 1x1 topology of a single-pair deployment (its link carries every long request)."""
+    def pair(cls, system: System, t: float, n_p: int, n_d: int, rtt: float = 0.0,
+             transport: Transport | None = None, line: float | None = None) -> Topology:
+        """The 1x1 topology of a single-pair deployment (its link carries every long request);
+        with a `transport`, `system.bandwidth` is its goodput over the `line` rate."""
         site = Site(PAIR_SITE, system.prfaas, system.n_prfaas,
                     parallelism=system.parallelism, price=system.price_prfaas)
         region = Region(PAIR_REGION, system.local, system.local_pool, n_p, n_d, t, 1.0,
                         system.lengths, system.decode, parallelism=system.parallelism,
                         price=system.price_local)
-        return cls((site,), (region,), (Link(site.name, region.name, system.bandwidth, rtt),))
+        link = (Link(site.name, region.name, system.bandwidth, rtt) if transport is None
+                else Link(site.name, region.name, system.bandwidth, rtt, transport=transport,
+                          line=line))
+        return cls((site,), (region,), (link,))
 
     def pair_system(self, region: str, site: str | None = None) -> System:
         """One region with one of its linked sites (default: its first link's) as a single-pair
