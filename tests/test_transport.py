@@ -167,3 +167,21 @@ def _refused(tmp_path, capsys, text: str, key: str, phrase: str) -> None:
     assert main(["solve", "--preset", str(path)]) == 2
     out = capsys.readouterr().err
     assert out.count("\n") == 1 and key in out and "Traceback" not in out
+
+
+@pytest.mark.parametrize("rtt,loss,need", [(0.001, 1e-5, 3), (0.010, 1e-4, 84),
+                                           (0.050, 1e-4, 418)])
+def test_worked_example_connections_keep_the_case_study_compute_bound(rtt, loss, need):
+    """docs/transport.md's table: `need` connections are the fewest that keep PrfaaS
+    compute-bound in paper-case-study."""
+    from dataclasses import replace
+
+    from emulator.model import evaluate
+    sc = presets.load("paper-case-study")
+
+    def term(n: int) -> str:
+        bw = goodput(sc.system.bandwidth, rtt, Transport(loss=loss, connections=n)).bytes_per_s
+        return evaluate(replace(sc.system, bandwidth=bw), replace(sc.knobs, bandwidth=bw),
+                        sc.mode).prfaas_term
+
+    assert (term(need), term(need - 1)) == ("compute", "bandwidth")
