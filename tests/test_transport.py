@@ -185,3 +185,14 @@ def test_worked_example_connections_keep_the_case_study_compute_bound(rtt, loss,
                         sc.mode).prfaas_term
 
     assert (term(need), term(need - 1)) == ("compute", "bandwidth")
+
+
+def test_emulator_links_run_at_the_goodput(tmp_path):
+    from emulator.sim.engine import Emulation
+    pair = _load(tmp_path, _toy("loss = 1e-4\nconnections = 4"))
+    with Emulation(pair, rate=0.01, duration=1) as emu:
+        assert emu.links["prfaas->pd"].bandwidth == pytest.approx(4 * MATHIS_30MS)
+    topo = _load(tmp_path, _two("loss = 1e-4\nconnections = 16"))
+    with Emulation(topo, rate=0.1, duration=1) as emu:
+        assert emu.links["hub->west"].bandwidth == pytest.approx(16 * MATHIS_30MS)
+        assert emu.links["hub->east"].bandwidth == 100 * GBPS
