@@ -14,6 +14,7 @@ import tomlkit
 
 from emulator.cards import CardError
 from emulator.cards.decode import bs_max as decode_bs_max
+from emulator.cards.decode import tpot_problem
 from emulator.cards.gpu import load_gpu
 from emulator.cards.memory import check_memory
 from emulator.cards.model_card import load_card
@@ -108,7 +109,7 @@ def build_preset(spec: NewSpec, out: Path) -> tomlkit.TOMLDocument:
     if spec.bs_max is not None and spec.bs_max <= 0:
         raise UsageError(f"--bs-max: must be > 0 (got {spec.bs_max})")
     tpot = parse_flag("--tpot", parse_duration, spec.tpot,
-                      lambda x: None if 0 < x <= 60 else "must be > 0 s and at most 60 s")
+                      tpot_problem)
     out_dir = out.parent
     name = spec.name or f"{model.name}-{pf_gpu.name}-{lc_gpu.name}"
 

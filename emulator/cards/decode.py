@@ -40,6 +40,11 @@ DEFAULT_TPOT_S = 0.025  # the paper's 40 tokens/s per request
 MAX_BATCH = 1_000_000  # the [decode] bs_max ceiling
 
 
+def tpot_problem(seconds: float) -> str | None:
+    """What is wrong with a TPOT SLO (a flag's check), or None."""
+    return None if 0 < seconds <= 60 else "must be > 0 s and at most 60 s"
+
+
 @dataclass(frozen=True)
 class DecodeStep:
     """One decode step's terms in seconds, and the bytes read per GPU."""

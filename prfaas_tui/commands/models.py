@@ -21,7 +21,7 @@ import argparse
 from rich.table import Table
 
 from emulator.cards import CardError
-from emulator.cards.decode import MAX_BATCH, bs_max, step_time
+from emulator.cards.decode import MAX_BATCH, bs_max, step_time, tpot_problem
 from emulator.cards.gpu import GpuCard, load_gpu
 from emulator.cards.kernel import DTYPES, Setup
 from emulator.cards.memory import check_memory, memory_per_gpu
@@ -85,7 +85,7 @@ def decode_options(args: argparse.Namespace, cards: list[ModelCard]) -> dict | N
             raise UsageError(f"--contexts: {max(contexts):,} tokens is beyond {card.name}'s "
                              f"max_position_embeddings ({limit:,})")
     tpot = parse_flag("--tpot", parse_duration, args.tpot,
-                      lambda x: None if 0 < x <= 60 else "must be > 0 s and at most 60 s")
+                      tpot_problem)
     return {"batches": sorted(set(batches)), "contexts": contexts, "tpot_s": tpot}
 
 
