@@ -187,3 +187,12 @@ def test_new_refuses_an_slo_no_batch_meets(tmp_path, capsys):
     assert len(err) == 1 and err[0].startswith("prfaas-tui: --tpot:"), err
     assert main([*NEW, "--out", str(tmp_path / "k.toml"), "--tpot", "0"]) == 2
     assert "--tpot" in capsys.readouterr().err
+
+
+def test_the_shipped_list_shows_a_model_no_batch_of_one_fits(capsys):
+    assert main(["models", "--gpu", "h20", "--decode-batches", "1", "--contexts", "4K", "--json"]) == 0
+    rows = {d["name"]: d for d in json.loads(capsys.readouterr().out)}
+    (big,) = rows["qwen3.5-397b-a17b"]["bs_max"]
+    assert (big["batch"], big["binds"]) == (0, "none") and "hbm_gb" not in big["error"]
+    assert "holds no decode request" in big["error"]
+    assert rows["kimi-linear-48b-a3b"]["bs_max"][0]["batch"] > 1

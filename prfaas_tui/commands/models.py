@@ -89,14 +89,23 @@ def decode_options(args: argparse.Namespace, cards: list[ModelCard]) -> dict | N
     return {"batches": sorted(set(batches)), "contexts": contexts, "tpot_s": tpot}
 
 
-def decode_rows(card: ModelCard, gpu: GpuCard, setup: Setup, dec: dict) -> dict:
-    """The decode step at every batch x context, and BS_max at each context."""
+def decode_rows(card: ModelCard, gpu: GpuCard, setup: Setup, dec: dict, strict: bool = True) -> dict:
+    """The decode step at every batch x context, and BS_max at each context; a context where no
+    batch of 1 runs raises the one-line CardError (`strict`) or is a row with batch 0, binds
+    "none" and its `error` (the shipped list)."""
     keys = ("batch", "context", "step_s", "weights_s", "kv_s", "compute_s", "comm_s", "overhead_s")
     steps = [step_time(card, gpu, setup, b, n).to_dict() for n in dec["contexts"] for b in dec["batches"]]
-    limits = [bs_max(card, gpu, setup, n, dec["tpot_s"]) for n in dec["contexts"]]
+    limits = []
+    for n in dec["contexts"]:
+        try:
+            lim = bs_max(card, gpu, setup, n, dec["tpot_s"])
+            limits.append({"context": n, "batch": lim.batch, "binds": lim.binds, "step_s": lim.step.step_s})
+        except CardError as exc:
+            if strict:
+                raise
+            limits.append({"context": n, "batch": 0, "binds": "none", "step_s": None, "error": exc.message})
     return {"decode": [{k: s[k] for k in keys} for s in steps], "tpot_s": dec["tpot_s"],
-            "bs_max": [{"context": n, "batch": lim.batch, "binds": lim.binds,
-                        "step_s": lim.step.step_s} for n, lim in zip(dec["contexts"], limits, strict=True)]}
+            "bs_max": limits}
 
 
 def add_setup_flags(p: argparse.ArgumentParser, parallelism_flag: str | None) -> None:
@@ -165,7 +174,7 @@ def describe(card: ModelCard, gpu: GpuCard | None = None, gpus: int = PARALLELIS
                      "t_prefill_s": float(prof.t_prefill(n)), "kv_bytes": float(prof.s_kv(n)),
                      "phi_kv_gbps": float(prof.phi_kv(n)) * 8 / 1e9} for n in lengths]
     if decode is not None:
-        d.update(decode_rows(card, gpu, setup, decode))
+        d.update(decode_rows(card, gpu, setup, decode, strict))
     return d
 
 
@@ -222,6 +231,9 @@ def main(args: argparse.Namespace) -> int:
     if dec is not None:
         for d in rows:
             console.print(decode_table(d, gpu))
+            for x in d["bs_max"]:
+                if x["batch"] == 0:
+                    console.print(f"{d['name']}: {x['error']}", style="yellow", highlight=False)
     return 0
 
 
@@ -238,7 +250,8 @@ def decode_table(row: dict, gpu: GpuCard) -> Table:
     for b in sorted({s["batch"] for s in row["decode"]}):
         t.add_row(str(b), *(f"{by[(b, n)] * 1e3:.2f}" for n in contexts))
     t.add_row(f"BS_max @ {row['tpot_s'] * 1e3:g} ms",
-              *(f"{x['batch']:,} ({x['binds']})" for x in row["bs_max"]))
+              *(f"{x['batch']:,} ({x['binds']})" if x["batch"] else "none"
+                for x in row["bs_max"]))
     t.caption = ("T_step = max(HBM reads, compute) + collectives + launches "
                  "(emulator/cards/decode.py); BS_max: TPOT SLO or KV+state in HBM")
     t.caption_justify = "left"
