@@ -12,6 +12,9 @@ from pathlib import Path
 
 import tomlkit
 
+from emulator.cards import CardError
+from emulator.cards.decode import bs_max as decode_bs_max
+from emulator.cards.decode import tpot_problem
 from emulator.cards.gpu import load_gpu
 from emulator.cards.memory import check_memory
 from emulator.cards.model_card import load_card
@@ -21,7 +24,8 @@ from emulator.files import file_stem
 from emulator.optimizer import paradigms, search
 from emulator.scenario import presets
 from emulator.scenario.knobs import KNOBS
-from emulator.scenario.reader import positive
+from emulator.scenario.lengths import parse_lengths
+from emulator.scenario.reader import Reader, positive
 from emulator.trace_formats import read_workload
 from emulator.units import parse_duration, parse_tokens, to_gbps
 from prfaas_tui.errors import UsageError, parse_flag
@@ -43,8 +47,9 @@ class NewSpec:
     trace: str | None = None
     columns: str | None = None
     incremental: bool = False
-    t_decode: str = "25 ms"
-    bs_max: int = 20
+    t_decode: str | None = None  # default: the step at BS_max, from the cards
+    bs_max: int | None = None  # default: the SLO- or memory-bound batch, from the cards
+    tpot: str = "25 ms"  # the TPOT SLO that bounds the derived batch
     l_out: float | None = None  # default 1024, or the trace's mean output
     name: str | None = None
     tp: int | None = None  # default: parallelism
@@ -99,9 +104,12 @@ def build_preset(spec: NewSpec, out: Path) -> tomlkit.TOMLDocument:
         raise UsageError(f"--homogeneous-gpus: {homo} GPUs is not a whole number of {par}-GPU instances")
     bw_knob = KNOBS["bandwidth"]  # the knob's one rule, so the preset written loads
     bw = parse_flag("--bandwidth", bw_knob.parse, spec.bandwidth, bw_knob.problem)
-    parse_flag("--t-decode", parse_duration, spec.t_decode, positive)
-    if spec.bs_max <= 0:
+    if spec.t_decode is not None:
+        parse_flag("--t-decode", parse_duration, spec.t_decode, positive)
+    if spec.bs_max is not None and spec.bs_max <= 0:
         raise UsageError(f"--bs-max: must be > 0 (got {spec.bs_max})")
+    tpot = parse_flag("--tpot", parse_duration, spec.tpot,
+                      tpot_problem)
     out_dir = out.parent
     name = spec.name or f"{model.name}-{pf_gpu.name}-{lc_gpu.name}"
 
@@ -132,11 +140,13 @@ def build_preset(spec: NewSpec, out: Path) -> tomlkit.TOMLDocument:
     longest = float(max(lengths["samples"])) if "samples" in lengths else \
         float(lengths.get("hi", 131072)) if "trace" not in lengths else float(wl.lengths.sorted_values[-1])
     profiles = tomlkit.table(is_super_table=True)
+    setups = {}
     for key, gpu, src in (("prfaas", pf_gpu, spec.prefill_gpu), ("local", lc_gpu, spec.local_gpu)):
         _, setup, _ = card_profile(model, gpu, par, tp=spec.tp, ep=spec.ep, dtype=spec.dtype,
                                    kv_dtype=spec.kv_dtype, overhead_s=spec.overhead_s,
                                    profile_source=spec.profile_source)
         check_memory(model, gpu, setup, longest)
+        setups[key] = setup
         t = tomlkit.table()
         t.add(tomlkit.comment(f"T_prefill = prefill_overhead + kernel on {par} x {gpu.name} "
                               f"({setup.describe()}; kernel: {spec.profile_source})"))
@@ -161,10 +171,10 @@ def build_preset(spec: NewSpec, out: Path) -> tomlkit.TOMLDocument:
                 "n_p": 1, "n_d": spec.local_gpus // par - 1, "threshold": 0,
                 "bandwidth": f"{to_gbps(bw):g} Gbps", "rdma_bandwidth": "800 Gbps"})
     doc["deployment"] = dep
-    dec = tomlkit.table()
-    dec.add(tomlkit.comment("decode at the SLO: step time, batch size, mean output tokens"))
-    dec.update({"t_decode": spec.t_decode, "bs_max": spec.bs_max, "l_out": float(l_out)})
-    doc["decode"] = dec
+    mean_in = wl.lengths.mean if spec.trace else \
+        parse_lengths(Reader(lengths, out, "workload.lengths"), out_dir).mean
+    doc["decode"] = _decode_table(spec, model, lc_gpu, setups["local"], mean_in + l_out / 2,
+                                  tpot, float(l_out))
     work = tomlkit.table()
     lt = tomlkit.inline_table()
     lt.update(lengths)
@@ -190,6 +200,39 @@ def build_preset(spec: NewSpec, out: Path) -> tomlkit.TOMLDocument:
                    "local_instance_hour": round(lc_gpu.price_per_hour * par, 4)})
     doc["prices"] = prices
     return doc
+
+
+def _decode_table(spec: NewSpec, model, gpu, setup, context: float, tpot: float,
+                  l_out: float) -> tomlkit.items.Table:
+    """[decode] from the cards: BS_max at the workload's mean decode context and the TPOT SLO,
+    t_decode the step at that batch (emulator.cards.decode); --t-decode / --bs-max override."""
+    dec = tomlkit.table()
+    dec.add(tomlkit.comment("decode at the SLO: step time, batch size, mean output tokens"))
+    if spec.t_decode is None or spec.bs_max is None:
+        try:
+            lim = decode_bs_max(model, gpu, setup, context, tpot)
+        except CardError as exc:
+            flag = {"hbm_gb": "--local-gpu", "--tpot": "--tpot"}.get(exc.key, "--local-gpu")
+            raise UsageError(f"{flag}: {exc.message} (or give --t-decode and --bs-max)") from None
+        mark = " [UNCALIBRATED GPU]" if not gpu.calibrated else ""
+        dec.add(tomlkit.comment(
+            f"derived from the cards{mark}: {model.name} on {setup.gpus} x {gpu.name} "
+            f"({setup.describe().split(', overhead')[0]}) at the mean decode context "
+            f"{context:,.0f} tokens (input mean + l_out/2)"))
+        dec.add(tomlkit.comment(
+            f"BS_max {lim.batch} ({lim.binds} binds: TPOT SLO {tpot * 1e3:g} ms, KV+state fit "
+            f"{lim.memory_batch} requests); t_decode = T_step(BS_max) = "
+            f"{lim.step.step_s * 1e3:.2f} ms (weights {lim.step.weights_s * 1e3:.2f}, KV "
+            f"{lim.step.kv_s * 1e3:.2f}, compute {lim.step.compute_s * 1e3:.2f}, comm "
+            f"{lim.step.comm_s * 1e3:.2f} ms); docs/cards.md"))
+    t_decode = spec.t_decode if spec.t_decode is not None else f"{lim.step.step_s * 1e3:.4g} ms"
+    bs = spec.bs_max if spec.bs_max is not None else lim.batch
+    dec.update({"t_decode": t_decode, "bs_max": bs, "l_out": l_out})
+    if spec.t_decode is not None:
+        dec["t_decode"].comment("--t-decode")
+    if spec.bs_max is not None:
+        dec["bs_max"].comment("--bs-max")
+    return dec
 
 
 def set_optimum(doc: tomlkit.TOMLDocument, out: Path) -> dict:

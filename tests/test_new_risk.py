@@ -7,8 +7,9 @@ import pytest
 
 from prfaas_tui.cli import main
 
+# a decode of 20 at 25 ms (the cards derive ~217) makes decode the bottleneck: an N_p = 0 optimum
 KIMI = ["new", "--model", "kimi-linear-48b-a3b", "--prefill-gpu", "h200", "--local-gpu", "h20",
-        "--prfaas-gpus", "32", "--local-gpus", "64"]
+        "--prfaas-gpus", "32", "--local-gpus", "64", "--t-decode", "25 ms", "--bs-max", "20"]
 
 
 def _new(tmp_path, capsys, bandwidth: str, *extra: str) -> str:

@@ -3,13 +3,15 @@ depends on; with --gpu, the prefill profile on one instance, kernel and overhead
 
     prfaas-tui models --config F --gpu G [--parallelism P] [--lengths 8K,32K,128K]
         [--tp N] [--ep N] [--dtype bf16|fp8] [--kv-dtype bf16|fp8] [--overhead 0.39s]
-        [--profile-source builtin|aiconfigurator] --json
+        [--profile-source builtin|aiconfigurator] [--decode-batches 1,8,32,128 --contexts 4K,32K
+        [--tpot 25ms]] --json
 
 With --config, --json prints one object (`layers` by kind, `layer_groups`: kind, count,
 kv_bytes_per_token and aux_bytes_per_token per layer, window, chunk, topk, state_bytes of the
 group; `windows` and `chunks`: layers per size; `s_kv`: length, kv_bytes; `kv_bytes_per_token`,
 `state_bytes`; with --gpu `profile`: length, kernel_s, overhead_s, t_prefill_s, kv_bytes,
-phi_kv_gbps); for the shipped list, a list of them. The text output of one config adds the
+phi_kv_gbps; with --decode-batches, `decode`: batch, context, step_s, weights_s, kv_s, compute_s,
+comm_s, overhead_s, and `bs_max`: context, batch, binds); for the shipped list, a list of them. The text output of one config adds the
 table of its layer kinds and S_kv at each length."""
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ import argparse
 from rich.table import Table
 
 from emulator.cards import CardError
+from emulator.cards.decode import MAX_BATCH, bs_max, step_time, tpot_problem
 from emulator.cards.gpu import GpuCard, load_gpu
-from emulator.cards.kernel import DTYPES
+from emulator.cards.kernel import DTYPES, Setup
 from emulator.cards.memory import check_memory, memory_per_gpu
 from emulator.cards.model_card import ModelCard, load_card, read_config, shipped
 from emulator.cards.roofline import DEFAULT_OVERHEAD_S, DEFAULT_OVERHEAD_SOURCE
@@ -35,6 +38,7 @@ from prfaas_tui.console import make_console
 from prfaas_tui.errors import UsageError, parse_flag
 
 DEFAULT_LENGTHS = "1K,8K,32K,128K"
+DEFAULT_CONTEXTS = "4K,32K"
 PARALLELISM = 8
 
 
@@ -47,9 +51,61 @@ def add_parser(sub) -> argparse.ArgumentParser:
     add_setup_flags(p, parallelism_flag="--parallelism")
     p.add_argument("--lengths", default=DEFAULT_LENGTHS, metavar="TOKENS,...",
                    help=f"prompt lengths of the profile, K = 1024 (default {DEFAULT_LENGTHS})")
+    p.add_argument("--decode-batches", metavar="B,...",
+                   help="add the decode step (emulator/cards/decode.py) at these batch sizes, and "
+                        "BS_max at each of --contexts (needs --gpu)")
+    p.add_argument("--contexts", default=DEFAULT_CONTEXTS, metavar="TOKENS,...",
+                   help=f"decode contexts, K = 1024 (default {DEFAULT_CONTEXTS})")
+    p.add_argument("--tpot", default="25 ms", metavar="DURATION",
+                   help="TPOT SLO that bounds BS_max (default 25 ms, 40 tokens/s)")
     p.add_argument("--json", action="store_true",
                    help="JSON: one object with --config, else a list")
     return p
+
+
+def decode_options(args: argparse.Namespace, cards: list[ModelCard]) -> dict | None:
+    """--decode-batches, --contexts and --tpot, checked (None without --decode-batches)."""
+    if args.decode_batches is None:
+        return None
+    if not args.gpu:
+        raise UsageError("--decode-batches: needs --gpu")
+    batches = []
+    for item in str(args.decode_batches).split(","):
+        b = parse_flag("--decode-batches", whole, item.strip(), positive)
+        if b > MAX_BATCH:
+            raise UsageError(f"--decode-batches: at most {MAX_BATCH:,} (got {b:,})")
+        batches.append(b)
+    try:
+        contexts = parse_lengths(args.contexts)
+    except UsageError as exc:
+        raise UsageError(str(exc).replace("--lengths", "--contexts", 1)) from None
+    for card in cards:
+        limit = card.config.get("max_position_embeddings") if isinstance(card.config, dict) else None
+        if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 and max(contexts) > limit:
+            raise UsageError(f"--contexts: {max(contexts):,} tokens is beyond {card.name}'s "
+                             f"max_position_embeddings ({limit:,})")
+    tpot = parse_flag("--tpot", parse_duration, args.tpot,
+                      tpot_problem)
+    return {"batches": sorted(set(batches)), "contexts": contexts, "tpot_s": tpot}
+
+
+def decode_rows(card: ModelCard, gpu: GpuCard, setup: Setup, dec: dict, strict: bool = True) -> dict:
+    """The decode step at every batch x context, and BS_max at each context; a context where no
+    batch of 1 runs raises the one-line CardError (`strict`) or is a row with batch 0, binds
+    "none" and its `error` (the shipped list)."""
+    keys = ("batch", "context", "step_s", "weights_s", "kv_s", "compute_s", "comm_s", "overhead_s")
+    steps = [step_time(card, gpu, setup, b, n).to_dict() for n in dec["contexts"] for b in dec["batches"]]
+    limits = []
+    for n in dec["contexts"]:
+        try:
+            lim = bs_max(card, gpu, setup, n, dec["tpot_s"])
+            limits.append({"context": n, "batch": lim.batch, "binds": lim.binds, "step_s": lim.step.step_s})
+        except CardError as exc:
+            if strict:
+                raise
+            limits.append({"context": n, "batch": 0, "binds": "none", "step_s": None, "error": exc.message})
+    return {"decode": [{k: s[k] for k in keys} for s in steps], "tpot_s": dec["tpot_s"],
+            "bs_max": limits}
 
 
 def add_setup_flags(p: argparse.ArgumentParser, parallelism_flag: str | None) -> None:
@@ -88,7 +144,8 @@ def setup_options(args: argparse.Namespace) -> dict:
 
 
 def describe(card: ModelCard, gpu: GpuCard | None = None, gpus: int = PARALLELISM,
-             lengths: list[int] | None = None, strict: bool = True, **opts) -> dict:
+             lengths: list[int] | None = None, strict: bool = True, decode: dict | None = None,
+             **opts) -> dict:
     """The card's fields and, with a GPU, its profile; a model that does not fit its GPUs
     raises the one-line CardError (`strict`) or carries it as `memory_error` (the list)."""
     d = card.to_dict()
@@ -116,6 +173,8 @@ def describe(card: ModelCard, gpu: GpuCard | None = None, gpus: int = PARALLELIS
     d["profile"] = [{"length": n, "kernel_s": float(kernel(n)), "overhead_s": setup.overhead_s,
                      "t_prefill_s": float(prof.t_prefill(n)), "kv_bytes": float(prof.s_kv(n)),
                      "phi_kv_gbps": float(prof.phi_kv(n)) * 8 / 1e9} for n in lengths]
+    if decode is not None:
+        d.update(decode_rows(card, gpu, setup, decode, strict))
     return d
 
 
@@ -127,7 +186,8 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--parallelism: must be between 1 and 4096 (got {gpus})")
     lengths = parse_lengths(args.lengths)
     opts = setup_options(args) if gpu else {}
-    rows = [describe(c, gpu, gpus, lengths, strict=bool(args.config), **opts) for c in cards]
+    dec = decode_options(args, cards)
+    rows = [describe(c, gpu, gpus, lengths, strict=bool(args.config), decode=dec, **opts) for c in cards]
     if args.json:
         print(json_out.dumps(rows[0] if args.config else rows, indent=2))
         return 0
@@ -168,7 +228,34 @@ def main(args: argparse.Namespace) -> int:
                       highlight=False)
         for note in gpu.calibration.notes(gpu.name):
             console.print(note, style="yellow", highlight=False)
+    if dec is not None:
+        for d in rows:
+            console.print(decode_table(d, gpu))
+            for x in d["bs_max"]:
+                if x["batch"] == 0:
+                    console.print(f"{d['name']}: {x['error']}", style="yellow", highlight=False)
     return 0
+
+
+def decode_table(row: dict, gpu: GpuCard) -> Table:
+    """Step ms by batch (rows) and context (columns), and BS_max per context with its limit."""
+    contexts = [b["context"] for b in row["bs_max"]]
+    mark = f", {gpu.mark.upper()} GPU" if gpu.mark else ""
+    t = Table(title=f"{row['name']}: decode step ms on {row['parallelism']} x {gpu.name}{mark}",
+              title_justify="left")
+    t.add_column("batch", justify="right")
+    for n in contexts:
+        t.add_column(format_tokens(n), justify="right")
+    by = {(s["batch"], s["context"]): s["step_s"] for s in row["decode"]}
+    for b in sorted({s["batch"] for s in row["decode"]}):
+        t.add_row(str(b), *(f"{by[(b, n)] * 1e3:.2f}" for n in contexts))
+    t.add_row(f"BS_max @ {row['tpot_s'] * 1e3:g} ms",
+              *(f"{x['batch']:,} ({x['binds']})" if x["batch"] else "none"
+                for x in row["bs_max"]))
+    t.caption = ("T_step = max(HBM reads, compute) + collectives + launches "
+                 "(emulator/cards/decode.py); BS_max: TPOT SLO or KV+state in HBM")
+    t.caption_justify = "left"
+    return t
 
 
 def layer_table(card: ModelCard, row: dict) -> Table:

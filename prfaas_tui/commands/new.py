@@ -47,8 +47,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--lengths", metavar="lognormal:MU,SIGMA[,LO,HI]",
                    help="input-length law when there is no --trace (default lognormal:9.9,1.0,128,128K)")
     add_trace_flags(p)
-    p.add_argument("--t-decode", default="25 ms", metavar="DURATION", help="decode step time at the SLO (default 25 ms)")
-    p.add_argument("--bs-max", default="20", metavar="N", help="decode batch size at the SLO (default 20)")
+    p.add_argument("--tpot", default="25 ms", metavar="DURATION",
+                   help="TPOT SLO that bounds the derived decode batch (default 25 ms)")
+    p.add_argument("--t-decode", metavar="DURATION",
+                   help="decode step time at the SLO (default: the cards' step at BS_max)")
+    p.add_argument("--bs-max", metavar="N",
+                   help="decode batch size at the SLO (default: from the cards, the largest batch "
+                        "that meets --tpot and fits the local GPUs' memory)")
     p.add_argument("--l-out", metavar="TOKENS",
                    help="mean output tokens (default 1024, or the trace's mean output)")
     add_setup_flags(p, parallelism_flag=None)
@@ -73,7 +78,7 @@ def main(args: argparse.Namespace) -> int:
         local_gpus=parse_flag("--local-gpus", whole, args.local_gpus, positive),
         homogeneous_gpus=parse_flag("--homogeneous-gpus", whole, args.homogeneous_gpus),
         bandwidth=args.bandwidth, lengths=args.lengths, trace=args.trace, columns=args.columns,
-        incremental=args.incremental, t_decode=args.t_decode,
+        incremental=args.incremental, t_decode=args.t_decode, tpot=args.tpot,
         bs_max=parse_flag("--bs-max", whole, args.bs_max, positive),
         l_out=parse_flag("--l-out", parse_tokens, args.l_out, positive), name=args.name,
         **setup_options(args))
