@@ -75,14 +75,32 @@ def test_pareto_front_is_monotone_and_undominated(points):
                    for f in front)
 
 
-def test_a_price_missing_names_the_key():
-    topo = presets.load("two-regions", topology=True).declared_topology
+def _unpriced(tmp_path):
+    """two-regions with its instance-hour prices taken out."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "presets" / "two-regions.toml").read_text()
+    out = tmp_path / "unpriced.toml"
+    out.write_text(re.sub(r"(?m)^price = .*\n", "", text), encoding="utf-8")
+    return out
+
+
+def test_a_price_missing_names_the_key(tmp_path, capsys):
+    topo = presets.load(_unpriced(tmp_path), topology=True).declared_topology
     with pytest.raises(PlanInputError, match=r"site\[0\]\.price"):
         Prices.of(topo)
+    assert main(["plan", "--preset", str(_unpriced(tmp_path)), "--site", "hub=8"]) == 2
+    assert "site[0].price" in capsys.readouterr().err
+
+
+def test_every_shipped_topology_is_priced_for_a_plan():
+    for name in ("two-regions", "global", "toy-two-regions"):
+        topo = presets.load(name, topology=True).declared_topology
+        assert Prices.of(topo).cost_per_hour(topo) > 0
 
 
 @pytest.mark.parametrize("argv, words", [
-    (["--site", "hub=8"], "site[0].price"),
     (["--site", "nowhere=3", "--price", "hub=2"], "--site: no site named 'nowhere'"),
     (["--link", "hub->west=-5"], "--link: hub->west: must be >= 1 Mbps"),
     (["--routing", "magic"], "--routing: 'magic'"),

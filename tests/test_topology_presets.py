@@ -41,8 +41,8 @@ def test_two_regions_read_into_the_spec(tmp_path):
 
 
 def test_region_overrides_and_defaults(tmp_path):
-    text = _edit('threshold = "8K"\nshare = 0.5\n\n[[region]]\nname = "west"',
-                 'threshold = "8K"\nshare = 0.5\n[region.decode]\nbs_max = 20\n'
+    text = _edit('threshold = "8K"\nshare = 0.5\nprice = 1.0\n\n[[region]]\nname = "west"',
+                 'threshold = "8K"\nshare = 0.5\nprice = 1.0\n[region.decode]\nbs_max = 20\n'
                  '[region.workload]\nlengths = { kind = "discrete", values = ["1K", "16K"], '
                  'probs = [0.5, 0.5] }\n\n[[region]]\nname = "west"')
     topo = _load(tmp_path, "routing = \"lp\"\n" + text).topology
@@ -81,7 +81,9 @@ def test_every_command_takes_a_topology_and_plan_names_a_missing_price(capsys, t
     assert main(["snapshot", "--preset", str(TWO_PATH), "--at", "10", "--out", str(out)]) == 0
     assert "<svg" in out.read_text()
     capsys.readouterr()
-    assert main(["plan", "--preset", str(TWO_PATH)]) == 2
+    unpriced = tmp_path / "unpriced.toml"
+    unpriced.write_text(re.sub(r"(?m)^price = .*\n", "", TWO), encoding="utf-8")
+    assert main(["plan", "--preset", str(unpriced)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "site[0].price" in err and "Traceback" not in err
 
