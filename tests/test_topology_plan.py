@@ -102,6 +102,8 @@ def test_every_shipped_topology_is_priced_for_a_plan():
 
 @pytest.mark.parametrize("argv, words", [
     (["--site", "nowhere=3", "--price", "hub=2"], "--site: no site named 'nowhere'"),
+    (["--price", "hub=1,2"], "--price: hub: must be a number, got '1,2'"),
+    (["--price-per-tb", "hub->west=nan"], "--price-per-tb: hub->west: must be finite"),
     (["--link", "hub->west=-5"], "--link: hub->west: must be >= 1 Mbps"),
     (["--routing", "magic"], "--routing: 'magic'"),
     (["--n-prfaas", "2:4"], "--n-prfaas: a single-pair flag"),

@@ -35,8 +35,8 @@ from emulator.planner.space import AUTO_T, Candidate, Space, TopologySpace
 from emulator.planner.store import OtherPlan, check_writable
 from emulator.planner.sweep import Plan, run_plan
 from emulator.scenario import presets
-from emulator.scenario.knobs import KNOBS, KnobError, best_cache_problem, whole
-from emulator.scenario.reader import positive
+from emulator.scenario.knobs import KNOBS, KnobError, best_cache_problem, number, whole
+from emulator.scenario.reader import a_price, a_price_or_free, positive
 from emulator.topology.spec import ROUTINGS
 from emulator.units import parse_bandwidth, parse_duration, parse_tokens
 from prfaas_tui import json_out
@@ -258,18 +258,6 @@ def _pairs(flag: str, items: list[str] | None) -> dict[str, str]:
     return out
 
 
-def _floats(flag: str, text: str, *, positive_only: bool = True) -> tuple[float, ...]:
-    try:
-        vals = tuple(float(x) for x in text.split(","))
-    except ValueError:
-        raise UsageError(f"{flag}: expected numbers like 20,40, got {text!r}") from None
-    if any(not (v > 0 if positive_only else v >= 0) or v != v or v == float("inf")
-           for v in vals):
-        raise UsageError(f"{flag}: every value must be a finite number "
-                         f"{'> 0' if positive_only else '>= 0'}, got {text!r}")
-    return vals
-
-
 def build_topology_plan(args: argparse.Namespace, sc) -> Plan:
     """A topology's space (--site, --link, --routing), its prices and the shared settings,
     bounded before any candidate is built."""
@@ -302,8 +290,9 @@ def build_topology_plan(args: argparse.Namespace, sc) -> Plan:
             raise UsageError(f"--routing: {r!r} is not one of {', '.join(ROUTINGS)}")
         if r == "best-cache" and (why := best_cache_problem(sc.sim)) is not None:
             raise UsageError(f"--routing: {why}")
-    prices_kw = {n: _floats(f"--price: {n}", v)[0] for n, v in _pairs("--price", args.price).items()}
-    per_tb = {n: _floats(f"--price-per-tb: {n}", v, positive_only=False)[0]
+    prices_kw = {n: parse_flag(f"--price: {n}", number, v, a_price)
+                 for n, v in _pairs("--price", args.price).items()}
+    per_tb = {n: parse_flag(f"--price-per-tb: {n}", number, v, a_price_or_free)
               for n, v in _pairs("--price-per-tb", args.price_per_tb).items()}
     try:
         prices = Prices.of(topo, prices_kw, per_tb)
