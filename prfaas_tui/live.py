@@ -179,9 +179,7 @@ def check_element(emu: Emulation, change: ElementChange) -> None:
     from emulator.scenario.knobs import best_cache_problem
     from emulator.scenario.knobs import check_element as check
 
-    knobs = {k: v for k, v in (("t", change.t), ("n_p", change.n_p), ("n_d", change.n_d),
-                               ("routing", change.routing), ("instances", change.instances),
-                               ("bandwidth", change.bandwidth)) if v is not None}
+    knobs = {k: v for k, v in change.knobs().items() if k != "shares"}  # shares: as applied
     check(running_spec(emu), change.kind, change.name, has_bound=emu.bound is not None,
           cache_problem=best_cache_problem(emu.scenario.sim), **knobs)
 

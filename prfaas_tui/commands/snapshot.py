@@ -22,7 +22,7 @@ import re
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from emulator.budget import BudgetError
 from emulator.files import FileRefused, cap_help, read_text
@@ -39,6 +39,9 @@ from prfaas_tui.commands.common import (
     check_scenario_instances,
 )
 from prfaas_tui.errors import UsageError, parse_flag
+
+if TYPE_CHECKING:
+    from prfaas_tui.live import Emulator
 
 CHAR_WIDTH = 12.2  # Rich's SVG export: 0.61 x its 20 px font
 _ID = re.compile(r"terminal-\d+")
@@ -218,7 +221,7 @@ async def capture(preset: str | None, at: float, size: tuple[int, int], *, drill
         return Capture(svg, data, _warnings(session.driver))
 
 
-def _warnings(driver: Any) -> tuple[str, ...]:
+def _warnings(driver: Emulator | None) -> tuple[str, ...]:
     return () if driver is None else tuple(driver.warnings())
 
 

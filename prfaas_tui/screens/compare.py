@@ -26,7 +26,7 @@ from emulator.paradigm import Paradigm
 from emulator.units import format_duration
 from prfaas_tui.live import HISTORY, Driver, Tick, attach_recorder
 from prfaas_tui.messages import CompareProgress
-from prfaas_tui.modelview import ModelView, Refused, Settings, paradigm_point
+from prfaas_tui.modelview import ModelView, Refused, Settings
 from prfaas_tui.pictures import binding_stage
 from prfaas_tui.timeaxis import DEFAULT_SPAN, TimeWindow, clip, covering_window, frame
 from prfaas_tui.widgets.model_panel import STAGE_LABELS, num
@@ -117,11 +117,6 @@ class ServedChart(Chart):
             self.line(plt, x, y, col, v.label)
 
 
-def driving_point(v: Variant) -> Any:
-    """A variant's model in the preset's mode (the model panel's and `solve`'s default)."""
-    return paradigm_point(v.settings)
-
-
 def compare_table(variants: tuple[Variant, ...]) -> Table:
     table = Table(box=None, padding=(0, 2, 0, 0), header_style="bold")
     table.add_column("")
@@ -143,8 +138,8 @@ def compare_table(variants: tuple[Variant, ...]) -> Table:
         row("N_prfaas / N_p / N_d", knobs)
         # in the preset's mode, as the model panel and `solve` show it by default
         mode = variants[0].settings.scenario.mode if variants else "exact"
-        row(f"model Λmax req/s ({mode})", lambda v: f"{driving_point(v).lambda_max:.2f}")
-        row("model binds", lambda v: STAGE_LABELS[binding_stage(driving_point(v))])
+        row(f"model Λmax req/s ({mode})", lambda v: f"{v.view.point.lambda_max:.2f}")
+        row("model binds", lambda v: STAGE_LABELS[binding_stage(v.view.point)])
         row("offered req/s", lambda v: f"{v.settings.rate:.2f}")
     else:  # a topology (the columns are its routing policies): its regions' preset rates
         row("offered req/s", snap(lambda s: f"{s.offered_rate:.2f}"))

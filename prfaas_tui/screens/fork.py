@@ -30,7 +30,7 @@ from emulator.model import STAGES
 from emulator.paradigm import Paradigm
 from emulator.units import format_duration, format_tokens, to_gbps
 from prfaas_tui.fork import Fork
-from prfaas_tui.live import Tick
+from prfaas_tui.live import LIVE_KEY, POLICIES_KEY, Tick
 from prfaas_tui.messages import EmulatorFailed, TickReady
 from prfaas_tui.modelview import Refused, step_speed
 from prfaas_tui.screens.element_knobs import edit_element
@@ -191,10 +191,10 @@ def topology_table(run: Session, fork: Session, ready: bool, selected: Element |
     for r in topo.regions:
         n = r.name
         row(f"{n} t", lambda o, s, n=n: format_tokens(
-            next(x[1] for x in o["live_state"].regions if x[0] == n)), ("region", n))
+            next(x[1] for x in o[LIVE_KEY].regions if x[0] == n)), ("region", n))
         row(f"{n} N_p/N_d", lambda o, s, n=n: f"{o['regions'][n]['n_p']}/"
                                               f"{o['regions'][n]['n_d']}")
-        row(f"{n} routing", lambda o, s, n=n: str(o["policies"][n]))
+        row(f"{n} routing", lambda o, s, n=n: str(o[POLICIES_KEY][n]))
     for site in topo.sites:
         row(f"{site.name} instances", lambda o, s, n=site.name: str(o["sites"][n]["instances"]),
             ("site", site.name))
