@@ -123,8 +123,8 @@ def test_a_drill_that_needs_a_link_the_preset_lacks_is_one_line_and_exit_2(capsy
                                      "(hub->east, hub->west)"),
     ("prfaas-loss", "two-regions", "a single pair's prfaas stage, which two-regions"),
     ("long-surge", "two-regions", "re-weights a single pair's length mix"),
-    ("site-loss", "toy-two-regions", "loses 4 instances of site hub, and site hub of "
-                                     "toy-two-regions has 2"),
+    ("site-loss", "toy-two-regions", "the drill's site 'hub' loses 4 instances but has 2 in "
+                                     "toy-two-regions"),
 ])
 def test_what_the_preset_lacks_is_named(drill, preset, says, capsys):
     err = _error(capsys, ["drill", drill, "--preset", preset])

@@ -64,11 +64,6 @@ class DecodeStep:
     def step_s(self) -> float:
         return max(self.weights_s + self.kv_s, self.compute_s) + self.comm_s + self.overhead_s
 
-    @property
-    def binds(self) -> str:
-        """'memory' when the HBM reads bound the step, else 'compute'."""
-        return "memory" if self.weights_s + self.kv_s >= self.compute_s else "compute"
-
     def to_dict(self) -> dict:
         return {**asdict(self), "step_s": self.step_s}
 
@@ -132,14 +127,13 @@ def memory_batch(card: ModelCard, gpu: GpuCard, setup: Setup, context: float) ->
 
 
 def bs_max(card: ModelCard, gpu: GpuCard, setup: Setup, context: float,
-           tpot_slo: float = DEFAULT_TPOT_S, memory: bool = True,
-           slo_flag: str = "--tpot") -> BatchLimit:
-    """The largest B whose step meets `tpot_slo` and (with `memory`) whose KV and state fit the
+           tpot_slo: float = DEFAULT_TPOT_S) -> BatchLimit:
+    """The largest B whose step meets `tpot_slo` and whose KV and state fit the
     instance's HBM; bisection on B (T_step is monotone in B). A batch of 1 that does not fit or
     misses the SLO raises CardError naming the flag or key."""
     if not (tpot_slo > 0 and math.isfinite(tpot_slo)):
-        raise CardError(card.path or card.name, slo_flag, f"must be > 0 s, got {tpot_slo!r}")
-    cap = memory_batch(card, gpu, setup, context) if memory else MAX_BATCH
+        raise CardError(card.path or card.name, "--tpot", f"must be > 0 s, got {tpot_slo!r}")
+    cap = memory_batch(card, gpu, setup, context)
     if cap < 1:
         fit = memory_per_gpu(card, gpu, setup, context)
         raise CardError(gpu.path or gpu.name, "hbm_gb", (
@@ -148,7 +142,7 @@ def bs_max(card: ModelCard, gpu: GpuCard, setup: Setup, context: float,
             f"{fit.weights / 1e9:.1f} GB, KV {fit.kv / 1e9:.2f} GB per request)"))
     one = step_time(card, gpu, setup, 1, context)
     if one.step_s > tpot_slo:
-        raise CardError(card.path or card.name, slo_flag, (
+        raise CardError(card.path or card.name, "--tpot", (
             f"{tpot_slo * 1e3:g} ms is below one decode step of {card.name} on {setup.gpus} x "
             f"{gpu.name} at batch 1 and {context:,.0f} tokens ({one.step_s * 1e3:.2f} ms)"))
     lo, hi = 1, cap  # step(lo) meets the SLO; find the largest such B <= cap

@@ -38,7 +38,7 @@ import numpy as np
 from emulator.cards import CardError
 from emulator.cards.gpu import GpuCard
 from emulator.cards.layers import STATE
-from emulator.cards.model_card import KV_DTYPES, ModelCard
+from emulator.cards.model_card import KV_DTYPES, MXFP4_BYTES, NVFP4_BYTES, ModelCard
 
 # int4: 4-bit routed experts dequantized into bf16 GEMMs (W4A16); mxfp4: gpt-oss's MXFP4 experts
 # (the rest bf16); nvfp4: every GEMM's weights in NVFP4. The 4-bit formats run as W4A16 (the GPU
@@ -69,8 +69,8 @@ class Setup:
 def weight_bytes(dtype: str) -> tuple[float, float]:
     """Bytes per parameter of (dense, routed-expert) weights in this GEMM dtype (MXFP4: 4 bits
     and an 8-bit scale per 32; NVFP4: 4 bits and an FP8 scale per 16)."""
-    return {"fp8": (1.0, 1.0), "int4": (2.0, 0.5), "mxfp4": (2.0, 4.25 / 8),
-            "nvfp4": (4.5 / 8, 4.5 / 8)}.get(dtype, (2.0, 2.0))
+    return {"fp8": (1.0, 1.0), "int4": (2.0, 0.5), "mxfp4": (2.0, MXFP4_BYTES),
+            "nvfp4": (NVFP4_BYTES, NVFP4_BYTES)}.get(dtype, (2.0, 2.0))
 
 
 def _moe_eff(c, dtype: str) -> float:

@@ -36,6 +36,7 @@ from emulator.scenario.incidents import (
     InstanceLoss,
     Outage,
     count_problem,
+    site_count_problem,
 )
 from emulator.scenario.presets import from_dict, load, presets_dir, resolve
 from emulator.scenario.reader import (
@@ -210,10 +211,8 @@ def misfit(drill: Drill, sc: Scenario, called: str | None = None) -> str | None:
             return why
         if pair and (msg := count_problem(inc, sc.system.n_prfaas, sc.system.local_pool)):
             return f"the drill {msg.replace('the deployment', name)}"
-        if isinstance(inc, InstanceLoss) and inc.site is not None and inc.count is not None \
-                and inc.count > (have := sites[inc.site].instances):
-            return f"the drill loses {inc.count} instances of site {inc.site}, and site " \
-                   f"{inc.site} of {name} has {have}"
+        if msg := site_count_problem(inc, sc.topology):
+            return f"the drill's {msg} in {name}"
         if inc.changes_lengths and (sc.sim.replay is not None or sc.sim.sessions is not None):
             return f"the drill's {inc.label} re-weights the length mix, and {name} replays " \
                    "its own lengths (a trace or sessions)"

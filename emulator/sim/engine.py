@@ -19,7 +19,6 @@ import math
 from collections import deque
 from collections.abc import Callable, Coroutine, Hashable
 from dataclasses import replace
-from typing import TypeVar
 
 import numpy as np
 
@@ -58,8 +57,6 @@ from emulator.topology.spec import PAIR_LINK
 from emulator.trace_formats import load_trace
 from emulator.traces import MOONCAKE_BLOCK_TOKENS, Trace
 from emulator.units import to_gbps
-
-V = TypeVar("V")
 
 
 class Emulation:
@@ -648,7 +645,10 @@ class Emulation:
 
     def set_length_distribution(self, key: Hashable, dist: LengthDistribution | None) -> None:
         """`key`'s length mix for new requests (None: gone); the newest key still set wins."""
-        _keyed(self._length_shifts, key, dist)
+        if dist is None:
+            self._length_shifts.pop(key, None)
+        else:
+            self._length_shifts[key] = dist
         self.workload.set_lengths(self.lengths_now)
 
     def flush_cache(self, cluster: str | None = None) -> int:
@@ -722,10 +722,3 @@ class Emulation:
 
     def snapshot(self) -> Snapshot:
         return self.observer.snapshot()
-
-
-def _keyed(table: dict[Hashable, V], key: Hashable, value: V | None) -> None:
-    if value is None:
-        table.pop(key, None)
-    else:
-        table[key] = value

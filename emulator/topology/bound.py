@@ -252,7 +252,7 @@ class Bound:
         }
 
 
-_FD_LOCK = threading.Lock()  # one solve at a time swaps fd 1 (threads share the descriptor)
+_FD_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
@@ -260,24 +260,21 @@ def _solver_quiet() -> Iterator[None]:
     """HiGHS writes some warnings (badly scaled coefficients) straight to file descriptor 1,
     past Python's sys.stdout: during a solve, fd 1 points at stderr, so `--json` piped to a
     file or a program stays JSON. A terminal is left alone (the dashboard draws on it from
-    another thread while a solve runs)."""
-    with _FD_LOCK:
-        yield from _quiet_body()
-
-
-def _quiet_body() -> Iterator[None]:
-    saved = None
+    another thread while a solve runs); one solve at a time swaps the shared descriptor."""
     try:
         sys.stdout.flush()
-        if not os.isatty(1):
-            saved = os.dup(1)
-            os.dup2(2, 1)
+        swap = not os.isatty(1)
     except (OSError, ValueError):  # no real stdout (a captured stream): nothing to guard
-        saved = None
-    try:
+        swap = False
+    if not swap:
         yield
-    finally:
-        if saved is not None:
+        return
+    with _FD_LOCK:
+        saved = os.dup(1)
+        os.dup2(2, 1)
+        try:
+            yield
+        finally:
             os.dup2(saved, 1)
             os.close(saved)
 

@@ -272,9 +272,7 @@ class Topology:
         region = Region(PAIR_REGION, system.local, system.local_pool, n_p, n_d, t, 1.0,
                         system.lengths, system.decode, parallelism=system.parallelism,
                         price=system.price_local)
-        link = (Link(site.name, region.name, system.bandwidth, rtt) if transport is None
-                else Link(site.name, region.name, system.bandwidth, rtt, transport=transport,
-                          line=line))
+        link = Link(site.name, region.name, system.bandwidth, rtt, transport=transport, line=line)
         return cls((site,), (region,), (link,))
 
     def pair_system(self, region: str, site: str | None = None) -> System:

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 
 MATHIS_MAX_LOSS = 0.01  # above it, the TFRC (Padhye) form: timeouts matter
 DEFAULT_MSS = 1460  # bytes: a 1500-byte Ethernet MTU less IP and TCP headers
-CAPS = ("line", "loss", "window")
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,7 @@ class TopologyScheduler:
         rt = self.rt
         out = {f"site:{n}": float(len(s.live())) for n, s in rt.sites.items()}
         out |= {f"link:{n}": lk.nominal for n, lk in rt.links.items()}
-        out |= {f"egress:{n}": s.egress.now for n, s in rt.sites.items()}
+        out |= {f"egress:{n}": s.egress.capacity for n, s in rt.sites.items()}
         return out
 
     def _moved(self, live: dict[str, float]) -> list[str]:

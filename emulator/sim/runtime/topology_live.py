@@ -31,7 +31,7 @@ def live_state(emu) -> LiveState:
     rt = emu.topology
     topo: Topology = rt.topo
     sites = tuple((n, _alive(s.pool, "prfaas"),
-                   s.egress.now if topo.site(n).egress is not None else None)
+                   s.egress.capacity if topo.site(n).egress is not None else None)
                   for n, s in rt.sites.items())
     links = tuple((n, lk.bandwidth, math.prod(lk.factors.values()))
                   for n, lk in rt.links.items())

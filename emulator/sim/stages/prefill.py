@@ -101,8 +101,11 @@ class PrefillStage(Stage):
         if not self.queue:
             return 0.0
         wait = self.queued_work / self.n_accepting
-        cap = self.link.capacity
+        cap = self._kv_rate()
         return max(wait, self.queued_kv / cap) if cap > 0 else float("inf")
+
+    def _kv_rate(self) -> float:
+        return self.link.capacity  # queued KV leaves over the link (a site: its egress)
 
     def _start(self, w: PrefillWorker, req: Request, now: float) -> None:
         w.job = req

@@ -11,8 +11,7 @@ changes, so an idle link never holds egress another one could use.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 
 from emulator.sim.core.costs import Costs
 from emulator.sim.core.request import Request
@@ -63,18 +62,12 @@ class Egress:
     def __init__(self, capacity: float):
         self.capacity = float(capacity)
         self.links: list[SiteLink] = []
-        self.factors: dict[Hashable, float] = {}
-
-    @property
-    def now(self) -> float:
-        """The egress the site has now (its cap x the incidents' factors), bytes/s."""
-        return self.capacity * math.prod(self.factors.values())
 
     def rebalance(self) -> None:
         """Give each busy link min(its nominal, its fair share); an idle link is set to what it
         would get if it turned busy now (so its first flow sees the right rate)."""
         busy = sorted((lk for lk in self.links if lk.busy), key=lambda lk: lk.nominal)
-        left, n = self.now, len(busy)
+        left, n = self.capacity, len(busy)
         for lk in busy:
             give = min(lk.nominal, left / n)
             lk.set_capacity(give)
@@ -82,7 +75,7 @@ class Egress:
             n -= 1
         for lk in self.links:
             if not lk.busy:
-                lk.set_capacity(min(lk.nominal, max(left, self.now / (len(busy) + 1))))
+                lk.set_capacity(min(lk.nominal, max(left, self.capacity / (len(busy) + 1))))
 
 
 class SiteStage(PrefillStage):
@@ -107,16 +100,8 @@ class SiteStage(PrefillStage):
         self.held[flow.payload.dest.name] -= 1
         super()._sent(flow)
 
-    def expected_wait(self) -> float:
-        """Queued compute over the instances, or queued KV over the egress when slower; never,
-        with no instance accepting (as `PrefillStage.expected_wait`)."""
-        if self.n_accepting == 0:
-            return float("inf")
-        if not self.queue:
-            return 0.0
-        cap = self.egress.now
-        wait = self.queued_work / self.n_accepting
-        return max(wait, self.queued_kv / cap) if cap > 0 else float("inf")
+    def _kv_rate(self) -> float:
+        return self.egress.capacity  # queued KV leaves through the site's egress
 
     def held_by(self, region: str) -> int:
         """Requests of `region` queued or in service here (counted as they enter and leave,
