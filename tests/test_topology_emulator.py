@@ -421,7 +421,7 @@ def test_short_timescale_re_solves_on_the_live_state(routing):
     from emulator.sim.runtime.topology import topology_bound
     data = read_toml(resolve("two-regions"))
     data["workload"]["load"] = 0.5
-    data["scheduler"] = {"period": "10 s"}
+    data["scheduler"] = {"period": "10 s", "long_period": 0}  # the short timescale alone
     data["incidents"] = [{"kind": "link-brownout", "link": "hub->west", "factor": 0.15,
                           "at": 300, "duration": 300}]
     sc = from_dict(data, resolve("two-regions"), topology=True)
@@ -430,10 +430,42 @@ def test_short_timescale_re_solves_on_the_live_state(routing):
         emu.run_until(320)
         assert emu.regions["west"].policy is not west_before or routing == "threshold"
         out = emu.run().json
-    log = out["scheduler"]["log"]
+    log = out["scheduler"]["decisions"]
     assert [d["time"] for d in log] == [300.0, 600.0]  # the brownout's start and end
     assert "hub->west" in log[0]["reason"]
     assert out["lost"] == 0
+
+
+@pytest.mark.parametrize("routing", ["lp", "threshold"])
+def test_long_timescale_converts_a_region_under_stress(routing):
+    """[scheduler] on a topology, both timescales: with headroom no region converts; when the
+    hub->west brownout puts the offered rate over `stress` x the live Lambda, west (the region
+    the brownout starves) turns one decode instance into prefill, drains it, loses nothing,
+    and the routing is re-solved at the new split; east keeps its split."""
+    from emulator.scenario.presets import resolve
+    from emulator.sim.runtime.topology import topology_bound
+    data = read_toml(resolve("two-regions"))
+    data["workload"]["load"] = 0.5
+    data["scheduler"] = {"period": "10 s", "long_period": "60 s"}
+    data["incidents"] = [{"kind": "link-brownout", "link": "hub->west", "factor": 0.15,
+                          "at": 300, "duration": 300}]
+    sc = from_dict(data, resolve("two-regions"), topology=True)
+    with Emulation(sc, duration=900, routing=routing, bound=topology_bound(sc)) as emu:
+        before = {n: (r.local.count("pd-p"), r.local.count("pd-d"))
+                  for n, r in emu.regions.items()}
+        out = emu.run().json
+        after = {n: (r.local.count("pd-p"), r.local.count("pd-d"))
+                 for n, r in emu.regions.items()}
+        notes = list(emu.decisions)
+    long = [d for d in out["scheduler"]["decisions"] if d["timescale"] == "long"]
+    assert [d["time"] for d in long] == [300.0]  # the first long look in the brownout
+    assert long[0]["change"] == "west: split N_p 3 -> 4, N_d 5 -> 4"
+    assert before == {"east": (3, 5), "west": (3, 5)}
+    assert after == {"east": (3, 5), "west": (4, 4)}
+    assert out["scheduler"]["conversions"] == 1 and out["lost"] == 0
+    i = next(k for k, d in enumerate(out["scheduler"]["decisions"]) if d["timescale"] == "long")
+    assert out["scheduler"]["decisions"][i + 1]["reason"] == "new split"
+    assert any("scheduler (long)" in n and "west: split" in n for n in notes)
 
 
 def test_a_site_window_counts_compute_as_it_runs():

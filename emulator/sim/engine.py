@@ -38,7 +38,6 @@ from emulator.sim.books.metrics import LatencyGroup, Totals
 from emulator.sim.books.snapshot import LiveKnobs, Snapshot
 from emulator.sim.books.timeline import Active, Timeline
 from emulator.sim.control.scheduler import Scheduler
-from emulator.sim.control.topology_scheduler import TopologyScheduler
 from emulator.sim.core.costs import Costs
 from emulator.sim.core.loop import VirtualTimeLoop
 from emulator.sim.core.request import Request
@@ -110,10 +109,9 @@ class Emulation:
         self.observer = Observer(self, loop, sim.sample_interval, sim.window,
                                  sim.timeseries_rows)
         self.timeline = Timeline(self, sim.incidents)
-        self.scheduler: Scheduler | TopologyScheduler | None = None
-        if sim.scheduler.enabled:  # a topology's: the short timescale per region
-            self.scheduler = (Scheduler if self.topology is None else TopologyScheduler)(
-                self, sim.scheduler)
+        self.scheduler: Scheduler | None = None
+        if sim.scheduler.enabled:  # both timescales, on the pair and on a topology
+            self.scheduler = Scheduler(self, sim.scheduler)
 
     def _init_pair(self, scenario: Scenario, rate, load, duration, paradigm: Paradigm, trace,
                    n_p, n_d, cached_prefix, routing) -> None:

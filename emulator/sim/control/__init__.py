@@ -1,1 +1,1 @@
-"""The scheduler: the pair's two timescales (routing threshold, role conversions) and a topology's periodic policy re-solve."""
+"""The scheduler: both timescales (the routing, the role conversions) on any topology."""
