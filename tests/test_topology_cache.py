@@ -14,7 +14,7 @@ from emulator.scenario.knobs import KnobError
 from emulator.scenario.presets import load
 from emulator.sim.core.request import Request
 from emulator.sim.engine import Emulation
-from emulator.sim.routing.topology_cache import Move
+from emulator.sim.routing.cache_runtime import Move
 
 PRESETS = Path(__file__).resolve().parents[1] / "presets"
 SESSIONS = ('sessions = { rate = 0.5, turns = 4, think_time = "20 s", system_prompt = "1K", '

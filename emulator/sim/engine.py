@@ -274,14 +274,12 @@ class Emulation:
                 MOONCAKE_BLOCK_TOKENS:
             raise ValueError(f"the trace's hash_ids name {MOONCAKE_BLOCK_TOKENS}-token blocks: "
                              f"[cache] block_tokens must be {MOONCAKE_BLOCK_TOKENS}")
-        self.reverse_link = Link(self.loop, "link-reverse", self.link.capacity,
-                                 latency=sim.link_latency)
-        self.link.mirror = self.reverse_link
         system = self.scenario.system
-        self.cache = CacheRuntime(self.loop, sim.cache, {"prfaas": system.prfaas,
-                                                         "pd": system.local},
-                                  {"prfaas": self.link, "pd": self.reverse_link}, self.prfaas,
-                                  self.note)
+        self.cache = cache = CacheRuntime(self.loop, sim.cache, self.note, transfer_cache=True)
+        cache.add_cluster(Cluster.PRFAAS.value, "site", self.prfaas, system.prfaas)
+        cache.add_cluster(self.region.name, "region", self.pdp, system.local)
+        self.reverse_link = cache.add_link(Cluster.PRFAAS.value, self.region.name, self.link,
+                                           "link-reverse")
         return self.cache.lookup
 
     @staticmethod

@@ -119,7 +119,7 @@ class Observer:
                 n += r.pdp.holding + r.pdd.holding + r.rdma.propagating_flows
             n += sum(lk.propagating_flows for lk in emu.wan_links)
             if (tc := emu.topology.cache) is not None:  # cache moves (sent and on the wire)
-                n += sum(tc.holding(r) for r in emu.regions.values())
+                n += sum(tc.held_by(r) for r in emu.regions.values())
         if emu.cache is not None:  # cache moves and KV tails the transfer cache holds
             n += emu.cache.holding + emu.reverse_link.propagating_flows
         return n

@@ -11,7 +11,7 @@ policy per region (`routing`, `--routing`):
                   max(prefill, KV transfer at the link's current rate), plus the link's delay;
                   PD-P is one of the candidates (its RDMA transfer is not the bottleneck).
   best-cache      the paper's rule on the incremental length with the best cache in reach
-                  (emulator.sim.routing.topology_cache: a prefix cache per site and region, one global
+                  (emulator.sim.routing.cache_runtime: a prefix cache per site and region, one global
                   index): a request whose uncached part is at most t prefills at its PD-P,
                   with the longest prefix any of its sites holds moved over when that link has
                   headroom; a longer one goes to the site holding the longest usable prefix
@@ -32,7 +32,7 @@ from emulator.model import Cluster
 from emulator.paradigm import Paradigm
 from emulator.sim.core.request import Request
 from emulator.sim.routing.cache_routing import route
-from emulator.sim.routing.topology_cache import Move, TopologyCache
+from emulator.sim.routing.cache_runtime import CacheRuntime, Move
 from emulator.sim.stages.link import Link
 from emulator.sim.stages.prefill import PrefillStage
 from emulator.topology.spec import ROUTINGS
@@ -194,7 +194,7 @@ class BestCachePolicy:
     name = "best-cache"
 
     def __init__(self, t: float, region: str, local: PrefillStage, sites: Sequence[str],
-                 stages: Sequence[PrefillStage], links: Sequence[Link], cache: TopologyCache):
+                 stages: Sequence[PrefillStage], links: Sequence[Link], cache: CacheRuntime):
         self.t = float(t)
         self.region = region
         self.local = local

@@ -26,13 +26,14 @@ from emulator.sim.arrivals.sessions import generate_sessions, to_trace
 from emulator.sim.arrivals.workload import SyntheticSource, TraceSource, Workload
 from emulator.sim.books.accounting import AccountingError
 from emulator.sim.core.costs import Costs
+from emulator.sim.routing.cache_runtime import CacheRuntime
 from emulator.sim.routing.site_policy import (
     BestBandwidthPolicy,
     BestCachePolicy,
     LpPolicy,
     ThresholdPolicy,
 )
-from emulator.sim.routing.topology_cache import TopologyCache
+from emulator.sim.runtime.prefill_backend import start_hook
 from emulator.sim.stages.region import Region
 from emulator.sim.stages.site import Site, SiteLink
 from emulator.topology.bound import Bound, routing_bound
@@ -117,13 +118,21 @@ class TopologyRuntime:
             self.regions[spec.name] = region
         for site in self.sites.values():
             site.egress.rebalance()
-        self.cache: TopologyCache | None = None
+        self.cache: CacheRuntime | None = None
         if sim.cache is not None:
-            profiles = {s.name: s.profile for s in topo.sites}
-            profiles.update((r.name, r.profile) for r in topo.regions)
-            self.cache = TopologyCache(loop, sim.cache, self.sites, self.regions, profiles, note)
+            self.cache = cache = CacheRuntime(loop, sim.cache, note or _quiet, index=True)
+            for s in topo.sites:
+                cache.add_cluster(s.name, "site", self.sites[s.name].stage, s.profile)
+            for r in topo.regions:
+                cache.add_cluster(r.name, "region", self.regions[r.name].pdp, r.profile)
+            for name, site in self.sites.items():
+                for region_name, fwd in site.stage.links.items():
+                    cache.add_link(name, region_name, fwd, f"{region_name}->{name}")
+            for stage in cache.cluster_of:
+                stage.on_start = start_hook(stage, None, cache)
             for region in self.regions.values():
-                region.cache = self.cache
+                region.cache = cache
+            cache.start()
         for spec in topo.regions:
             self.regions[spec.name].policy = self._policy(spec, routing, lp)
 
@@ -178,7 +187,7 @@ class TopologyRuntime:
         for site, link in region.links.items():
             n += self.sites[site].stage.held_by(region.name) + link.propagating_flows
         if self.cache is not None:
-            n += self.cache.holding(region)
+            n += self.cache.held_by(region)
         return n
 
     def check(self) -> None:
@@ -191,6 +200,10 @@ class TopologyRuntime:
                     f"accounting broken in region {r.name}: arrived {r.arrived} != completed "
                     f"{r.completed} + in flight {held} + rejected {r.rejected_total} "
                     f"({lost:+d} unaccounted)")
+
+
+def _quiet(_: str) -> None:
+    """No decision log to write to."""
 
 
 def session_source(work: SessionWorkload, rng: np.random.Generator, duration: float,
