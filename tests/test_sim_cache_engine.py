@@ -113,6 +113,24 @@ def test_a_full_transfer_cache_holds_requests_and_loses_none(tmp_path):
         assert emu.cache.caches["prfaas"].pinned_blocks == 0 and emu.cache.holding == 0
 
 
+def test_the_pairs_cache_is_the_1x1_topologys(tmp_path):
+    """One cache runtime: the pair's is a site "prfaas" and a region "pd" joined by its one link
+    (the reverse direction the engine's reverse link), the moves its JSON counts per cluster
+    are that link's, and only the pair detaches KV tails into the transfer cache."""
+    with Emulation(cache_preset(tmp_path, bandwidth="200 MB/s")) as emu:
+        cache = emu.cache
+        assert cache.kind == {"prfaas": "site", "pd": "region"}
+        assert cache.cluster_of == {emu.prfaas: "prfaas", emu.pdp: "pd"}
+        (lc,) = cache.links.values()
+        assert lc.forward is emu.link and lc.reverse is emu.reverse_link
+        assert emu.link.mirror is emu.reverse_link and cache.link("prfaas", "pd") is lc
+        assert cache.transfer_cache and cache.index is None
+        out = emu.run().json["cache"]
+    assert out["clusters"]["prfaas"]["cache_transfers"] == lc.moves["to_region"] > 0
+    assert out["clusters"]["pd"]["cache_transfers"] == lc.moves["to_site"]
+    assert out["mode_changes"] == lc.detector.changes
+
+
 def test_flush_cache(tmp_path):
     with Emulation(cache_preset(tmp_path)) as emu:
         emu.run_until(400)

@@ -178,7 +178,11 @@ def test_a_region_switches_to_best_cache_live_only_where_caches_run(chat, tmp_pa
         set_region(emu, "east", routing="best-cache")
         assert isinstance(emu.regions["east"].policy, BestCachePolicy)
         emu.run()
-        assert emu.topology.cache.to_json()["links"]["hub->east"]["moves"]["to_region"] > 0
+        cache = emu.topology.cache
+        assert cache.to_json()["links"]["hub->east"]["moves"]["to_region"] > 0
+        # the pair's runtime at a topology's shape: no transfer cache, the global index
+        assert not cache.transfer_cache and cache.index is not None and cache.detached == 0
+        assert cache.link("hub", "east").reverse is emu.links["hub->east"].mirror
     bare = chat_preset(tmp_path, cache="", sessions=False)
     with Emulation(load(str(bare), topology=True), duration=60.0) as emu, \
             pytest.raises(KnobError, match="needs a \\[cache\\] section and"):

@@ -436,20 +436,24 @@ def test_short_timescale_re_solves_on_the_live_state(routing):
     assert out["lost"] == 0
 
 
+def brownout_with_both_timescales():
+    from emulator.scenario.presets import resolve
+    data = read_toml(resolve("two-regions"))
+    data["workload"]["load"] = 0.5
+    data["scheduler"] = {"period": "10 s", "long_period": "60 s"}
+    data["incidents"] = [{"kind": "link-brownout", "link": "hub->west", "factor": 0.15,
+                          "at": 300, "duration": 300}]
+    return from_dict(data, resolve("two-regions"), topology=True)
+
+
 @pytest.mark.parametrize("routing", ["lp", "threshold"])
 def test_long_timescale_converts_a_region_under_stress(routing):
     """[scheduler] on a topology, both timescales: with headroom no region converts; when the
     hub->west brownout puts the offered rate over `stress` x the live Lambda, west (the region
     the brownout starves) turns one decode instance into prefill, drains it, loses nothing,
     and the routing is re-solved at the new split; east keeps its split."""
-    from emulator.scenario.presets import resolve
     from emulator.sim.runtime.topology import topology_bound
-    data = read_toml(resolve("two-regions"))
-    data["workload"]["load"] = 0.5
-    data["scheduler"] = {"period": "10 s", "long_period": "60 s"}
-    data["incidents"] = [{"kind": "link-brownout", "link": "hub->west", "factor": 0.15,
-                          "at": 300, "duration": 300}]
-    sc = from_dict(data, resolve("two-regions"), topology=True)
+    sc = brownout_with_both_timescales()
     with Emulation(sc, duration=900, routing=routing, bound=topology_bound(sc)) as emu:
         before = {n: (r.local.count("pd-p"), r.local.count("pd-d"))
                   for n, r in emu.regions.items()}
@@ -466,6 +470,21 @@ def test_long_timescale_converts_a_region_under_stress(routing):
     i = next(k for k, d in enumerate(out["scheduler"]["decisions"]) if d["timescale"] == "long")
     assert out["scheduler"]["decisions"][i + 1]["reason"] == "new split"
     assert any("scheduler (long)" in n and "west: split" in n for n in notes)
+
+
+def test_a_pinned_split_is_left_alone_on_a_topology():
+    """The operator's pin holds on a topology as on the pair: the brownout that converts a
+    west instance converts none, and the short timescale still re-solves the routing."""
+    from emulator.sim.runtime.topology import topology_bound
+    sc = brownout_with_both_timescales()
+    with Emulation(sc, duration=700, bound=topology_bound(sc)) as emu:
+        emu.pin("split")
+        out = emu.run().json
+        splits = {n: (r.local.count("pd-p"), r.local.count("pd-d"))
+                  for n, r in emu.regions.items()}
+    assert out["scheduler"]["conversions"] == 0
+    assert splits == {"east": (3, 5), "west": (3, 5)}
+    assert [d["timescale"] for d in out["scheduler"]["decisions"]] == ["short", "short"]
 
 
 def test_a_site_window_counts_compute_as_it_runs():
