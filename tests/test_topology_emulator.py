@@ -487,6 +487,24 @@ def test_a_pinned_split_is_left_alone_on_a_topology():
     assert [d["timescale"] for d in out["scheduler"]["decisions"]] == ["short", "short"]
 
 
+def test_a_region_switched_by_hand_keeps_its_routing_through_a_re_solve():
+    """The short timescale hands the re-solved thresholds only to the regions that still run
+    the threshold policy: west, switched to best-bandwidth by hand, keeps it."""
+    from emulator.sim.routing.site_policy import BestBandwidthPolicy
+    from emulator.sim.runtime.topology import topology_bound
+    from emulator.sim.runtime.topology_live import set_region
+    sc = brownout_with_both_timescales()
+    with Emulation(sc, duration=400, routing="threshold", bound=topology_bound(sc)) as emu:
+        set_region(emu, "west", routing="best-bandwidth")
+        east_t = emu.regions["east"].policy.t
+        out = emu.run().json
+        assert isinstance(emu.regions["west"].policy, BestBandwidthPolicy)
+        assert emu.regions["east"].policy.t != east_t
+    first = next(d for d in out["scheduler"]["decisions"] if d["timescale"] == "short")
+    assert first["time"] == 300.0 and first["change"].startswith("thresholds re-solved")
+    assert out["lost"] == 0
+
+
 def test_a_site_window_counts_compute_as_it_runs():
     """A site's utilization over any window stays within 100%, from the first second and through
     a site loss (work counted as a prefill starts read 200-400% in a run's first seconds), and

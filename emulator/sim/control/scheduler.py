@@ -51,11 +51,12 @@ from emulator.distributions import Empirical
 from emulator.model import System, ceilings, split_stats
 from emulator.optimizer import search
 from emulator.paradigm import Paradigm
+from emulator.scenario.knobs import KnobError, check_element
 from emulator.scenario.scheduler import SchedulerConfig
 from emulator.sim.books.metrics import Totals, window
 from emulator.sim.routing.site_policy import LpPolicy, RoundRobin, ThresholdPolicy
 from emulator.sim.runtime.topology import BoundRouting, TopologyRuntime
-from emulator.sim.runtime.topology_live import set_region
+from emulator.sim.runtime.topology_live import running_spec, set_region
 from emulator.sim.stages.link import Link
 from emulator.sim.stages.region import Region
 from emulator.topology.bound import BoundError, routing_bound
@@ -346,6 +347,8 @@ class Scheduler:
             bound = BoundRouting(routing_bound(topo))
             for spec in topo.regions:
                 region = rt.regions[spec.name]
+                if not isinstance(region.policy, LpPolicy):
+                    continue  # its routing was switched by hand: left alone
                 links = topo.links_of_region(spec.name)
                 stages = [rt.sites[k.site].stage for k in links]
                 edges, weights = bound.routing_for(spec.name, [k.site for k in links])
@@ -359,7 +362,8 @@ class Scheduler:
                 region = rt.regions[spec.name]
                 links = topo.links_of_region(spec.name)
                 policy = region.policy
-                assert isinstance(policy, ThresholdPolicy)
+                if not isinstance(policy, ThresholdPolicy):
+                    continue  # its routing was switched by hand: left alone
                 policy.t = s.t
                 shares = [s.shares.get(k.site, 0.0) for k in links]
                 stages = [rt.sites[k.site].stage for k in links]
@@ -429,20 +433,19 @@ class Scheduler:
 
     def _region_step(self, prev: Totals, now: Totals) -> Conversion | None:
         """A topology's step: its threshold policy searched with free splits on the live
-        topology; the first region (file order) whose split differs moves one instance."""
+        topology; the first region (file order) whose split differs moves one instance, when
+        that step alone loses nothing and the region's knob rules allow it."""
         cfg = self.config
         if not now.t > prev.t:
             return None
+        emu = self.emu
         topo = self.live_topology(self._live())
-        try:
-            point = _at_splits(topo)
-            best, _ = search_policy(topo)
-        except BoundError:
-            return None
+        best, _ = search_policy(topo)
+        point = _keep_splits(topo, best)
         here = point.lambda_max
         offered = (now.arrived - prev.arrived) / (now.t - prev.t)
         if offered < cfg.stress * here or not best.lambda_max > here * (1 + cfg.gain_margin):
-            return None
+            return None  # headroom, or too little to gain: converting would only churn
         for r in topo.regions:
             total = r.n_p + r.n_d
             target = min(best.settings[r.name].n_p, total)
@@ -453,6 +456,10 @@ class Scheduler:
                                                       n_d=total - n_p)}
             if evaluate_policy(topo, step).lambda_max < here:
                 continue  # the first step alone would lose throughput
+            try:
+                check_element(running_spec(emu), "region", r.name, n_p=n_p, n_d=total - n_p)
+            except KnobError:
+                continue
             binds = ", ".join(best.binding) or "nothing"
             return Conversion(r.name, r.n_p, r.n_d, n_p,
                               f"offered {offered:.2f} req/s; {r.name}'s optimum N_p {target} "
@@ -482,7 +489,11 @@ class Scheduler:
 def _at_splits(topo: Topology) -> PolicyPoint:
     """The best threshold policy on `topo` at each region's split there (the search may move
     splits; converting instances is the long timescale's)."""
-    point, _ = search_policy(topo)
+    return _keep_splits(topo, search_policy(topo)[0])
+
+
+def _keep_splits(topo: Topology, point: PolicyPoint) -> PolicyPoint:
+    """A searched policy's thresholds and shares at each region's split in `topo`."""
     settings: dict[str, RegionSetting] = {
         r.name: replace(point.settings[r.name], n_p=r.n_p, n_d=r.n_d) for r in topo.regions}
     return evaluate_policy(topo, settings)
