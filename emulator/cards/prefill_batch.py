@@ -43,6 +43,8 @@ from emulator.cards.decode import touched_experts
 from emulator.cards.gpu import GpuCard
 from emulator.cards.kernel import Setup, kernel_parts
 from emulator.cards.model_card import ModelCard
+from emulator.cards.roofline import _piecewise
+from emulator.profiles import Profile
 
 OVERHEAD_MODES = ("per-request", "per-step")
 MIXER_CLASSES = ("attention", "linear")
@@ -141,12 +143,18 @@ def steps_of(length: float, budget: float) -> int:
     return max(1, math.ceil(length / budget))
 
 
+MAX_BUDGET = float(1 << 24)  # 16M tokens: the longest request anything here takes
+
+
 def budget_problem(budget: float, context: float | None) -> str | None:
-    """What is wrong with a token budget for a model of `context` tokens, or None."""
+    """What is wrong with a token budget for a model of `context` tokens (None: not stated, the
+    16M-token ceiling applies), or None."""
     if not math.isfinite(budget) or budget < 1 or budget != int(budget):
-        return f"must be a whole number of tokens >= 1, got {budget!r}"
+        return "must be a whole number of tokens >= 1"
     if context is not None and budget > context:
         return f"{budget:,.0f} tokens is above the model's context of {context:,.0f} tokens"
+    if budget > MAX_BUDGET:
+        return f"{budget:,.0f} tokens is above {MAX_BUDGET:,.0f} tokens"
     return None
 
 
@@ -162,3 +170,18 @@ def context_of(card: ModelCard) -> float | None:
             and not isinstance(v, bool) and v > 0:
         return float(v)
     return None
+
+
+def batched_profile(card: ModelCard, gpu: GpuCard, setup: Setup, budget: float, overhead: str,
+                    name: str, description: str = "") -> Profile:
+    """The card-made profile of an instance that batches and chunks prefill up to `budget`
+    tokens a step: T(l) at full steps (module docstring), S_kv as unbatched; the curve is exact
+    (three samples per piece between the model's sliding windows)."""
+    served = card.with_kv_dtype(setup.kv_dtype)
+    t = _piecewise(lambda x: batched_prefill_seconds(card, gpu, setup, budget, overhead, x),
+                   served.breaks())
+    s = _piecewise(lambda x: served.kv_bytes(x), served.breaks())
+    mark = f", {gpu.mark}" if gpu.mark else ""
+    desc = description or (f"kernel model: {card.name} on {gpu.name}{mark} ({setup.describe()} "
+                           f"{overhead}), prefill batched in {budget:,.0f}-token steps")
+    return Profile(name, t, s, desc, float(budget))

@@ -62,7 +62,7 @@ def _layout(system: System, prfaas: Profile, local: Profile, t: np.ndarray, n_pr
     for prof, above, servers, delay in ((prfaas, True, n_prfaas, link_latency),
                                         (local, False, n_p, rdma_latency)):
         es, es2 = (m[inv] for m in service_moments(dist, prof, uniq, above))
-        xn = np.asarray(prof.prefill_time(length_nodes(dist, uniq, above, nodes)))[inv]
+        xn = np.asarray(prof.latency_time(length_nodes(dist, uniq, above, nodes)))[inv]
         share = st.p if above else 1.0 - st.p
         pace = 0.0
         if above:

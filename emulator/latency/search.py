@@ -156,17 +156,17 @@ class _GridLayouts:
         """Service nodes per threshold (nan-free); `coarse`: the groups' minima."""
         dist = self.system.lengths
         if not coarse:
-            xn = prof.prefill_time(length_nodes(dist, t, above, nodes, f_t=f_t))
+            xn = prof.latency_time(length_nodes(dist, t, above, nodes, f_t=f_t))
             return np.nan_to_num(np.asarray(xn))
         sizes = _groups(nodes)
         first = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         if rising:
             f = f_t[:, None]
             u = (first + 0.5) / nodes
-            xn = np.asarray(prof.prefill_time(_quantile(dist, f + u * (1 - f) if above
+            xn = np.asarray(prof.latency_time(_quantile(dist, f + u * (1 - f) if above
                                                        else u * f)))
         else:
-            full = np.asarray(prof.prefill_time(length_nodes(dist, t, above, nodes, f_t=f_t)))
+            full = np.asarray(prof.latency_time(length_nodes(dist, t, above, nodes, f_t=f_t)))
             xn = np.sort(full, axis=-1)[:, first]
         return np.nan_to_num(xn)
 
