@@ -177,11 +177,13 @@ class _GridLayouts:
         tables = self._node_tables(it, nodes, coarse)
         w = _groups(nodes) / nodes if coarse else None
         paths = []
-        for (_, above, servers, delay, share, es, es2, _), table in zip(self.sides, tables,
-                                                                     strict=True):
+        for (prof, above, servers, delay, share, es, es2, _), table in zip(self.sides, tables,
+                                                                        strict=True):
             srv = np.full(idx.shape, servers) if above else ip.astype(float)
-            paths.append(Path(share[it], srv, es[it], es2[it], table[it],
-                              self.pace[it] if above else 0.0, delay, w))
+            nodes_it = table[it]
+            ex = None if prof.token_budget is None else np.average(nodes_it, axis=-1, weights=w)
+            paths.append(Path(share[it], srv, es[it], es2[it], nodes_it,
+                              self.pace[it] if above else 0.0, delay, w, ex=ex))
         dec = self.system.decode
         n_d = (self.pool - ip).astype(float) if n_d is None else np.asarray(n_d, dtype=float)
         return Layout((paths[0], paths[1]), n_d * dec.bs_max, dec.l_out * dec.t_decode,
