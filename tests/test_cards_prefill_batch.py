@@ -5,6 +5,7 @@ estimates (batches 1-16, 1K-4K, dense and MoE, H200 and H100) within 25%; `model
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -148,7 +149,7 @@ def test_the_batch_reference_covers_the_promise():
 @given(l_tok=st.floats(1, 200_000), budget=st.sampled_from([512, 2048, 8192, 32768]))
 def test_the_batched_profile_is_the_step_share_plus_own_attention(l_tok, budget):
     card, g, setup = _setup("qwen3-30b-a3b", "h200", 4)
-    setup = setup.__class__(**{**setup.__dict__, "overhead_s": 0.39})
+    setup = replace(setup, overhead_s=0.39)
     per_req = batched_prefill_seconds(card, g, setup, budget, "per-request", l_tok)
     per_step = batched_prefill_seconds(card, g, setup, budget, "per-step", l_tok)
     assert per_req - per_step == pytest.approx(0.39 * (1 - l_tok / budget), abs=1e-9)
@@ -158,7 +159,7 @@ def test_the_batched_profile_is_the_step_share_plus_own_attention(l_tok, budget)
 
 def test_a_prompt_of_the_budget_costs_what_it_costs_alone():
     card, g, setup = _setup("qwen3-30b-a3b", "h200", 4)
-    setup = setup.__class__(**{**setup.__dict__, "overhead_s": 0.39})
+    setup = replace(setup, overhead_s=0.39)
     for b in (1024.0, 8192.0):
         assert batched_prefill_seconds(card, g, setup, b, "per-request", b) == pytest.approx(
             prefill_seconds(card, g, setup, b), rel=1e-9)
