@@ -192,3 +192,18 @@ def test_the_emulator_serves_a_batched_preset_at_0_9_lambda_max(tmp_path, capsys
     assert out["target_rate"] == pytest.approx(0.9 * lam)
     assert out["served_rate"] == pytest.approx(0.9 * lam, rel=0.03)
     assert out["accounting"]["lost"] == 0 and out["accounting"]["rejected"] == 0
+
+
+def test_a_topology_batches_its_card_profiles_and_refuses_tables(tmp_path, capsys):
+    two = (presets_dir() / "two-regions.toml").read_text()
+    path = tmp_path / "t.toml"
+    path.write_text(two + '\n[prefill]\ntoken_budget = "8K"\n')
+    assert main(["solve", "--preset", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "prefill.token_budget" in err and "table" in err
+    card = f'roofline = {{model = "{CONFIG}", gpu = "h200", gpus = 4}}\n'
+    text = two.split("[profiles.h200]")[0] + "[profiles.h200]\n" + card + "\n[profiles.h20]\n" \
+        + card.replace("h200", "h100") + "\n[[site]]" + two.split("[[site]]", 1)[1]
+    sc = presets.from_dict(tomllib.loads(text + '\n[prefill]\ntoken_budget = "4K"\n'), path,
+                           topology=True)
+    assert {p.token_budget for p in sc.profiles.values()} == {4096.0}
