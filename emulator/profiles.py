@@ -104,12 +104,30 @@ class Profile:
     prefill_time: Curve
     kv_size: Curve
     description: str = ""
+    # tokens per prefill step when the instance batches and chunks (cards.prefill_batch): then
+    # T_prefill is each request's share of full steps, what capacity needs, and the latency layer
+    # adds the step a request rides in; None: one request at a time (T is its latency too)
+    token_budget: float | None = None
 
     def t_prefill(self, length: ArrayLike) -> ArrayLike:
         return self.prefill_time(length)
 
     def s_kv(self, length: ArrayLike) -> ArrayLike:
         return self.kv_size(length)
+
+    def latency_time(self, length: ArrayLike) -> ArrayLike:
+        """Seconds from a request's start of prefill to its last token prefilled. One request at
+        a time: T_prefill. Batched (token_budget): T_prefill is the request's share of full
+        steps, not its latency; it rides in at least one full step, T(budget), a longer prompt
+        in the steps of its chunks, T(l), and it joins at a step boundary, half a step later on
+        average: max(T(l), T(budget)) + T(budget) / 2. Exact for a saturated instance, an upper
+        bound by up to a step and a half when steps run part-empty (light load)."""
+        t = self.prefill_time(length)
+        if self.token_budget is None:
+            return t
+        step = self.prefill_time(self.token_budget)
+        out = np.maximum(t, step) + step / 2
+        return float(out) if np.ndim(out) == 0 else out
 
     def phi_kv(self, length: ArrayLike) -> ArrayLike:
         """Eq. 1: KV throughput of one instance, bytes per second."""
@@ -120,7 +138,8 @@ class Profile:
         """Slower (or faster) hardware running the same model: T' = offset + scale * T; the KV
         a request produces depends on the model only, so S_kv is shared."""
         return Profile(name, self.prefill_time.affine(time_offset, time_scale), self.kv_size,
-                       description or f"{self.name} with T' = {time_offset:+g} + {time_scale:g} T")
+                       description or f"{self.name} with T' = {time_offset:+g} + {time_scale:g} T",
+                       self.token_budget)
 
     def check_range(self, lengths: np.ndarray) -> str | None:
         """The first length in range where a curve is not positive or past its limit (see

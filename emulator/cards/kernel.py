@@ -31,6 +31,7 @@ sampling, the first decode step) is not in here: it is a setting of the deployme
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -86,13 +87,17 @@ def _peak(gpu: GpuCard, dtype: str) -> float:
     return gpu.bf16_tflops * 1e12
 
 
-def kernel_parts(card: ModelCard, gpu: GpuCard, setup: Setup,
-                 length: float | np.ndarray) -> dict[str, np.ndarray]:
-    """Seconds per operation class for a prefill of `length` tokens (arrays like `length`)."""
+def kernel_parts(card: ModelCard, gpu: GpuCard, setup: Setup, length: float | np.ndarray,
+                 mixer: Callable[[ModelCard], np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """Seconds per operation class for a prefill of `length` tokens (arrays like `length`).
+    `mixer(sub_card)` gives the attention/state FLOPs of those tokens when they are not one
+    prompt from position 0 (a batch of prompts, a chunk after its prefix: cards.prefill_batch);
+    the default is one causal prompt of `length` tokens."""
     c, m = gpu.calibration, card.matmul
     if m is None:
         raise CardError(card.path or card.name, "", "card has no matmul accounting")
     n = np.asarray(length, dtype=float)
+    flops = mixer or (lambda sub: sub.attn_flops(n))
     tp, gpus = setup.tp, setup.gpus
     wb, wb_moe = weight_bytes(setup.dtype)
     peak = _peak(gpu, setup.dtype)
@@ -111,11 +116,11 @@ def kernel_parts(card: ModelCard, gpu: GpuCard, setup: Setup,
     attn_layers = sum(g.count for g in card.groups if g.kind not in STATE)
     lin_layers = sum(g.count for g in card.groups if g.kind in STATE)
     only_lin, full, mla = _only(card, STATE), _only(card, ("gqa", "swa", "chunked")), _only(card, ("mla",))
-    attention = (full.attn_flops(n) / tp / (bf16 * c.attention) + mla.attn_flops(n) / tp / (bf16 * c.attention_mla)
+    attention = (flops(full) / tp / (bf16 * c.attention) + flops(mla) / tp / (bf16 * c.attention_mla)
                  + attn_layers * c.attention_us * 1e-6)
     linear = np.zeros_like(n)
     if lin_layers:
-        linear = (only_lin.attn_flops(n) / tp / (bf16 * c.linear)
+        linear = (flops(only_lin) / tp / (bf16 * c.linear)
                   + lin_layers * (n * c.linear_ns * 1e-9 + c.attention_us * 1e-6))
     memory = (card.num_layers * n * m.hidden * NORM_BYTES + n * m.act_width / tp * ACT_BYTES) / hbm
     collective = np.zeros_like(n)

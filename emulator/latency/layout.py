@@ -62,7 +62,7 @@ def _layout(system: System, prfaas: Profile, local: Profile, t: np.ndarray, n_pr
     for prof, above, servers, delay in ((prfaas, True, n_prfaas, link_latency),
                                         (local, False, n_p, rdma_latency)):
         es, es2 = (m[inv] for m in service_moments(dist, prof, uniq, above))
-        xn = np.asarray(prof.prefill_time(length_nodes(dist, uniq, above, nodes)))[inv]
+        xn = np.asarray(prof.latency_time(length_nodes(dist, uniq, above, nodes)))[inv]
         share = st.p if above else 1.0 - st.p
         pace = 0.0
         if above:
@@ -74,7 +74,8 @@ def _layout(system: System, prfaas: Profile, local: Profile, t: np.ndarray, n_pr
         share_b = col(np.where(share > 0, share, 0.0))
         xn_b = np.nan_to_num(xn[:, None, :] if outer else xn)
         srv = np.broadcast_to(np.asarray(servers, dtype=float), np.broadcast(es_b, servers).shape)
-        sides.append(Path(share_b, srv, es_b, es2_b, xn_b, pace, delay))
+        ex = None if prof.token_budget is None else xn_b.mean(axis=-1)
+        sides.append(Path(share_b, srv, es_b, es2_b, xn_b, pace, delay, ex=ex))
     dec = system.decode
     n_d_arr = np.asarray(n_d, dtype=float)
     lay = Layout((sides[0], sides[1]), n_d_arr * dec.bs_max, dec.l_out * dec.t_decode,
@@ -104,7 +105,7 @@ def _per_rate(lay: Layout) -> Layout:
     paths = tuple(Path(col(p.share), col(p.servers), col(p.es), col(p.es2), p.nodes[:, None, :],
                        col(p.pace), p.delay, p.weights, *(None if v is None else col(v)
                                                           for v in (p.ac, p.busy, p.drain)),
-                       p.paced) for p in lay.paths)
+                       p.paced, None if p.ex is None else col(p.ex)) for p in lay.paths)
     return Layout(paths, col(lay.decode_slots), lay.decode_service, lay.t_decode, col(lay.n_d))
 
 
@@ -115,5 +116,5 @@ def _take(lay: Layout, idx: np.ndarray) -> Layout:
     paths = tuple(Path(pick(p.share), pick(p.servers), pick(p.es), pick(p.es2), p.nodes[idx],
                        pick(p.pace), p.delay, p.weights, *(None if v is None else pick(v)
                                                            for v in (p.ac, p.busy, p.drain)),
-                       p.paced) for p in lay.paths)
+                       p.paced, None if p.ex is None else pick(p.ex)) for p in lay.paths)
     return Layout(paths, pick(lay.decode_slots), lay.decode_service, lay.t_decode, pick(lay.n_d))

@@ -89,6 +89,8 @@ class Path:
     busy: np.ndarray | None = None
     drain: np.ndarray | None = None
     paced: bool | None = None
+    ex: np.ndarray | None = None  # the mean of the nodes where they are not T's (a batched
+    # profile's step latency, Profile.latency_time); None: E[T]
 
 
 def _scv(p: Path) -> np.ndarray:

@@ -156,17 +156,17 @@ class _GridLayouts:
         """Service nodes per threshold (nan-free); `coarse`: the groups' minima."""
         dist = self.system.lengths
         if not coarse:
-            xn = prof.prefill_time(length_nodes(dist, t, above, nodes, f_t=f_t))
+            xn = prof.latency_time(length_nodes(dist, t, above, nodes, f_t=f_t))
             return np.nan_to_num(np.asarray(xn))
         sizes = _groups(nodes)
         first = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         if rising:
             f = f_t[:, None]
             u = (first + 0.5) / nodes
-            xn = np.asarray(prof.prefill_time(_quantile(dist, f + u * (1 - f) if above
+            xn = np.asarray(prof.latency_time(_quantile(dist, f + u * (1 - f) if above
                                                        else u * f)))
         else:
-            full = np.asarray(prof.prefill_time(length_nodes(dist, t, above, nodes, f_t=f_t)))
+            full = np.asarray(prof.latency_time(length_nodes(dist, t, above, nodes, f_t=f_t)))
             xn = np.sort(full, axis=-1)[:, first]
         return np.nan_to_num(xn)
 
@@ -177,11 +177,13 @@ class _GridLayouts:
         tables = self._node_tables(it, nodes, coarse)
         w = _groups(nodes) / nodes if coarse else None
         paths = []
-        for (_, above, servers, delay, share, es, es2, _), table in zip(self.sides, tables,
-                                                                     strict=True):
+        for (prof, above, servers, delay, share, es, es2, _), table in zip(self.sides, tables,
+                                                                        strict=True):
             srv = np.full(idx.shape, servers) if above else ip.astype(float)
-            paths.append(Path(share[it], srv, es[it], es2[it], table[it],
-                              self.pace[it] if above else 0.0, delay, w))
+            nodes_it = table[it]
+            ex = None if prof.token_budget is None else np.average(nodes_it, axis=-1, weights=w)
+            paths.append(Path(share[it], srv, es[it], es2[it], nodes_it,
+                              self.pace[it] if above else 0.0, delay, w, ex=ex))
         dec = self.system.decode
         n_d = (self.pool - ip).astype(float) if n_d is None else np.asarray(n_d, dtype=float)
         return Layout((paths[0], paths[1]), n_d * dec.bs_max, dec.l_out * dec.t_decode,

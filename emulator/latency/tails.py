@@ -83,7 +83,7 @@ def mean_ttft(lay: Layout, lam: np.ndarray,
     rs = rate_state(lay, lam) if rs is None else rs
     per, total = [], 0.0
     for p, st in zip(lay.paths, rs.paths, strict=True):
-        service = p.es * ((1 - st.pw) * st.free + st.pw * st.busy)
+        service = (p.es if p.ex is None else p.ex) * ((1 - st.pw) * st.free + st.pw * st.busy)
         m = st.mean_wait() + service + p.delay + rs.wd + rs.first
         per.append(m)
         total = total + np.where(p.share > 0, p.share * np.nan_to_num(m, nan=0.0, posinf=np.inf), 0.0)

@@ -20,6 +20,7 @@ from emulator.scenario.decode import parse_decode
 from emulator.scenario.incidents import count_problem, site_count_problem, target_problem
 from emulator.scenario.knobs import KNOBS
 from emulator.scenario.lengths import MAX_TOKENS, parse_lengths
+from emulator.scenario.prefill import Batching, budget_check, parse_batching
 from emulator.scenario.reader import (
     PresetError,
     Reader,
@@ -118,7 +119,8 @@ def from_dict(data: dict, path: str | Path | None = None, *, topology: bool = Fa
     base_dir = Path(path).parent if path else Path.cwd()
 
     fits: dict[str, object] = {}  # card-made profiles: their memory check, run once lengths are known
-    profiles = _profiles(root.section("profiles", required=True), base_dir, fits)
+    profiles = _profiles(root.section("profiles", required=True), base_dir, fits,
+                         parse_batching(root))
     dep = root.section("deployment", required=True)
     par = dep.get("parallelism", int, default_of(System, "parallelism"), check=positive)
 
@@ -203,7 +205,8 @@ def _topology_scenario(data: dict, path: str | Path | None) -> Scenario:
     name = root.get("name", str, Path(path).stem if path else "scenario")
     top = read_fields(Scenario, root)  # description, mode
     base_dir = Path(path).parent if path else Path.cwd()
-    profiles = _profiles(root.section("profiles", required=True), base_dir)
+    profiles = _profiles(root.section("profiles", required=True), base_dir,
+                         batching=parse_batching(root))
     if root.has("deployment"):
         raise root.error("deployment", "a topology preset has no [deployment]: its sites, "
                          "regions and links are [[site]], [[region]] and [[link]] tables")
@@ -241,7 +244,8 @@ def _check_targets(root: Reader, incidents, sites: tuple[str, ...], regions: tup
             raise root.error(f"incidents[{i}].{problem[0]}", problem[1])
 
 
-def _profiles(sec: Reader, base_dir: Path, fits: dict | None = None) -> dict[str, Profile]:
+def _profiles(sec: Reader, base_dir: Path, fits: dict | None = None,
+              batching: Batching = Batching()) -> dict[str, Profile]:
     out: dict[str, Profile] = {}
     pending = list(sec.data)
     for _ in range(len(pending) + 1):  # derived profiles may name ones defined later
@@ -264,12 +268,12 @@ def _profiles(sec: Reader, base_dir: Path, fits: dict | None = None) -> dict[str
                     else f"is absurd: more than {MAX_TIME_OFFSET:g} s either way"))
                 prof = out[parent].derived(pname, time_scale=scale, time_offset=offset,
                                            description=r.get("description", str, ""))
-            elif r.has("file"):
-                prof = _profile_file(r, base_dir)
             elif r.has("roofline"):
-                prof = _roofline_profile(r, pname, base_dir, fits if fits is not None else {})
+                prof = _roofline_profile(r, pname, base_dir, fits if fits is not None else {},
+                                         batching)
             else:
-                prof = _inline_profile(r, pname)
+                _unbatchable(r, pname, batching)
+                prof = _profile_file(r, base_dir) if r.has("file") else _inline_profile(r, pname)
             r.finish()
             out[pname] = prof
             pending.remove(pname)
@@ -280,16 +284,33 @@ def _profiles(sec: Reader, base_dir: Path, fits: dict | None = None) -> dict[str
     return out
 
 
-def _roofline_profile(r: Reader, pname: str, base_dir: Path, fits: dict) -> Profile:
+TABLE_UNBATCHABLE = ("its prefill_time does not split kernel and serving overhead; make it from "
+                     "the cards (roofline = {...}) to batch it")
+
+
+def _unbatchable(r: Reader, pname: str, batching: Batching) -> None:
+    """A table profile cannot be batched: one line naming the key that asked."""
+    if r.has("token_budget"):
+        raise r.error("token_budget", f"a table profile cannot be batched: {TABLE_UNBATCHABLE}")
+    if batching.token_budget is not None:
+        raise PresetError(r.path, "prefill.token_budget", f"profile {pname!r} is a table and "
+                          f"cannot be batched: {TABLE_UNBATCHABLE}")
+
+
+def _roofline_profile(r: Reader, pname: str, base_dir: Path, fits: dict,
+                      batching: Batching = Batching()) -> Profile:
     """`roofline = { model = NAME|config.json, gpu = NAME|card.toml, gpus = 8, tp = 8, ep = 8,
     dtype = "fp8", kv_dtype = "bf16", source = "builtin"|"aiconfigurator" }` with
     `prefill_overhead = "0.39 s"` beside it: a profile from a model card and a GPU card
-    (emulator.cards), T = overhead + kernel; paths are relative to the preset."""
+    (emulator.cards), T = overhead + kernel; paths are relative to the preset. With a token
+    budget (`token_budget` beside it, else [prefill]'s) the instance batches and chunks prefill
+    (emulator.cards.prefill_batch)."""
     from emulator.cards import CardError
     from emulator.cards.gpu import load_gpu
     from emulator.cards.kernel import DTYPES
     from emulator.cards.memory import check_memory
     from emulator.cards.model_card import load_card
+    from emulator.cards.prefill_batch import batched_profile, budget_problem, context_of
     from emulator.cards.roofline import DEFAULT_OVERHEAD_S
     from emulator.cards.sources import PROFILE_SOURCES, card_profile
 
@@ -318,6 +339,16 @@ def _roofline_profile(r: Reader, pname: str, base_dir: Path, fits: dict) -> Prof
                    "must be " + " or ".join(PROFILE_SOURCES))
     overhead = r.get("prefill_overhead", parse_duration, DEFAULT_OVERHEAD_S,
                      check=lambda x: None if 0 <= x <= 60 else "must be between 0 and 60 s")
+    budget = r.get("token_budget", parse_tokens, batching.token_budget, check=budget_check)
+    if budget is not None:  # before the kernel source is asked: its own errors would come first
+        def refuse(msg: str) -> PresetError:
+            return r.error("token_budget", msg) if r.has("token_budget") else \
+                PresetError(r.path, "prefill.token_budget", f"profile {pname!r}: {msg}")
+        if source != "builtin":
+            raise refuse("batching needs the built-in kernel model (roofline source = "
+                         "\"builtin\"): aiconfigurator's adapter asks for one request at a time")
+        if msg := budget_problem(budget, context_of(model)):
+            raise refuse(msg)
     try:
         prof, setup, _ = card_profile(model, gpu, gpus, **degree, **dtypes, overhead_s=overhead,
                                       profile_source=source, name=pname)
@@ -325,6 +356,8 @@ def _roofline_profile(r: Reader, pname: str, base_dir: Path, fits: dict) -> Prof
         key = {"--tp": "tp", "--ep": "ep", "--dtype": "dtype", "--kv-dtype": "kv_dtype"}.get(exc.key)
         raise c.error(key or "model", exc.message if key else str(exc)) from None
     c.finish()
+    if budget is not None:
+        prof = batched_profile(model, gpu, setup, budget, batching.overhead, pname)
 
     def fit(longest: float) -> str | None:
         try:

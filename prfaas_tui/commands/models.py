@@ -4,15 +4,18 @@ depends on; with --gpu, the prefill profile on one instance, kernel and overhead
     prfaas-tui models --config F --gpu G [--parallelism P] [--lengths 8K,32K,128K]
         [--tp N] [--ep N] [--dtype bf16|fp8] [--kv-dtype bf16|fp8] [--overhead 0.39s]
         [--profile-source builtin|aiconfigurator] [--decode-batches 1,8,32,128 --contexts 4K,32K
-        [--tpot 25ms]] --json
+        [--tpot 25ms]] [--prefill-batches 1,4,16] --json
 
 With --config, --json prints one object (`layers` by kind, `layer_groups`: kind, count,
 kv_bytes_per_token and aux_bytes_per_token per layer, window, chunk, topk, state_bytes of the
 group; `windows` and `chunks`: layers per size; `s_kv`: length, kv_bytes; `kv_bytes_per_token`,
 `state_bytes`; with --gpu `profile`: length, kernel_s, overhead_s, t_prefill_s, kv_bytes,
 phi_kv_gbps; with --decode-batches, `decode`: batch, context, step_s, weights_s, kv_s, compute_s,
-comm_s, overhead_s, and `bs_max`: context, batch, binds); for the shipped list, a list of them. The text output of one config adds the
-table of its layer kinds and S_kv at each length."""
+comm_s, overhead_s, and `bs_max`: context, batch, binds; with --prefill-batches,
+`prefill_batches`: batch, length, tokens, kernel_s of one step over `batch` prompts of `length`,
+per_request_s, one_by_one_s, speedup, tokens_per_s, experts_touched, parts); for the shipped
+list, a list of them. The text output of one config adds the table of its layer kinds and S_kv
+at each length."""
 
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ from emulator.cards.gpu import GpuCard, load_gpu
 from emulator.cards.kernel import DTYPES, Setup
 from emulator.cards.memory import check_memory, memory_per_gpu
 from emulator.cards.model_card import ModelCard, load_card, read_config, shipped
+from emulator.cards.prefill_batch import batch_row
 from emulator.cards.roofline import DEFAULT_OVERHEAD_S, DEFAULT_OVERHEAD_SOURCE
 from emulator.cards.sources import PROFILE_SOURCES, card_profile
 from emulator.files import cap_help
@@ -58,9 +62,33 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help=f"decode contexts, K = 1024 (default {DEFAULT_CONTEXTS})")
     p.add_argument("--tpot", default="25 ms", metavar="DURATION",
                    help="TPOT SLO that bounds BS_max (default 25 ms, 40 tokens/s)")
+    p.add_argument("--prefill-batches", metavar="B,...",
+                   help="add the kernel time of one batched prefill step of B prompts at each of "
+                        "--lengths, against the same prompts one by one "
+                        "(emulator/cards/prefill_batch.py; needs --gpu)")
     p.add_argument("--json", action="store_true",
                    help="JSON: one object with --config, else a list")
     return p
+
+
+MAX_STEP_TOKENS = 1 << 24
+
+
+def prefill_batch_options(args: argparse.Namespace, lengths: list[int]) -> list[int] | None:
+    """--prefill-batches, checked (None without it)."""
+    if args.prefill_batches is None:
+        return None
+    if not args.gpu:
+        raise UsageError("--prefill-batches: needs --gpu")
+    if args.profile_source != "builtin":
+        raise UsageError("--prefill-batches: needs --profile-source builtin (aiconfigurator's "
+                         "adapter asks for one request at a time)")
+    batches = [parse_flag("--prefill-batches", whole, item.strip(), positive)
+               for item in str(args.prefill_batches).split(",")]
+    if max(batches) * max(lengths) > MAX_STEP_TOKENS:
+        raise UsageError(f"--prefill-batches: a step of {max(batches):,} x {max(lengths):,} tokens "
+                         f"is over {MAX_STEP_TOKENS:,} tokens")
+    return sorted(set(batches))
 
 
 def decode_options(args: argparse.Namespace, cards: list[ModelCard]) -> dict | None:
@@ -145,7 +173,7 @@ def setup_options(args: argparse.Namespace) -> dict:
 
 def describe(card: ModelCard, gpu: GpuCard | None = None, gpus: int = PARALLELISM,
              lengths: list[int] | None = None, strict: bool = True, decode: dict | None = None,
-             **opts) -> dict:
+             prefill_batches: list[int] | None = None, **opts) -> dict:
     """The card's fields and, with a GPU, its profile; a model that does not fit its GPUs
     raises the one-line CardError (`strict`) or carries it as `memory_error` (the list)."""
     d = card.to_dict()
@@ -175,6 +203,9 @@ def describe(card: ModelCard, gpu: GpuCard | None = None, gpus: int = PARALLELIS
                      "phi_kv_gbps": float(prof.phi_kv(n)) * 8 / 1e9} for n in lengths]
     if decode is not None:
         d.update(decode_rows(card, gpu, setup, decode, strict))
+    if prefill_batches is not None:
+        d["prefill_batches"] = [batch_row(card, gpu, setup, b, n).to_dict()
+                                for n in lengths for b in prefill_batches]
     return d
 
 
@@ -187,7 +218,9 @@ def main(args: argparse.Namespace) -> int:
     lengths = parse_lengths(args.lengths)
     opts = setup_options(args) if gpu else {}
     dec = decode_options(args, cards)
-    rows = [describe(c, gpu, gpus, lengths, strict=bool(args.config), decode=dec, **opts) for c in cards]
+    batches = prefill_batch_options(args, lengths)
+    rows = [describe(c, gpu, gpus, lengths, strict=bool(args.config), decode=dec,
+                     prefill_batches=batches, **opts) for c in cards]
     if args.json:
         print(json_out.dumps(rows[0] if args.config else rows, indent=2))
         return 0
@@ -234,7 +267,30 @@ def main(args: argparse.Namespace) -> int:
             for x in d["bs_max"]:
                 if x["batch"] == 0:
                     console.print(f"{d['name']}: {x['error']}", style="yellow", highlight=False)
+    if batches is not None:
+        for d in rows:
+            console.print(prefill_batch_table(d, gpu))
     return 0
+
+
+def prefill_batch_table(row: dict, gpu: GpuCard) -> Table:
+    """One step's kernel ms by batch (rows) and prompt length (columns), with the speedup over
+    the same prompts one by one."""
+    mark = f", {gpu.mark.upper()} GPU" if gpu.mark else ""
+    t = Table(title=f"{row['name']}: batched prefill step ms on {row['parallelism']} x "
+                    f"{gpu.name}{mark} (x: speedup over one by one)", title_justify="left")
+    t.add_column("batch", justify="right")
+    lengths = sorted({r["length"] for r in row["prefill_batches"]})
+    for n in lengths:
+        t.add_column(format_tokens(n), justify="right")
+    by = {(r["batch"], r["length"]): r for r in row["prefill_batches"]}
+    for b in sorted({r["batch"] for r in row["prefill_batches"]}):
+        t.add_row(str(b), *(f"{by[(b, n)]['kernel_s'] * 1e3:.1f} ({by[(b, n)]['speedup']:.2f}x)"
+                            for n in lengths))
+    t.caption = ("one step: GEMMs, experts and collectives over the batch's tokens, attention per "
+                 "prompt (emulator/cards/prefill_batch.py); kernel only, no serving overhead")
+    t.caption_justify = "left"
+    return t
 
 
 def decode_table(row: dict, gpu: GpuCard) -> Table:
