@@ -272,3 +272,18 @@ def test_architecture_refuses_an_impossible_geometry():
     bad = replace(card.groups[0], pair_flops=2.0 * 7, kv_bytes_per_token=2.0 * 5)
     with pytest.raises(arch_mod.CardError, match="no attention geometry"):
         architecture(replace(card, groups=(bad,)))
+
+
+def test_gpu_script_parses_and_its_cpu_path_runs(tmp_path):
+    script = ROOT / "benchmarks" / "gpu_profile.sh"
+    subprocess.run(["bash", "-n", str(script)], check=True)
+    cfg = tmp_path / "tiny" / "config.json"
+    cfg.parent.mkdir()
+    cfg.write_text(json.dumps(tiny_llama()))
+    env = {"PATH": "/usr/bin:/bin", "DEVICE": "cpu", "SIZE": "tiny", "LENGTHS": "32,64",
+           "CONFIG": str(cfg), "CONFIG_LENGTHS": "32,64", "HYBRID_CONFIG": "", "REPEATS": "1",
+           "WARMUP": "0", "THREADS": "1", "PYTHON": sys.executable, "OUT": str(tmp_path / "out")}
+    proc = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "dense-tiny.toml", "gpu_profile.log", "hybrid-tiny.toml", "tiny.toml"]
