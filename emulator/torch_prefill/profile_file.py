@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 
-def profile_toml(comment: str, name: str, description: str, source: str,
+def profile_toml(comment: str, name: str, description: str, source: str | None,
                  lengths: Sequence[int], seconds: Sequence[float], sizes: Sequence[float], *,
                  upper_bound: str = "", measured: dict | None = None) -> str:
     """A [profile] document; `upper_bound` (why the times are upper bounds) adds
@@ -23,7 +23,8 @@ def profile_toml(comment: str, name: str, description: str, source: str,
     prof = tomlkit.table()
     prof["name"] = name
     prof["description"] = description
-    prof["source"] = source
+    if source:
+        prof["source"] = source
     if upper_bound:
         prof["upper_bound"] = True
         prof["upper_bound_reason"] = upper_bound

@@ -265,6 +265,10 @@ def _run(args: argparse.Namespace) -> int:
                                       warmup=warmup, seed=seed, threads=threads))
     ratios = Comparison(*profiles).ratios if other else None
     console.print(_table(profiles, ratios))
+    for prof in profiles:
+        if prof.upper_bound:
+            console.print(f"{prof.model}: UPPER BOUND: {prof.upper_bound}", style="bold yellow",
+                          highlight=False)
     for path, prof in ((out, profiles[0]), (compare_out, profiles[-1])):
         if path is not None:
             write_profile(prof, path)
