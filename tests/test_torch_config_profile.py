@@ -14,7 +14,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from emulator.cards.model_card import from_dict, read_config  # noqa: E402
+from emulator.cards.model_card import from_dict, load_card, read_config, shipped  # noqa: E402
 from emulator.torch_prefill import architecture as arch_mod  # noqa: E402
 from emulator.torch_prefill.architecture import architecture, expected_kv_bytes  # noqa: E402
 from emulator.torch_prefill.blocks import _local_attention  # noqa: E402
@@ -90,17 +90,14 @@ def test_units_follow_the_card():
     assert h.slow_kernels == ("linear", "moe")
 
 
-@pytest.mark.parametrize("name", ["llama-3.1-8b.json", "qwen3.5-35b-a3b.json",
-                                  "nemotron-h-56b.json", "deepseek-v3.2.json", "gemma-4-26b-a4b.json",
-                                  "ai21-jamba-1.5-mini.json", "minimax-m1.json", "kimi-k2.json",
-                                  "llama-4-scout-17b-16e-instruct.json", "gpt-oss-20b.json"])
+@pytest.mark.parametrize("name", sorted(p.name for p in CONFIGS.glob("*.json")) + shipped())
 def test_every_family_builds_to_the_cards_bytes(name):
-    """Published configs (full size, meta tensors: nothing is allocated): the cache a layer of
-    each unit returns is what the card counts per layer."""
+    """Published configs and the shipped cards (full size, meta tensors: nothing is allocated):
+    the cache a layer of each unit returns is what the card counts per layer."""
     from emulator.torch_prefill.blocks import UnitBlock
     from emulator.torch_prefill.models import rope_tables
 
-    card = read_config(CONFIGS / name)
+    card = read_config(CONFIGS / name) if name.endswith(".json") else load_card(name)
     a = architecture(card)
     n = 40
     total = 0
@@ -121,6 +118,9 @@ def test_kv_bytes_equal_the_card_and_time_rises(llama_profile, hybrid_profile):
         assert prof.dtype == "fp32" and prof.device == "cpu"
         short, long = prof.points
         assert long.seconds > short.seconds  # 4x the tokens
+    hyb_card, hyb = hybrid_profile
+    assert [p.state_bytes for p in hyb.points] == [int(hyb_card.state_bytes)] * 2
+    assert [p.state_bytes for p in llama_profile[1].points] == [0, 0]
     # per token: the dense model's KV grows with l, the hybrid's states do not
     llama_card = llama_profile[0]
     assert llama_profile[1].points[1].kv_bytes == 4 * llama_profile[1].points[0].kv_bytes
@@ -235,6 +235,8 @@ def test_cli_profiles_a_config_compares_the_card_and_writes(tmp_path, capsys, mo
     assert "tensor parallelism" in text and "UPPER BOUND" not in text
     prof = tomllib.loads(out.read_text())["profile"]
     assert prof["name"] == "llama-3.1-8b@cpu" and prof["measured"]["threads"] == 1
+    assert prof["measured"]["roofline_gpu"] == "h200"
+    assert len(prof["measured"]["roofline_kernel_seconds"]) == 2
 
 
 @pytest.mark.parametrize(("argv", "needle"), [

@@ -52,6 +52,7 @@ class LengthPoint:
     length: int
     seconds: float  # T(l) by the two-depth method
     kv_bytes: int  # S_kv(l) from the returned cache
+    state_bytes: int  # the part of it that does not grow with l (recurrent and conv states)
     base_seconds: float  # embedding, final norm and head
     unit_seconds: tuple[float, ...]  # per layer, one per unit
 
@@ -125,8 +126,9 @@ def median_seconds(run: Callable[[], object], device: torch.device, repeats: int
     return statistics.median(times)
 
 
-def _cache_bytes(caches: list[dict]) -> int:
-    return sum(tensor_bytes(ts) for c in caches for ts in c.values())
+def _cache_bytes(caches: list[dict], kind: str | None = None) -> int:
+    """Bytes of the returned caches ("kv", "state" or both)."""
+    return sum(tensor_bytes(ts) for c in caches for k, ts in c.items() if kind in (None, k))
 
 
 def profile_config(card: ModelCard, lengths: Sequence[int], *, device: str = "cpu",
@@ -148,6 +150,7 @@ def profile_config(card: ModelCard, lengths: Sequence[int], *, device: str = "cp
     per_unit: list[list[float]] = [[] for _ in arch.units]
     base: list[float] = []
     kv: list[int] = [0] * len(lengths)
+    state: list[int] = [0] * len(lengths)
     saved = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(threads)
@@ -166,7 +169,10 @@ def profile_config(card: ModelCard, lengths: Sequence[int], *, device: str = "cp
                         base.append(at(0))
                     t1, t2 = at(d1), at(d2)
                     per_unit[u].append(max(t2 - t1, 0.0) / (d2 - d1))
-                    kv[i] += unit.count * _cache_bytes(net(tokens, d1)[1]) // d1
+                    caches = net(tokens, d1)[1]
+                    kv[i] += unit.count * _cache_bytes(caches) // d1
+                    state[i] += unit.count * _cache_bytes(caches, "state") // d1
+                    del caches
             del net
             gc.collect()
             if dev.type == "cuda":
@@ -180,13 +186,13 @@ def profile_config(card: ModelCard, lengths: Sequence[int], *, device: str = "cp
                              f"per-layer model says {want:,} B ({dtype} KV)")
         units = tuple(per_unit[u][i] for u in range(len(arch.units)))
         total = base[i] + sum(unit.count * t for unit, t in zip(arch.units, units, strict=True))
-        prof.points.append(LengthPoint(n, total, kv[i], base[i], units))
+        prof.points.append(LengthPoint(n, total, kv[i], state[i], base[i], units))
     return prof
 
 
-def profile_document(prof: ConfigProfile) -> str:
+def profile_document(prof: ConfigProfile, extra: dict | None = None) -> str:
     """The profile TOML: [profile] as the preset loader reads it, with what was measured, on
-    what and how in [profile.measured]."""
+    what and how in [profile.measured] (plus `extra`, e.g. the roofline it was compared with)."""
     measured = {"model": prof.arch.name, "config": prof.config, "device": prof.device,
                 "device_name": prof.device_name, "torch": prof.torch_version,
                 "dtype": prof.dtype, "method": prof.method, "depths": list(prof.depths),
@@ -194,9 +200,11 @@ def profile_document(prof: ConfigProfile) -> str:
                 "units": [f"{u.name}: " + ", ".join(f"{k} {v}" for k, v in u.dims.items())
                           for u in prof.arch.units],
                 "notes": list(prof.arch.notes),
+                "state_bytes": [p.state_bytes for p in prof.points],
                 "kv_check": "the returned cache equals the card's per-layer S_kv at every length"}
     if prof.threads is not None:
         measured["threads"] = prof.threads
+    measured.update(extra or {})
     return profile_toml(
         f"written by prfaas-tui profile --backend torch --config {prof.config} "
         f"({prof.where()}, {prof.date})",

@@ -390,7 +390,10 @@ def _run_config(args: argparse.Namespace) -> int:
                       style="yellow", highlight=False)
     if out is not None:
         try:
-            out.write_text(profile_document(prof), encoding="utf-8")
+            extra = {} if gpu is None else {
+                "roofline_gpu": gpu.name,
+                "roofline_kernel_seconds": [float(f"{t:.6g}") for t in card_times]}
+            out.write_text(profile_document(prof, extra), encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"--out: cannot write {out}: {exc.strerror}") from None
         console.print(f"wrote {out} (profile {prof.name!r})", highlight=False)
