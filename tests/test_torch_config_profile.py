@@ -247,12 +247,15 @@ def test_cli_profiles_a_config_compares_the_card_and_writes(tmp_path, capsys, mo
     (["--config", "CFG", "--compare-card", "--gpu", "nosuch"], "--gpu:"),
     (["--config", "CFG", "--compare-card"], "--compare-card: name the GPU card"),
     (["--config", "CFG", "--model", "dense-tiny"], "--model: not with --config"),
-    (["--model", "dense-tiny", "--dtype", "bf16"], "--dtype: needs --config"),
+    (["--model", "dense-tiny", "--dtype", "bf16"], "--dtype: only with --config"),
+    (["--depths", "1,3"], "--depths: only with --config"),
+    (["--config", "CFG", "--depths", "1"], "--depths: expected two depths"),
+    (["--config", "CFG", "--lengths", "0"], "--lengths:"),
 ])
 def test_cli_bad_input_is_one_line(tmp_path, capsys, argv, needle):
     cfg = tmp_path / "config.json"
     cfg.write_text(json.dumps(tiny_llama()))
-    rc = _cli([str(cfg) if a == "CFG" else a for a in argv] + ["--lengths", "16", "--device", "cpu"])
+    rc = _cli(["--lengths", "16", "--device", "cpu"] + [str(cfg) if a == "CFG" else a for a in argv])
     err = capsys.readouterr().err
     assert rc == 2 and needle in err and err.count("\n") == 1, err
 

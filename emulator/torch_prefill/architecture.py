@@ -68,8 +68,8 @@ class Architecture:
         return tuple(u for u in self.units if u.kind not in ("ffn", "moe"))
 
 
-def _attention_dims(card: ModelCard, kind: str, pair_flops: float, kv_bytes: float,
-                    window: int | None, where: str) -> dict:
+def _attention_dims(card: ModelCard, pair_flops: float, kv_bytes: float, window: int | None,
+                    where: str) -> dict:
     """heads, kv_heads, qk and v widths from the group's pair FLOPs and KV bytes (bf16)."""
     per_pair = round(pair_flops / 2)  # heads x (qk + v width)
     kv_el = round(kv_bytes / 2)  # kv_heads x (qk + v width); 0: the layer reuses another's KV
@@ -139,7 +139,7 @@ def architecture(card: ModelCard) -> Architecture:
             units.append(Unit("mla", g.count, _mla_dims(card, g.aux_bytes_per_token, key)))
         else:
             units.append(Unit(g.kind, g.count, _attention_dims(
-                card, g.kind, g.pair_flops, g.kv_bytes_per_token, g.window, key)))
+                card, g.pair_flops, g.kv_bytes_per_token, g.window, key)))
         if g.topk:
             slow.append("sparse top-k attention")
             notes.append(f"{g.kind}: the top-{g.topk} sparse attention runs dense (and its "

@@ -59,7 +59,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", default=None, metavar="bf16|fp16|fp32",
                    help="with --config: compute dtype (default bf16 on a GPU, fp32 on a CPU, "
                         "where bf16 matmuls are slow)")
-    p.add_argument("--depths", default="1,2", metavar="D1,D2",
+    p.add_argument("--depths", default=None, metavar="D1,D2",
                    help="with --config: the two depths each layer kind is timed at (default 1,2)")
     p.add_argument("--gpu", default=None, metavar="CARD",
                    help="with --compare-card: the GPU card (h200, h100...; default: the CUDA "
@@ -232,10 +232,10 @@ def _run(args: argparse.Namespace) -> int:
     torch_prefill._require_torch()  # the install hint, before anything else needs torch
     if args.config is not None:
         return _run_config(args)
-    for flag, given in (("--dtype", args.dtype), ("--gpu", args.gpu),
+    for flag, given in (("--dtype", args.dtype), ("--depths", args.depths), ("--gpu", args.gpu),
                         ("--compare-card", args.compare_card or None)):
         if given is not None:
-            raise UsageError(f"{flag}: needs --config (the compact family runs in its own dtype)")
+            raise UsageError(f"{flag}: only with --config (a published architecture)")
     model = _model("--model", args.model or "hybrid-tiny")
     lengths, repeats, warmup, seed, threads = _common(args)
     other = None
@@ -350,7 +350,7 @@ def _run_config(args: argparse.Namespace) -> int:
     if args.gpu is not None and not args.compare_card:
         raise UsageError("--gpu: names the card --compare-card reads; add --compare-card")
     lengths, repeats, warmup, seed, threads = _common(args)
-    depths = _depths(args.depths)
+    depths = _depths(args.depths) if args.depths is not None else (1, 2)
     out = _out_path("--out", args.out)
     try:
         card = load_card(args.config)
