@@ -292,3 +292,16 @@ def test_gpu_script_parses_and_its_cpu_path_runs(tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
         "dense-tiny.toml", "gpu_profile.log", "hybrid-tiny.toml", "tiny.toml"]
+
+
+def test_experts_weight_each_tokens_top_k():
+    from emulator.torch_prefill.blocks import Experts
+
+    torch.manual_seed(0)
+    e = Experts(16, 4, 2, 8)
+    x = torch.randn(1, 10, 16)
+    flat = x.reshape(-1, 16)
+    w, c = e.router(flat).softmax(-1).topk(2, -1)
+    ref = torch.stack([sum(w[t, s] * e.experts[c[t, s]](flat[t:t + 1])[0] for s in range(2))
+                       for t in range(10)])
+    assert torch.allclose(e(x).reshape(-1, 16), ref, atol=1e-6)
