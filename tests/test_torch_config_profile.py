@@ -90,6 +90,17 @@ def test_units_follow_the_card():
     assert h.slow_kernels == ("linear", "moe")
 
 
+@pytest.mark.parametrize(("name", "dims"), [
+    ("qwen3.5-35b-a3b.json", {"heads": 32, "d": 128, "conv_bytes": 3 * (2 * 16 + 32) * 128 * 2}),
+    ("minimax-m1.json", {"heads": 64, "d": 128, "conv_bytes": 0}),
+    ("kimi-linear-48b-a3b", {"heads": 32, "d": 128, "conv_bytes": 3 * 3 * 32 * 128 * 2}),
+])
+def test_a_state_unit_takes_the_published_heads_where_flops_tell_them(name, dims):
+    card = read_config(CONFIGS / name) if name.endswith(".json") else load_card(name)
+    (unit,) = (u for u in architecture(card).units if u.kind == "state")
+    assert {k: unit.dims[k] for k in dims} == dims
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in CONFIGS.glob("*.json")) + shipped())
 def test_every_family_builds_to_the_cards_bytes(name):
     """Published configs and the shipped cards (full size, meta tensors: nothing is allocated):

@@ -111,6 +111,8 @@ def _state_dims(state_bytes: float, token_flops: float, itemsize: int) -> dict:
     while d > 1 and d * d > elements:
         d //= 2
     heads = max(1, elements // (d * d))
+    if heads >= 8:  # published head counts are multiples of 8: the rest is conv state
+        heads -= heads % 8
     conv = total - heads * d * d * itemsize
     if conv < 0:
         heads, d, conv = 0, 0, total
