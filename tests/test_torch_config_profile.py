@@ -316,3 +316,20 @@ def test_experts_weight_each_tokens_top_k():
     ref = torch.stack([sum(w[t, s] * e.experts[c[t, s]](flat[t:t + 1])[0] for s in range(2))
                        for t in range(10)])
     assert torch.allclose(e(x).reshape(-1, 16), ref, atol=1e-6)
+
+
+@pytest.mark.parametrize(("extra", "needle"), [
+    ("upper_bound = \"yes\"", "profile.upper_bound: must be true or false"),
+    ("upper_bond = true", "profile.upper_bond: unknown key"),
+])
+def test_a_profile_file_stays_strict_beside_its_record(tmp_path, extra, needle):
+    from emulator.scenario import presets
+
+    path = tmp_path / "m.toml"
+    path.write_text("[profile]\nname = \"m\"\n" + extra + "\n"
+                    "prefill_time = { lengths = [1, 2], seconds = [0.1, 0.2] }\n"
+                    "kv_size = { lengths = [1, 2], bytes = [10, 20] }\n"
+                    "[profile.measured]\nanything = [1, \"x\"]\n")
+    r = presets.Reader({"file": str(path)}, tmp_path / "x.toml", "profiles.m")
+    with pytest.raises(presets.PresetError, match=needle):
+        presets._profile_file(r, tmp_path)
