@@ -132,7 +132,9 @@ def test_profile_toml_has_the_loader_format(tmp_path):
     data = tomllib.loads(text)
     assert set(data) == {"profile"}
     p = data["profile"]
-    assert set(p) == {"name", "description", "prefill_time", "kv_size"}
+    assert set(p) == {"name", "description", "prefill_time", "kv_size", "upper_bound",
+                      "upper_bound_reason"}
+    assert p["upper_bound"] is True and "not a fused one" in p["upper_bound_reason"]
     assert p["name"] == "hybrid-tiny@cpu"
     assert p["description"] == "measured: hybrid-tiny on cpu (fp32), median of 1 after 0 warm-ups"
     assert set(p["prefill_time"]) == {"lengths", "seconds"}
@@ -151,6 +153,7 @@ def test_profile_file_loads_as_a_project_profile(tmp_path):
     path = write_profile(prof, tmp_path / "dense.toml")
     r = presets.Reader({"file": str(path)}, tmp_path / "x.toml", "profiles.measured")
     loaded = presets._profile_file(r, tmp_path)
+    assert "upper_bound" not in tomllib.loads(path.read_text())["profile"]
     assert loaded.name == "dense-tiny@cpu"
     assert loaded.s_kv(64) == kv_bytes_from_config(get_config("dense-tiny"), 64)
 
@@ -194,6 +197,7 @@ def test_cli_profiles_compares_and_writes(tmp_path, capsys):
     assert rc == 0
     text = capsys.readouterr().out
     assert "dense-tiny" in text and "dense/hybrid" in text and "Phi_kv" in text
+    assert "hybrid-tiny: UPPER BOUND" in text and "dense-tiny: UPPER" not in text
     prof = tomllib.loads(out.read_text())["profile"]
     assert prof["name"] == "hybrid-tiny@cpu" and "(fp32, 1 thread)" in prof["description"]
 

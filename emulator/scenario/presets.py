@@ -384,6 +384,11 @@ def _profile_file(r: Reader, base_dir: Path) -> Profile:
     sec = root.section("profile", required=True)
     prof = _inline_profile(sec, sec.get("name", str, p.stem))
     sec.get("source", str, "")
+    sec.get("upper_bound", bool, False)  # a measured profile whose kernels were slower
+    sec.get("upper_bound_reason", str, "")
+    measured = sec.section("measured")  # what was measured, on what and how: for people
+    if measured is not None:
+        measured.used.update(measured.data)
     sec.finish()
     root.finish()
     return prof

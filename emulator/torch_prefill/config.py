@@ -77,12 +77,14 @@ def kv_bytes_from_config(cfg: ModelConfig, length: int, kv_itemsize: int = 4,
 
 
 # size -> (vocab, d_model, layers, heads, head_dim, d_ff, rope_dim); tiny/small run on CPU,
-# medium (~0.26-0.28B params) and large (~0.62-0.69B) are for GPUs.
+# medium (~0.26-0.28B params) and large (~0.62-0.69B) are for GPUs; xl (~3B) fills one: a
+# smaller model leaves a modern GPU launch-bound at every length a prefill sees.
 _SIZES: dict[str, tuple[int, int, int, int, int, int, int]] = {
     "tiny": (4096, 256, 4, 4, 64, 768, 32),
     "small": (16384, 512, 8, 8, 64, 1536, 32),
     "medium": (32768, 1024, 16, 16, 64, 2816, 32),
     "large": (32768, 1536, 20, 12, 128, 4096, 64),
+    "xl": (65536, 3072, 28, 24, 128, 8192, 64),
 }
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import gc
-import json
 import statistics
 import time
 from collections.abc import Sequence
@@ -20,6 +19,7 @@ from emulator.torch_prefill import TorchUnavailable
 from emulator.torch_prefill.config import get_config
 from emulator.torch_prefill.models import PrefillLM, build_model, resolve_device
 from emulator.torch_prefill.prefill import make_tokens, prefill
+from emulator.torch_prefill.profile_file import profile_toml
 
 try:
     import torch
@@ -62,6 +62,14 @@ class ModelProfile:
     def point(self, length: int) -> ProfilePoint:
         return next(p for p in self.points if p.length == length)
 
+    @property
+    def upper_bound(self) -> str:
+        """Why the times are upper bounds ('' for the dense family: its kernels are torch's)."""
+        if self.family != "hybrid":
+            return ""
+        return ("linear attention runs the project's chunked torch kernel, not a fused one "
+                "(fla): the hybrid's time is an upper bound")
+
     def to_toml(self, date: str | None = None) -> str:
         """The profile file the project's loader reads (lengths tokens, seconds, bytes)."""
         date = date or _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -70,18 +78,12 @@ class ModelProfile:
             where += f", {self.threads} thread{'' if self.threads == 1 else 's'}"
         desc = (f"measured: {self.model} on {self.device} ({where}), "
                 f"median of {self.repeats} after {self.warmup} warm-up{'' if self.warmup == 1 else 's'}")
-        lengths = ", ".join(str(p.length) for p in self.points)
-        seconds = ", ".join(repr(float(f"{p.seconds:.6g}")) for p in self.points)
-        sizes = ", ".join(str(p.kv_bytes) for p in self.points)
-        return (
-            f"# written by prfaas-tui profile --backend torch (model {self.model}, "
-            f"device {self.device}, torch {self.torch_version}, {date})\n"
-            "[profile]\n"
-            f"name = {json.dumps(self.name)}\n"
-            f"description = {json.dumps(desc)}\n"
-            f"prefill_time = {{ lengths = [{lengths}], seconds = [{seconds}] }}\n"
-            f"kv_size = {{ lengths = [{lengths}], bytes = [{sizes}] }}\n"
-        )
+        return profile_toml(
+            f"written by prfaas-tui profile --backend torch (model {self.model}, "
+            f"device {self.device}, torch {self.torch_version}, {date})",
+            self.name, desc, None, [p.length for p in self.points],
+            [float(f"{p.seconds:.6g}") for p in self.points], [p.kv_bytes for p in self.points],
+            upper_bound=self.upper_bound)
 
 
 def _sync(device: torch.device) -> None:
