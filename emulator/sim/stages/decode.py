@@ -7,7 +7,8 @@ the next step boundary and finishes exactly L_out steps later, so it needs one t
 profile (a + b * batch + c * context tokens) the step time changes with the batch: each instance
 keeps one timer for its next batch change (a completion, or a boundary where waiting requests
 join) and computes the time of k steps in closed form, since the context grows by the batch size
-per step.
+per step. A decode from the cards (emulator.scenario.decode.CardStep) is the same stroke: at each
+batch change it gives the segment's (a + b * batch, c), the cards' step as a chord in context.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import math
 from collections.abc import Callable
 from operator import attrgetter
 
+from emulator.scenario.decode import CardStep
 from emulator.scenario.sim import StepProfile
 from emulator.sim.core.request import Request
 from emulator.sim.stages.stage import Stage, Worker
@@ -27,8 +29,8 @@ _index = attrgetter("idx")
 
 
 class DecodeWorker(Worker):
-    __slots__ = ("n", "kv", "phase", "reqs", "seg_start", "seg_k", "batch", "ctx", "finish",
-                 "pending", "timer", "k_total")
+    __slots__ = ("n", "kv", "phase", "reqs", "seg_start", "seg_a", "seg_c", "batch", "ctx",
+                 "finish", "pending", "timer", "k_total")
 
     def __init__(self, idx: int, machine):
         super().__init__(idx, machine)
@@ -38,6 +40,7 @@ class DecodeWorker(Worker):
         self.reqs: dict[int, Request] = {}
         # step-profile mode
         self.seg_start = 0.0  # the batch last changed here...
+        self.seg_a = self.seg_c = 0.0  # ...and steps since last a + c * ctx seconds
         self.k_total = 0  # ...after this many steps since the instance started
         self.batch = 0  # requests stepping now
         self.ctx = 0.0  # context tokens they hold at seg_start
@@ -53,7 +56,7 @@ class DecodeWorker(Worker):
 class DecodeStage(Stage):
     def __init__(self, loop, t_decode: float, bs_max: int, kv_budget: float | None,
                  complete: Callable[[Request, float], None], mean_out: float,
-                 step: StepProfile | None = None):
+                 step: StepProfile | CardStep | None = None):
         super().__init__(loop, "pd-d")
         self.t_decode = t_decode
         self.mean_out = mean_out
@@ -61,6 +64,12 @@ class DecodeStage(Stage):
         self.kv_budget = math.inf if kv_budget is None else kv_budget
         self.complete = complete  # (request, now): the last token is out
         self.step = step
+        # steps run, and their sums of batch, seconds and context (stepped modes): the means
+        # a run reports (`step_stats`)
+        self.steps = 0
+        self.batch_steps = 0
+        self.step_seconds = 0.0
+        self.context_steps = 0.0
         self._accepting: list[DecodeWorker] = []  # accepting and up, by index
         # (load, index) of accepting instances, pushed at every load change: the least-loaded
         # pick is the first entry that still matches its worker (a min() over a region's 100+
@@ -187,8 +196,16 @@ class DecodeStage(Stage):
     # -- step-profile mode -------------------------------------------------------------------
     def _step_costs(self, w: DecodeWorker) -> tuple[float, float]:
         """(time of the first step of the current segment, growth per step)."""
-        s = self.step
-        return s.a + s.b * w.batch + s.c * w.ctx, s.c * w.batch
+        return w.seg_a + w.seg_c * w.ctx, w.seg_c * w.batch
+
+    def step_stats(self) -> dict | None:
+        """Mean batch, step seconds and context per request over the steps run (stepped modes;
+        None with the constant step or before any step)."""
+        if not self.steps:
+            return None
+        return {"steps": self.steps, "mean_batch": self.batch_steps / self.steps,
+                "mean_step": self.step_seconds / self.steps,
+                "mean_context": self.context_steps / self.batch_steps}
 
     @staticmethod
     def _time_of(k: int, first: float, grow: float) -> float:
@@ -222,6 +239,11 @@ class DecodeStage(Stage):
         w.timer = None
         first, grow = self._step_costs(w)
         k = self._steps_by(now - w.seg_start, first, grow) if w.batch else 0
+        if k:
+            self.steps += k
+            self.batch_steps += k * w.batch
+            self.step_seconds += self._time_of(k, first, grow)
+            self.context_steps += k * w.ctx + w.batch * k * (k - 1) / 2
         w.k_total += k
         w.ctx += k * w.batch
         done = []
@@ -237,6 +259,9 @@ class DecodeStage(Stage):
         joined, w.pending = w.pending, []
         if w.batch == 0:
             w.ctx = 0.0
+        else:
+            w.seg_a, w.seg_c = self.step.coefficients(
+                w.batch, w.ctx, w.finish[0][0] - w.k_total)
         w.seg_start = now
         first, _ = self._step_costs(w)
         for req in joined:
