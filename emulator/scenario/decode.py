@@ -85,34 +85,40 @@ def parse_pair_decode(dec: Reader, cards: Cards | None, mean_in: float,
 
 @dataclass(eq=False)
 class CardStep:
-    """The decode step of the cards, for the emulator: per segment of constant batch B (the
-    steps between two joins or completions) the step is taken as affine in the batch's total
-    context C,
+    """The decode step of the cards, for the emulator. Within a segment of constant batch B
+    (the steps between two joins or completions) the step is taken as affine in the batch's
+    total context C = B x (mean context x),
 
-        T ~ a + c x C,   through T_step(B, g0) and T_step(B, g1), C = B x x
+        T ~ a + c x C,   the chord of T_step(B, .) through two context points,
 
-    where g0 <= x0 = C0 / B (the mean context at the segment's start) and g1 >= x0 + k (after
-    the k steps to the segment's next completion, each adding one token per request) are the
-    bracketing points of a GRID-token grid, so the existing closed form for a + b B + c C
-    strokes the segment in one event. Exact where the step is affine in context over [g0, g1]
-    (full-attention and state layers, one bound of the max() throughout); elsewhere (a sliding
-    window filling, the memory/compute bound switching) the chord lies within the step's
-    curvature over at most k + 2 x GRID tokens: under 0.1% of the stroke's time on the shipped
-    cards (tests/test_decode_from_cards.py pins it against stepping one step at a time). Every
-    request of a batch is taken at the batch's mean context."""
+    so the closed form for a + b B + c C strokes the segment in one event. The rule:
+    - a batch whose step is affine in context over [0, MAX_CONTEXT] (full-attention and state
+      layers, one bound of the max() throughout: the chord through 0 and MAX_CONTEXT meets the
+      step at its quarter points) uses that one chord for every segment: exact;
+    - otherwise (a sliding window filling, the memory/compute bound switching) the chord runs
+      through g0 <= x0 (the segment's start) and g1 >= x0 + k (after the k steps to its next
+      completion, each adding one token per request) on a GRID-token grid when the step is
+      affine there (its midpoint tells), else across the one cell [g0, g0 + GRID] and the stage
+      refits at its end (`coefficients`' third value). A kink on the grid is exact; one inside
+      a cell is off by at most the step's curvature over GRID tokens (< 1e-5 of the stroke on
+      the shipped cards: tests/test_decode_from_cards.py steps one step at a time against it).
+    Every request of a batch is taken at the batch's mean context."""
 
     card: ModelCard
     gpu: GpuCard
     setup: Setup
-    tpot: float
-    context: float  # the mean decode context the model's Eq. 5 uses
-    limit: BatchLimit
+    tpot: float = DEFAULT_TPOT_S
+    context: float = 0.0  # the mean decode context the model's Eq. 5 uses
+    limit: BatchLimit | None = None  # BS_max at `context` and `tpot`
     _memo: dict = field(default_factory=dict, repr=False)
 
-    GRID = 256.0  # context tokens between memoized evaluations
+    GRID = 256  # context tokens between evaluations of the cards
+    MAX_CONTEXT = 1 << 20  # the range a batch's one chord must hold over
+    _AFFINE = 1e-9  # relative gap below which the chord is the step
+    _lines: dict = field(default_factory=dict, repr=False)  # batch -> (a, c) or None
 
     def seconds(self, batch: int, context: float) -> float:
-        """T_step(batch, context) at a grid point (memoized: a run revisits the same cells)."""
+        """T_step(batch, context) (memoized: a run revisits the same grid cells)."""
         key = (batch, context)
         t = self._memo.get(key)
         if t is None:
@@ -120,13 +126,38 @@ class CardStep:
                                             context).step_s
         return t
 
-    def coefficients(self, batch: int, ctx: float, steps: int) -> tuple[float, float]:
-        """(a, c) with step seconds ~ a + c x (the batch's total context), for a segment of
-        `batch` requests holding `ctx` tokens that lasts at most `steps` steps."""
+    def coefficients(self, batch: int, ctx: float, steps: int) -> tuple[float, float, int]:
+        """(a, c, valid): step seconds ~ a + c x (the batch's total context) for the next
+        `valid` steps (<= `steps`, those to the segment's next completion) of `batch` requests
+        holding `ctx` tokens."""
+        line = self._lines.get(batch, False)
+        if line is False:
+            line = self._lines[batch] = self._line(batch)
+        if line is not None:
+            return line[0], line[1], steps
         g = self.GRID
         x0 = ctx / batch
         g0 = math.floor(x0 / g) * g
         g1 = max(math.ceil((x0 + steps) / g) * g, g0 + g)
         t0, t1 = self.seconds(batch, g0), self.seconds(batch, g1)
+        valid = steps
+        if g1 - g0 > g:
+            gm = g0 + (g1 - g0) // (2 * g) * g
+            chord = t0 + (t1 - t0) * (gm - g0) / (g1 - g0)
+            if abs(self.seconds(batch, gm) - chord) > self._AFFINE * chord:
+                g1 = g0 + g
+                t1 = self.seconds(batch, g1)
+                valid = min(steps, math.ceil(g1 - x0))
         slope = (t1 - t0) / (g1 - g0)  # seconds per token of mean context
-        return t0 - slope * g0, slope / batch
+        return t0 - slope * g0, slope / batch, valid
+
+    def _line(self, batch: int) -> tuple[float, float] | None:
+        """(a, c) when the step at `batch` is affine in context up to MAX_CONTEXT, else None."""
+        top = self.MAX_CONTEXT
+        t0, t1 = self.seconds(batch, 0), self.seconds(batch, top)
+        for q in (top // 4, top // 2, 3 * top // 4):
+            chord = t0 + (t1 - t0) * q / top
+            if abs(step_time(self.card, self.gpu, self.setup, batch, q).step_s - chord) > \
+                    self._AFFINE * chord:
+                return None
+        return t0, (t1 - t0) / top / batch

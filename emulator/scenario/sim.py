@@ -63,9 +63,10 @@ class StepProfile:
     b: float = setting(0.0, parse=parse_duration, check=non_negative)
     c: float = setting(0.0, check=non_negative)
 
-    def coefficients(self, batch: int, ctx: float, steps: int) -> tuple[float, float]:
-        """(a, c) with step seconds = a + c x the batch's context (CardStep's interface)."""
-        return self.a + self.b * batch, self.c
+    def coefficients(self, batch: int, ctx: float, steps: int) -> tuple[float, float, int]:
+        """(a, c, steps): step seconds = a + c x the batch's context, throughout the segment
+        (CardStep's interface)."""
+        return self.a + self.b * batch, self.c, steps
 
 
 WORK, DEC, EMU, SLO = "workload", "decode", "emulator", "slo"

@@ -29,8 +29,8 @@ _index = attrgetter("idx")
 
 
 class DecodeWorker(Worker):
-    __slots__ = ("n", "kv", "phase", "reqs", "seg_start", "seg_a", "seg_c", "batch", "ctx",
-                 "finish", "pending", "timer", "k_total")
+    __slots__ = ("n", "kv", "phase", "reqs", "seg_start", "first", "grow", "next_k", "batch",
+                 "ctx", "finish", "pending", "timer", "k_total")
 
     def __init__(self, idx: int, machine):
         super().__init__(idx, machine)
@@ -40,7 +40,8 @@ class DecodeWorker(Worker):
         self.reqs: dict[int, Request] = {}
         # step-profile mode
         self.seg_start = 0.0  # the batch last changed here...
-        self.seg_a = self.seg_c = 0.0  # ...and steps since last a + c * ctx seconds
+        self.first = self.grow = 0.0  # ...its first step lasts `first`, each next `grow` more
+        self.next_k: float = math.inf  # ...until this step (k_total): a completion or a refit
         self.k_total = 0  # ...after this many steps since the instance started
         self.batch = 0  # requests stepping now
         self.ctx = 0.0  # context tokens they hold at seg_start
@@ -64,6 +65,7 @@ class DecodeStage(Stage):
         self.kv_budget = math.inf if kv_budget is None else kv_budget
         self.complete = complete  # (request, now): the last token is out
         self.step = step
+        self._coefficients = step.coefficients if step is not None else None
         # steps run, and their sums of batch, seconds and context (stepped modes): the means
         # a run reports (`step_stats`)
         self.steps = 0
@@ -194,10 +196,6 @@ class DecodeStage(Stage):
             self._idle(w)
 
     # -- step-profile mode -------------------------------------------------------------------
-    def _step_costs(self, w: DecodeWorker) -> tuple[float, float]:
-        """(time of the first step of the current segment, growth per step)."""
-        return w.seg_a + w.seg_c * w.ctx, w.seg_c * w.batch
-
     def step_stats(self) -> dict | None:
         """Mean batch, step seconds and context per request over the steps run (stepped modes;
         None with the constant step or before any step)."""
@@ -221,15 +219,61 @@ class DecodeStage(Stage):
         k = (-b + math.sqrt(b * b + 2 * grow * elapsed)) / grow
         return int(math.floor(k + _STEP_TOL))
 
+    def _next_boundary(self, w: DecodeWorker, now: float) -> tuple[int, float]:
+        """(steps into the segment, time) of its first step boundary at or after `now`."""
+        first, grow = w.first, w.grow
+        k = self._steps_by(now - w.seg_start, first, grow)
+        t = w.seg_start + k * first + grow * k * (k - 1) / 2
+        if t < now - _STEP_TOL * first:
+            k += 1
+            t = w.seg_start + k * first + grow * k * (k - 1) / 2
+        return k, t
+
     def _admit_stepped(self, w: DecodeWorker, req: Request, now: float) -> None:
+        """Join at the next step boundary. Without a completion or refit there the segment is
+        re-based to it at once (its start may lie ahead of now) and no event is spent on the
+        join; with one, the request waits in `pending` for that boundary's event."""
         self._take(w, req)
-        if w.batch == 0 and not w.pending:
+        if w.batch == 0 and not w.pending:  # an idle instance starts stepping at once
             w.seg_start = now
-            w.pending.append(req)
-            self._boundary(w)
-        else:
-            w.pending.append(req)
-            self._schedule(w)
+        elif now > w.seg_start:  # else the segment starts ahead (a re-based join): join there
+            k, t = self._next_boundary(w, now)
+            if w.pending or w.next_k <= w.k_total + k:
+                w.pending.append(req)  # the boundary's event takes it in
+                self._schedule(w)
+                return
+            if k:
+                self._advance(w, k)
+            w.seg_start = t if t > now else now
+        w.batch += 1
+        w.ctx += req.length
+        heapq.heappush(w.finish, (w.k_total + req.out_len, req.rid, req))
+        self._refit(w)
+        req.t_first = w.seg_start + w.first
+        self._schedule(w)
+
+    def _advance(self, w: DecodeWorker, k: int) -> None:
+        """Count k steps of the current segment."""
+        batch, half = w.batch, k * (k - 1) / 2
+        self.steps += k
+        self.batch_steps += k * batch
+        self.step_seconds += k * w.first + w.grow * half
+        self.context_steps += k * w.ctx + batch * half
+        w.k_total += k
+        w.ctx += k * batch
+
+    def _refit(self, w: DecodeWorker) -> None:
+        """The segment starting now (the batch just changed): its step's coefficients, its
+        first step and growth per step, and the step of its next event (a completion, or the
+        end of a card step's chord)."""
+        if w.batch == 0:
+            w.ctx = 0.0
+            w.next_k = math.inf
+            return
+        steps = w.finish[0][0] - w.k_total
+        a, c, valid = self._coefficients(w.batch, w.ctx, steps)
+        w.first, w.grow = a + c * w.ctx, c * w.batch
+        w.next_k = w.k_total + (valid if valid < steps else steps)
 
     def _boundary(self, w: DecodeWorker) -> None:
         """At a step boundary: count the steps, let finished requests go, let waiting ones in,
@@ -237,35 +281,26 @@ class DecodeStage(Stage):
         now = self.loop.now
         self._account(now)
         w.timer = None
-        first, grow = self._step_costs(w)
-        k = self._steps_by(now - w.seg_start, first, grow) if w.batch else 0
-        if k:
-            self.steps += k
-            self.batch_steps += k * w.batch
-            self.step_seconds += self._time_of(k, first, grow)
-            self.context_steps += k * w.ctx + w.batch * k * (k - 1) / 2
-        w.k_total += k
-        w.ctx += k * w.batch
+        if w.batch and (k := self._steps_by(now - w.seg_start, w.first, w.grow)):
+            self._advance(w, k)
         done = []
-        while w.finish and w.finish[0][0] <= w.k_total:
-            _, _, req = heapq.heappop(w.finish)
+        finish = w.finish
+        while finish and finish[0][0] <= w.k_total:
+            req = heapq.heappop(finish)[2]
             w.batch -= 1
             w.ctx -= req.length + req.out_len
             done.append(req)
-        for req in w.pending:
-            w.batch += 1
-            w.ctx += req.length
-            heapq.heappush(w.finish, (w.k_total + req.out_len, req.rid, req))
-        joined, w.pending = w.pending, []
-        if w.batch == 0:
-            w.ctx = 0.0
-        else:
-            w.seg_a, w.seg_c = self.step.coefficients(
-                w.batch, w.ctx, w.finish[0][0] - w.k_total)
         w.seg_start = now
-        first, _ = self._step_costs(w)
+        joined = w.pending
+        if joined:
+            w.pending = []
+            for req in joined:
+                w.batch += 1
+                w.ctx += req.length
+                heapq.heappush(finish, (w.k_total + req.out_len, req.rid, req))
+        self._refit(w)
         for req in joined:
-            req.t_first = now + first
+            req.t_first = now + w.first
         for req in done:
             self._release(w, req)
             self.complete(req, now)
@@ -274,26 +309,23 @@ class DecodeStage(Stage):
             self._after_release(w, now)
 
     def _schedule(self, w: DecodeWorker) -> None:
-        """One timer per instance: its next completion, or the next boundary if some request
-        waits to join."""
-        now = self.loop.now
-        first, grow = self._step_costs(w)
+        """One timer per instance: its next completion (or the end of its chord, where a card
+        step refits), or the next boundary if some request waits to join."""
         when = math.inf
-        if w.finish:
-            when = w.seg_start + self._time_of(w.finish[0][0] - w.k_total, first, grow)
-        if w.pending:
-            if w.batch == 0:
-                when = now
-            else:
-                k = self._steps_by(now - w.seg_start, first, grow)
-                t = w.seg_start + self._time_of(k, first, grow)
-                if t < now - _STEP_TOL * first:
-                    t = w.seg_start + self._time_of(k + 1, first, grow)
-                when = min(when, max(t, now))
-        if w.timer is not None:
-            if w.timer.when() == when:
+        if w.batch:
+            k = w.next_k - w.k_total
+            when = w.seg_start + k * w.first + w.grow * k * (k - 1) / 2
+            if w.pending:
+                now = self.loop.now
+                t = self._next_boundary(w, now)[1]
+                when = min(when, t if t > now else now)
+        elif w.pending:
+            when = self.loop.now
+        timer = w.timer
+        if timer is not None:
+            if timer._when == when:  # noqa: SLF001 (the loop's own timer)
                 return
-            w.timer.cancel()
+            timer.cancel()
             w.timer = None
         if when < math.inf:
             w.timer = self.loop.call_at(when, self._boundary, w)
