@@ -126,6 +126,10 @@ class CardStep:
                                             context).step_s
         return t
 
+    def fastest(self, context: float) -> float:
+        """The shortest step a request of `context` tokens can take (alone in its batch)."""
+        return self.seconds(1, context)
+
     def coefficients(self, batch: int, ctx: float, steps: int) -> tuple[float, float, int]:
         """(a, c, valid): step seconds ~ a + c x (the batch's total context) for the next
         `valid` steps (<= `steps`, those to the segment's next completion) of `batch` requests

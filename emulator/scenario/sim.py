@@ -68,6 +68,10 @@ class StepProfile:
         (CardStep's interface)."""
         return self.a + self.b * batch, self.c, steps
 
+    def fastest(self, context: float) -> float:
+        """The shortest step a request of `context` tokens can take (alone in its batch)."""
+        return self.a + self.b + self.c * context
+
 
 WORK, DEC, EMU, SLO = "workload", "decode", "emulator", "slo"
 
