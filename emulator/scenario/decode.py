@@ -130,15 +130,15 @@ class CardStep:
         """The shortest step a request of `context` tokens can take (alone in its batch)."""
         return self.seconds(1, context)
 
-    def coefficients(self, batch: int, ctx: float, steps: int) -> tuple[float, float, int]:
+    def coefficients(self, batch: int, ctx: float, steps: int) -> tuple[float, float, float]:
         """(a, c, valid): step seconds ~ a + c x (the batch's total context) for the next
         `valid` steps (<= `steps`, those to the segment's next completion) of `batch` requests
-        holding `ctx` tokens."""
+        holding `ctx` tokens; valid = inf: for every segment of `batch`, whatever its context."""
         line = self._lines.get(batch, False)
         if line is False:
             line = self._lines[batch] = self._line(batch)
         if line is not None:
-            return line[0], line[1], steps
+            return line[0], line[1], math.inf
         g = self.GRID
         x0 = ctx / batch
         g0 = math.floor(x0 / g) * g

@@ -25,6 +25,7 @@ Keys (all optional):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,10 +64,10 @@ class StepProfile:
     b: float = setting(0.0, parse=parse_duration, check=non_negative)
     c: float = setting(0.0, check=non_negative)
 
-    def coefficients(self, batch: int, ctx: float, steps: int) -> tuple[float, float, int]:
-        """(a, c, steps): step seconds = a + c x the batch's context, throughout the segment
+    def coefficients(self, batch: int, ctx: float, steps: int) -> tuple[float, float, float]:
+        """(a, c, inf): step seconds = a + c x the batch's context, in every segment
         (CardStep's interface)."""
-        return self.a + self.b * batch, self.c, steps
+        return self.a + self.b * batch, self.c, math.inf
 
     def fastest(self, context: float) -> float:
         """The shortest step a request of `context` tokens can take (alone in its batch)."""

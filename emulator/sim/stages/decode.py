@@ -65,7 +65,7 @@ class DecodeStage(Stage):
         self.kv_budget = math.inf if kv_budget is None else kv_budget
         self.complete = complete  # (request, now): the last token is out
         self.step = step
-        self._coefficients = step.coefficients if step is not None else None
+        self._lines: dict[int, tuple[float, float]] = {}  # batch -> (a, c) of every segment
         # steps run, and their sums of batch, seconds and context (stepped modes): the means
         # a run reports (`step_stats`)
         self.steps = 0
@@ -232,24 +232,37 @@ class DecodeStage(Stage):
     def _admit_stepped(self, w: DecodeWorker, req: Request, now: float) -> None:
         """Join at the next step boundary. Without a completion or refit there the segment is
         re-based to it at once (its start may lie ahead of now) and no event is spent on the
-        join; with one, the request waits in `pending` for that boundary's event."""
+        join; with one, the request waits in `pending` for that boundary's event. (The hot
+        path: `_next_boundary` and `_advance` written out.)"""
         self._take(w, req)
+        start = w.seg_start
         if w.batch == 0 and not w.pending:  # an idle instance starts stepping at once
-            w.seg_start = now
-        elif now > w.seg_start:  # else the segment starts ahead (a re-based join): join there
-            k, t = self._next_boundary(w, now)
+            w.seg_start = start = now
+        elif now > start:  # else the segment starts ahead (a re-based join): join there
+            first, grow = w.first, w.grow
+            k = self._steps_by(now - start, first, grow)
+            t = start + k * first + grow * k * (k - 1) / 2
+            if t < now - _STEP_TOL * first:
+                k += 1
+                t = start + k * first + grow * k * (k - 1) / 2
             if w.pending or w.next_k <= w.k_total + k:
                 w.pending.append(req)  # the boundary's event takes it in
                 self._schedule(w)
                 return
             if k:
-                self._advance(w, k)
-            w.seg_start = t if t > now else now
+                batch, half = w.batch, k * (k - 1) / 2
+                self.steps += k
+                self.batch_steps += k * batch
+                self.step_seconds += k * first + grow * half
+                self.context_steps += k * w.ctx + batch * half
+                w.k_total += k
+                w.ctx += k * batch
+            w.seg_start = start = t if t > now else now
         w.batch += 1
         w.ctx += req.length
         heapq.heappush(w.finish, (w.k_total + req.out_len, req.rid, req))
         self._refit(w)
-        req.t_first = w.seg_start + w.first
+        req.t_first = start + w.first
         self._schedule(w)
 
     def _advance(self, w: DecodeWorker, k: int) -> None:
@@ -266,14 +279,24 @@ class DecodeStage(Stage):
         """The segment starting now (the batch just changed): its step's coefficients, its
         first step and growth per step, and the step of its next event (a completion, or the
         end of a card step's chord)."""
-        if w.batch == 0:
+        batch = w.batch
+        if batch == 0:
             w.ctx = 0.0
             w.next_k = math.inf
             return
-        steps = w.finish[0][0] - w.k_total
-        a, c, valid = self._coefficients(w.batch, w.ctx, steps)
-        w.first, w.grow = a + c * w.ctx, c * w.batch
-        w.next_k = w.k_total + (valid if valid < steps else steps)
+        next_k = w.finish[0][0]
+        line = self._lines.get(batch)
+        if line is None:
+            steps = next_k - w.k_total
+            a, c, valid = self.step.coefficients(batch, w.ctx, steps)
+            if valid < steps:
+                next_k = w.k_total + valid
+            elif valid == math.inf:  # the same (a, c) for every segment of this batch
+                self._lines[batch] = (a, c)
+        else:
+            a, c = line
+        w.first, w.grow = a + c * w.ctx, c * batch
+        w.next_k = next_k
 
     def _boundary(self, w: DecodeWorker) -> None:
         """At a step boundary: count the steps, let finished requests go, let waiting ones in,
@@ -281,8 +304,11 @@ class DecodeStage(Stage):
         now = self.loop.now
         self._account(now)
         w.timer = None
-        if w.batch and (k := self._steps_by(now - w.seg_start, w.first, w.grow)):
-            self._advance(w, k)
+        if w.batch:  # the timer was for step next_k unless it let a pending request in
+            k = self._steps_by(now - w.seg_start, w.first, w.grow) if w.pending \
+                else w.next_k - w.k_total
+            if k:
+                self._advance(w, k)
         done = []
         finish = w.finish
         while finish and finish[0][0] <= w.k_total:
