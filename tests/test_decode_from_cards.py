@@ -185,3 +185,28 @@ def test_plan_knows_a_tpot_no_batch_can_meet(tmp_path, capsys):
     fastest = sc.sim.step.fastest(lo)
     assert unmeetable(sc, SLO(ttft_p90=60.0, tpot_p90=fastest * 1.01)) is None
     assert "--slo-tpot" in unmeetable(sc, SLO(ttft_p90=60.0, tpot_p90=fastest * 0.99))
+
+
+def test_the_model_panel_names_the_derived_decode(tmp_path, capsys):
+    from prfaas_tui.widgets.model_panel import decode_line
+    sc = from_dict(tomllib.loads((p := _preset(tmp_path, capsys)).read_text()), p)
+    lim = sc.sim.step.limit
+    line = decode_line(sc)
+    assert f"BS_max {lim.batch}" in line and f"{lim.step.step_s * 1e3:.2f} ms" in line
+    assert ("TPOT 25 ms binds" if lim.binds == "tpot" else "memory binds") in line
+    assert decode_line(load("paper-case-study")) is None
+
+
+@pytest.mark.asyncio
+async def test_the_dashboard_opens_a_decode_from_the_cards(tmp_path):
+    from test_ui_support import dash, screen_text
+
+    from prfaas_tui.app import PrfaasApp
+    from prfaas_tui.preset_builder import NewSpec, write_preset
+    out = tmp_path / "w.toml"
+    write_preset(NewSpec(model="kimi-linear-48b-a3b", decode="cards"), out)
+    app = PrfaasApp(str(out), live=False, at=5.0)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        assert isinstance(dash(app).settings.scenario.sim.step, CardStep)
+        assert "at BS_max 217" in screen_text(app)
