@@ -24,6 +24,7 @@ from emulator.files import file_stem
 from emulator.optimizer import paradigms, search
 from emulator.scenario import presets
 from emulator.scenario.decode import SOURCES as DECODE_SOURCES
+from emulator.scenario.decode import context_problem
 from emulator.scenario.knobs import KNOBS
 from emulator.scenario.lengths import parse_lengths
 from emulator.scenario.reader import Reader, positive
@@ -216,6 +217,9 @@ def _decode_table(spec: NewSpec, model, gpu, setup, context: float, tpot: float,
     dec = tomlkit.table()
     dec.add(tomlkit.comment("decode at the SLO: step time, batch size, mean output tokens"))
     if spec.t_decode is None or spec.bs_max is None:
+        if (msg := context_problem(model, context)) is not None:  # no step to derive there
+            flag = "--l-out" if spec.l_out is not None else "--trace" if spec.trace else "--lengths"
+            raise UsageError(f"{flag}: {msg}")
         try:
             lim = decode_bs_max(model, gpu, setup, context, tpot)
         except CardError as exc:

@@ -210,3 +210,13 @@ async def test_the_dashboard_opens_a_decode_from_the_cards(tmp_path):
         await pilot.pause()
         assert isinstance(dash(app).settings.scenario.sim.step, CardStep)
         assert "at BS_max 217" in screen_text(app)
+
+
+@pytest.mark.parametrize("decode", ["cards", "constants"])
+def test_new_refuses_a_decode_context_beyond_the_model(tmp_path, capsys, decode):
+    out = tmp_path / "q.toml"
+    assert main(["new", "--model", str(CONFIGS / "qwen3-32b.json"), "--l-out", "200000",
+                 "--decode", decode, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("prfaas-tui: --l-out:") and "40,960" in err[0]
+    assert not out.exists()

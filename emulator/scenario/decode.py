@@ -49,6 +49,15 @@ def parse_decode(dec: Reader, base: DecodeSpec | None = None) -> DecodeSpec:
 Cards = tuple[ModelCard, GpuCard, Setup]
 
 
+def context_problem(card: ModelCard, context: float) -> str | None:
+    """Why a mean decode context is beyond what the model serves, or None."""
+    limit = card.config.get("max_position_embeddings") if isinstance(card.config, dict) else None
+    if isinstance(limit, int) and not isinstance(limit, bool) and context > limit:
+        return (f"the mean decode context {context:,.0f} tokens (input mean + l_out / 2) is "
+                f"beyond {card.name}'s max_position_embeddings ({limit:,})")
+    return None
+
+
 def parse_pair_decode(dec: Reader, cards: Cards | None, mean_in: float,
                       ) -> tuple[DecodeSpec, CardStep | None]:
     """A pair's `[decode]`: the constants, or (from = "cards") the decode the local profile's
@@ -71,10 +80,8 @@ def parse_pair_decode(dec: Reader, cards: Cards | None, mean_in: float,
     tpot = dec.get("tpot", parse_duration, DEFAULT_TPOT_S, check=tpot_problem)
     card, gpu, setup = cards
     context = mean_in + l_out / 2
-    limit = card.config.get("max_position_embeddings") if isinstance(card.config, dict) else None
-    if isinstance(limit, int) and context > limit:
-        raise dec.error("l_out", f"the mean decode context {context:,.0f} tokens (input mean + "
-                        f"l_out / 2) is beyond {card.name}'s max_position_embeddings ({limit:,})")
+    if (msg := context_problem(card, context)) is not None:
+        raise dec.error("l_out", msg)
     try:
         lim = bs_max(card, gpu, setup, context, tpot)
     except CardError as exc:
