@@ -220,3 +220,16 @@ def test_new_refuses_a_decode_context_beyond_the_model(tmp_path, capsys, decode)
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("prfaas-tui: --l-out:") and "40,960" in err[0]
     assert not out.exists()
+
+
+def test_a_decode_instance_lost_mid_stroke_keeps_the_books(tmp_path, capsys):
+    """A failed instance hands its batch back (re-based joins included); the run's accounting
+    check holds and the survivors keep stepping."""
+    sc = from_dict(tomllib.loads((p := _preset(tmp_path, capsys)).read_text()), p)
+    with Emulation(sc, load=0.9, duration=600, seed=2) as emu:
+        lost = emu.live_instances("pd-d")[0]
+        emu.loop.call_at_quiet(200.0, lambda: emu.fail_instance("pd-d", lost))
+        emu.loop.call_at_quiet(300.0, lambda: emu.restore_instance("pd-d", lost))
+        out = emu.run().json  # runs the accounting check
+    assert out["rerouted"] > 0 and out["stages"]["pd-d"]["steps"]["steps"] > 0
+    assert out["accounting"]["completed"] > 0
