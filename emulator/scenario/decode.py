@@ -108,7 +108,7 @@ class CardStep:
       affine there (its midpoint tells), else across the one cell [g0, g0 + GRID] and the stage
       refits at its end (`coefficients`' third value). A kink on the grid is exact; one inside
       a cell is off by at most the step's curvature over GRID tokens (< 1e-5 of the stroke on
-      the shipped cards: tests/test_decode_from_cards.py steps one step at a time against it).
+      the test configs: tests/test_decode_from_cards.py steps one step at a time against it).
     Every request of a batch is taken at the batch's mean context."""
 
     card: ModelCard

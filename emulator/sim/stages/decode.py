@@ -223,55 +223,42 @@ class DecodeStage(Stage):
         """(steps into the segment, time) of its first step boundary at or after `now`."""
         first, grow = w.first, w.grow
         k = self._steps_by(now - w.seg_start, first, grow)
-        t = w.seg_start + k * first + grow * k * (k - 1) / 2
+        t = w.seg_start + self._time_of(k, first, grow)
         if t < now - _STEP_TOL * first:
             k += 1
-            t = w.seg_start + k * first + grow * k * (k - 1) / 2
+            t = w.seg_start + self._time_of(k, first, grow)
         return k, t
 
     def _admit_stepped(self, w: DecodeWorker, req: Request, now: float) -> None:
         """Join at the next step boundary. Without a completion or refit there the segment is
         re-based to it at once (its start may lie ahead of now) and no event is spent on the
-        join; with one, the request waits in `pending` for that boundary's event. (The hot
-        path: `_next_boundary` and `_advance` written out.)"""
+        join; with one, the request waits in `pending` for that boundary's event."""
         self._take(w, req)
-        start = w.seg_start
         if w.batch == 0 and not w.pending:  # an idle instance starts stepping at once
-            w.seg_start = start = now
-        elif now > start:  # else the segment starts ahead (a re-based join): join there
-            first, grow = w.first, w.grow
-            k = self._steps_by(now - start, first, grow)
-            t = start + k * first + grow * k * (k - 1) / 2
-            if t < now - _STEP_TOL * first:
-                k += 1
-                t = start + k * first + grow * k * (k - 1) / 2
+            w.seg_start = now
+        elif now > w.seg_start:  # else the segment starts ahead (a re-based join): join there
+            k, t = self._next_boundary(w, now)
             if w.pending or w.next_k <= w.k_total + k:
                 w.pending.append(req)  # the boundary's event takes it in
                 self._schedule(w)
                 return
             if k:
-                batch, half = w.batch, k * (k - 1) / 2
-                self.steps += k
-                self.batch_steps += k * batch
-                self.step_seconds += k * first + grow * half
-                self.context_steps += k * w.ctx + batch * half
-                w.k_total += k
-                w.ctx += k * batch
-            w.seg_start = start = t if t > now else now
+                self._advance(w, k)
+            w.seg_start = t if t > now else now
         w.batch += 1
         w.ctx += req.length
         heapq.heappush(w.finish, (w.k_total + req.out_len, req.rid, req))
         self._refit(w)
-        req.t_first = start + w.first
+        req.t_first = w.seg_start + w.first
         self._schedule(w)
 
     def _advance(self, w: DecodeWorker, k: int) -> None:
         """Count k steps of the current segment."""
-        batch, half = w.batch, k * (k - 1) / 2
+        batch = w.batch
         self.steps += k
         self.batch_steps += k * batch
-        self.step_seconds += k * w.first + w.grow * half
-        self.context_steps += k * w.ctx + batch * half
+        self.step_seconds += self._time_of(k, w.first, w.grow)
+        self.context_steps += k * w.ctx + batch * k * (k - 1) / 2
         w.k_total += k
         w.ctx += k * batch
 
@@ -339,8 +326,7 @@ class DecodeStage(Stage):
         step refits), or the next boundary if some request waits to join."""
         when = math.inf
         if w.batch:
-            k = w.next_k - w.k_total
-            when = w.seg_start + k * w.first + w.grow * k * (k - 1) / 2
+            when = w.seg_start + self._time_of(w.next_k - w.k_total, w.first, w.grow)
             if w.pending:
                 now = self.loop.now
                 t = self._next_boundary(w, now)[1]
@@ -349,7 +335,7 @@ class DecodeStage(Stage):
             when = self.loop.now
         timer = w.timer
         if timer is not None:
-            if timer._when == when:  # noqa: SLF001 (the loop's own timer)
+            if timer.when() == when:
                 return
             timer.cancel()
             w.timer = None
