@@ -317,9 +317,9 @@ class DecodeStage(Stage):
         for req in done:
             self._release(w, req)
             self.complete(req, now)
-        self._schedule(w)
-        if done:
+        if done:  # before the timer: a queued request joining `w` now would move it again
             self._after_release(w, now)
+        self._schedule(w)
 
     def _schedule(self, w: DecodeWorker) -> None:
         """One timer per instance: its next completion (or the end of its chord, where a card
