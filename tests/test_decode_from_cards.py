@@ -233,3 +233,15 @@ def test_a_decode_instance_lost_mid_stroke_keeps_the_books(tmp_path, capsys):
         out = emu.run().json  # runs the accounting check
     assert out["rerouted"] > 0 and out["stages"]["pd-d"]["steps"]["steps"] > 0
     assert out["accounting"]["completed"] > 0
+
+
+def test_a_decode_bound_run_serves_eq5_from_the_cards(tmp_path, capsys):
+    """One decode instance offered more than it can take: its batch fills to BS_max and it
+    serves Eq. 5's N_d x BS_max / (T_step(BS_max) x l_out)."""
+    sc = from_dict(tomllib.loads((p := _preset(tmp_path, capsys)).read_text()), p)
+    with Emulation(sc, rate=4.5, n_p=7, n_d=1, duration=1800, seed=1) as emu:
+        out = emu.run().json
+    d = out["stages"]["pd-d"]
+    assert out["bottleneck"] == "pd-d"
+    assert d["steps"]["mean_batch"] == pytest.approx(sc.system.decode.bs_max, rel=0.02)
+    assert d["served_rate"] == pytest.approx(sc.system.decode.per_instance_rate, rel=0.03)
