@@ -23,6 +23,8 @@ from emulator.cards.sources import card_profile
 from emulator.files import file_stem
 from emulator.optimizer import paradigms, search
 from emulator.scenario import presets
+from emulator.scenario.decode import SOURCES as DECODE_SOURCES
+from emulator.scenario.decode import context_problem
 from emulator.scenario.knobs import KNOBS
 from emulator.scenario.lengths import parse_lengths
 from emulator.scenario.reader import Reader, positive
@@ -50,6 +52,7 @@ class NewSpec:
     t_decode: str | None = None  # default: the step at BS_max, from the cards
     bs_max: int | None = None  # default: the SLO- or memory-bound batch, from the cards
     tpot: str = "25 ms"  # the TPOT SLO that bounds the derived batch
+    decode: str = "constants"  # "cards": the preset says from = "cards" (derived on load)
     l_out: float | None = None  # default 1024, or the trace's mean output
     name: str | None = None
     tp: int | None = None  # default: parallelism
@@ -110,6 +113,11 @@ def build_preset(spec: NewSpec, out: Path) -> tomlkit.TOMLDocument:
         raise UsageError(f"--bs-max: must be > 0 (got {spec.bs_max})")
     tpot = parse_flag("--tpot", parse_duration, spec.tpot,
                       tpot_problem)
+    if spec.decode not in DECODE_SOURCES:
+        raise UsageError(f"--decode: must be {' or '.join(DECODE_SOURCES)}, got {spec.decode!r}")
+    if spec.decode == "cards" and (spec.t_decode is not None or spec.bs_max is not None):
+        raise UsageError("--decode cards: derives t_decode and bs_max on load; drop "
+                         + ("--t-decode" if spec.t_decode is not None else "--bs-max"))
     out_dir = out.parent
     name = spec.name or f"{model.name}-{pf_gpu.name}-{lc_gpu.name}"
 
@@ -209,6 +217,9 @@ def _decode_table(spec: NewSpec, model, gpu, setup, context: float, tpot: float,
     dec = tomlkit.table()
     dec.add(tomlkit.comment("decode at the SLO: step time, batch size, mean output tokens"))
     if spec.t_decode is None or spec.bs_max is None:
+        if (msg := context_problem(model, context)) is not None:  # no step to derive there
+            flag = "--l-out" if spec.l_out is not None else "--trace" if spec.trace else "--lengths"
+            raise UsageError(f"{flag}: {msg}")
         try:
             lim = decode_bs_max(model, gpu, setup, context, tpot)
         except CardError as exc:
@@ -225,6 +236,11 @@ def _decode_table(spec: NewSpec, model, gpu, setup, context: float, tpot: float,
             f"{lim.step.step_s * 1e3:.2f} ms (weights {lim.step.weights_s * 1e3:.2f}, KV "
             f"{lim.step.kv_s * 1e3:.2f}, compute {lim.step.compute_s * 1e3:.2f}, comm "
             f"{lim.step.comm_s * 1e3:.2f} ms); docs/cards.md"))
+    if spec.decode == "cards":  # derived again on load, so an edited card changes the answer
+        dec.add(tomlkit.comment("from the local profile's cards on load; the emulator steps at "
+                                "T_step(batch, context): docs/decode.md"))
+        dec.update({"from": "cards", "tpot": spec.tpot, "l_out": l_out})
+        return dec
     t_decode = spec.t_decode if spec.t_decode is not None else f"{lim.step.step_s * 1e3:.4g} ms"
     bs = spec.bs_max if spec.bs_max is not None else lim.batch
     dec.update({"t_decode": t_decode, "bs_max": bs, "l_out": l_out})

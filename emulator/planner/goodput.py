@@ -62,8 +62,8 @@ def too_short(sc: Scenario, duration: float) -> str | None:
 
 def unmeetable(sc: Scenario, slo: SLO) -> str | None:
     """Why no candidate can meet `slo` whatever its size, or None: a TTFT target below the
-    fastest prefill of the shortest request, or a TPOT target below the decode step (constant
-    t_decode: every output token takes exactly one step)."""
+    fastest prefill of the shortest request, or a TPOT target below the fastest decode step (every
+    output token takes one step: t_decode, or a stepped decode's at batch 1)."""
     s = sc.system
     lo = s.lengths.support[0]
     profiles = [p for p in (s.prfaas, s.local, s.homogeneous_profile) if p is not None]
@@ -71,9 +71,12 @@ def unmeetable(sc: Scenario, slo: SLO) -> str | None:
     if slo.ttft_p90 < fastest:
         return (f"--slo-ttft: {slo.ttft_p90:g} s is below the fastest prefill ({fastest:.3g} s "
                 f"for {lo:.0f} tokens): no candidate can meet it, every goodput will be 0")
-    if slo.tpot_p90 is not None and sc.sim.step is None and slo.tpot_p90 < s.decode.t_decode:
-        return (f"--slo-tpot: {slo.tpot_p90:g} s is below the decode step t_decode = "
-                f"{s.decode.t_decode:g} s: no candidate can meet it, every goodput will be 0")
+    step = s.decode.t_decode if sc.sim.step is None else sc.sim.step.fastest(lo)
+    if slo.tpot_p90 is not None and slo.tpot_p90 < step:
+        what = (f"t_decode = {step:g} s" if sc.sim.step is None
+                 else f"at batch 1 and {lo:.0f} tokens, {step:.3g} s")
+        return (f"--slo-tpot: {slo.tpot_p90:g} s is below the decode step {what}: no candidate "
+                "can meet it, every goodput will be 0")
     return None
 
 

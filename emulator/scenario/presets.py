@@ -16,7 +16,7 @@ import numpy as np
 from emulator.files import FileRefused, checked
 from emulator.model import System
 from emulator.profiles import BEYOND_RULES, LIMITS, Curve, Profile
-from emulator.scenario.decode import parse_decode
+from emulator.scenario.decode import parse_pair_decode
 from emulator.scenario.incidents import count_problem, site_count_problem, target_problem
 from emulator.scenario.knobs import KNOBS
 from emulator.scenario.lengths import MAX_TOKENS, parse_lengths
@@ -119,7 +119,8 @@ def from_dict(data: dict, path: str | Path | None = None, *, topology: bool = Fa
     base_dir = Path(path).parent if path else Path.cwd()
 
     fits: dict[str, object] = {}  # card-made profiles: their memory check, run once lengths are known
-    profiles = _profiles(root.section("profiles", required=True), base_dir, fits,
+    cards: dict[str, tuple] = {}  # ... and their (model, gpu, setup), for a decode from the cards
+    profiles = _profiles(root.section("profiles", required=True), base_dir, fits, cards,
                          parse_batching(root))
     dep = root.section("deployment", required=True)
     par = dep.get("parallelism", int, default_of(System, "parallelism"), check=positive)
@@ -140,10 +141,16 @@ def from_dict(data: dict, path: str | Path | None = None, *, topology: bool = Fa
     n_p, n_d, t = _knob(dep, "n_p"), _knob(dep, "n_d"), _knob(dep, "t")
 
     dec = root.section("decode", required=True)
-    decode = parse_decode(dec)
     work = root.section("workload", required=True)
     lengths = parse_lengths(work.section("lengths", required=True), base_dir)
+    local_name = next(k for k, v in profiles.items() if v is local_prof)
+    decode, card_step = parse_pair_decode(dec, cards.get(local_name), lengths.mean)
     sim = parse_sim_config(root, work, dec, base_dir, lengths)
+    if card_step is not None:
+        if sim.step is not None:
+            raise dec.error("step", 'a step profile and from = "cards" both say how long a step '
+                            "lasts: keep one")
+        sim = replace(sim, step=card_step)
     # the pair's link: its round trip is [emulator] link_latency; its bandwidth, the goodput
     transport = read_transport(dep, bandwidth, sim.link_latency, "[emulator] link_latency")
     line = bandwidth if transport is not None else None
@@ -245,7 +252,8 @@ def _check_targets(root: Reader, incidents, sites: tuple[str, ...], regions: tup
 
 
 def _profiles(sec: Reader, base_dir: Path, fits: dict | None = None,
-              batching: Batching = Batching()) -> dict[str, Profile]:
+              cards: dict | None = None, batching: Batching = Batching()
+              ) -> dict[str, Profile]:
     out: dict[str, Profile] = {}
     pending = list(sec.data)
     for _ in range(len(pending) + 1):  # derived profiles may name ones defined later
@@ -270,7 +278,7 @@ def _profiles(sec: Reader, base_dir: Path, fits: dict | None = None,
                                            description=r.get("description", str, ""))
             elif r.has("roofline"):
                 prof = _roofline_profile(r, pname, base_dir, fits if fits is not None else {},
-                                         batching)
+                                         cards if cards is not None else {}, batching)
             else:
                 _unbatchable(r, pname, batching)
                 prof = _profile_file(r, base_dir) if r.has("file") else _inline_profile(r, pname)
@@ -298,7 +306,7 @@ def _unbatchable(r: Reader, pname: str, batching: Batching) -> None:
 
 
 def _roofline_profile(r: Reader, pname: str, base_dir: Path, fits: dict,
-                      batching: Batching = Batching()) -> Profile:
+                      cards: dict, batching: Batching = Batching()) -> Profile:
     """`roofline = { model = NAME|config.json, gpu = NAME|card.toml, gpus = 8, tp = 8, ep = 8,
     dtype = "fp8", kv_dtype = "bf16", source = "builtin"|"aiconfigurator" }` with
     `prefill_overhead = "0.39 s"` beside it: a profile from a model card and a GPU card
@@ -367,6 +375,7 @@ def _roofline_profile(r: Reader, pname: str, base_dir: Path, fits: dict,
         return None
 
     fits[pname] = fit
+    cards[pname] = (model, gpu, setup)
     return replace(prof, description=r.get("description", str, "") or prof.description)
 
 

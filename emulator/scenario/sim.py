@@ -9,7 +9,8 @@ Keys (all optional):
               its mean must equal decode.l_out), replay (a Mooncake .jsonl or Azure .csv trace,
               relative to the preset) and replay_time_scale (>1 stretches the trace in time)
   [decode]    kv_budget (bytes of KV one decode instance holds), step = { a, b, c } (step time
-              a + b * batch + c * context tokens instead of the constant t_decode)
+              a + b * batch + c * context tokens instead of the constant t_decode; from = "cards"
+              steps at the cards' T_step instead: emulator.scenario.decode)
   [emulator]  duration, seed, max_queue (queued requests per stage), max_queue_seconds
               (expected queueing time), link_burst (token bucket, bytes), link_peak (rate while
               tokens last; default 2 x bandwidth), link_latency, rdma_latency, sample_interval,
@@ -24,12 +25,14 @@ Keys (all optional):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from emulator.distributions import LengthDistribution
 from emulator.files import FileRefused, checked
 from emulator.scenario.cache import CacheConfig, SessionWorkload, parse_cache, parse_sessions
+from emulator.scenario.decode import CardStep
 from emulator.scenario.incidents import FIXED_LENGTHS, Incident, cut_problem, parse_incidents
 from emulator.scenario.knobs import KNOBS
 from emulator.scenario.lengths import parse_lengths
@@ -61,6 +64,15 @@ class StepProfile:
     b: float = setting(0.0, parse=parse_duration, check=non_negative)
     c: float = setting(0.0, check=non_negative)
 
+    def coefficients(self, batch: int, ctx: float, steps: int) -> tuple[float, float, float]:
+        """(a, c, inf): step seconds = a + c x the batch's context, in every segment
+        (CardStep's interface)."""
+        return self.a + self.b * batch, self.c, math.inf
+
+    def fastest(self, context: float) -> float:
+        """The shortest step a request of `context` tokens can take (alone in its batch)."""
+        return self.a + self.b + self.c * context
+
 
 WORK, DEC, EMU, SLO = "workload", "decode", "emulator", "slo"
 
@@ -90,7 +102,7 @@ class SimConfig:
     link_latency: float = setting(0.0, parse=parse_duration, check=non_negative, section=EMU)
     rdma_latency: float = setting(0.0, parse=parse_duration, check=non_negative, section=EMU)
     kv_budget: float | None = setting(None, parse=parse_bytes, check=positive, section=DEC)
-    step: StepProfile | None = None
+    step: StepProfile | CardStep | None = None  # None: every step lasts t_decode
     sample_interval: float = setting(1.0, parse=parse_duration, check=positive, section=EMU)
     window: float = setting(30.0, parse=parse_duration, check=positive, section=EMU)
     timeseries_rows: int = setting(4096, parse=int, check=at_least(16), section=EMU)

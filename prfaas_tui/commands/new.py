@@ -49,6 +49,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     add_trace_flags(p)
     p.add_argument("--tpot", default="25 ms", metavar="DURATION",
                    help="TPOT SLO that bounds the derived decode batch (default 25 ms)")
+    p.add_argument("--decode", default="constants", metavar="constants|cards",
+                   help="write [decode] as constants from the cards (default) or as from = "
+                        "\"cards\": derived on load, and the emulator steps at T_step(batch, "
+                        "context)")
     p.add_argument("--t-decode", metavar="DURATION",
                    help="decode step time at the SLO (default: the cards' step at BS_max)")
     p.add_argument("--bs-max", metavar="N",
@@ -78,7 +82,7 @@ def main(args: argparse.Namespace) -> int:
         local_gpus=parse_flag("--local-gpus", whole, args.local_gpus, positive),
         homogeneous_gpus=parse_flag("--homogeneous-gpus", whole, args.homogeneous_gpus),
         bandwidth=args.bandwidth, lengths=args.lengths, trace=args.trace, columns=args.columns,
-        incremental=args.incremental, t_decode=args.t_decode, tpot=args.tpot,
+        incremental=args.incremental, t_decode=args.t_decode, tpot=args.tpot, decode=args.decode,
         bs_max=parse_flag("--bs-max", whole, args.bs_max, positive),
         l_out=parse_flag("--l-out", parse_tokens, args.l_out, positive), name=args.name,
         **setup_options(args))

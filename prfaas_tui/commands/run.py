@@ -284,7 +284,11 @@ def _summary(out: dict) -> None:
     top.add_row("TTFT mean / p50 / p90 / p99", " / ".join(
         _fmt(ttft[k], 2) for k in ("mean", "p50", "p90", "p99")) + " s")
     slo = "" if out["slo"] is None else f" · SLO attainment {out['slo']['attainment']:.1%}"
-    top.add_row("TPOT p50", f"{_fmt(tpot['p50'], 4)} s{slo}")
+    top.add_row("TPOT p50 / p90", f"{_fmt(tpot['p50'], 4)} / {_fmt(tpot['p90'], 4)} s{slo}")
+    if (steps := out["stages"]["pd-d"].get("steps")) is not None:  # a stepped decode
+        top.add_row("decode steps", f"{steps['steps']:,} · mean batch {steps['mean_batch']:.1f}"
+                    f" · mean step {steps['mean_step'] * 1e3:.2f} ms · mean context "
+                    f"{format_tokens(steps['mean_context'])} tokens")
     top.add_row("requests", f"{acc['arrived']:,} arrived · {acc['completed']:,} completed · "
                 f"{acc['in_flight']:,} in flight · {acc['rejected']:,} rejected · "
                 f"{acc['lost']:,} lost")

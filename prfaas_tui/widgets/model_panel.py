@@ -14,6 +14,7 @@ from textual.widgets import Static
 
 from emulator.effective import EffectiveView, targets_for
 from emulator.paradigm import Paradigm, Stage
+from emulator.scenario.decode import CardStep
 from emulator.units import format_duration, format_tokens, to_gbps
 from prfaas_tui.live import Tick
 from prfaas_tui.modelview import LatencyView, ModelView, live_latency
@@ -100,6 +101,8 @@ class ModelPanel(Static):
             lam.append(f" of {nom.lambda_max:.2f}", style=warn)
         lam.append(f" · offered {load:.0%}", style=hot if load > 1 else dim)
         lines.append(lam)
+        if (dec := decode_line(v.scenario)) is not None:
+            lines.append(Text(dec, style=dim, no_wrap=True, overflow="ellipsis"))
         # the link's line first and whole: the binding ceiling moves with it, and a joined
         # line ("PD-D 4 of 4 alive (1 draining) · link 6.0 of…") cut it off at 160 columns
         found = [d for d in live.differences if d.what != "lambda"]
@@ -190,6 +193,8 @@ class ModelPanel(Static):
                             (f"offered {s.rate:.2f} ({v.load:.0%})",
                              hot if v.load > 1 else dim))
         lines.append(lam)
+        if (dec := decode_line(sc)) is not None:
+            lines.append(Text(dec, style=dim, no_wrap=True, overflow="ellipsis"))
         if op.p > 0:
             lines.append(Text(f"p {op.p:.1%} · l_long {format_tokens(op.l_long)}"
                               f" · T {format_duration(op.t_long)}", style=dim, no_wrap=True,
@@ -214,6 +219,19 @@ class ModelPanel(Static):
             opt.append("[O]", style="bold")
         lines.append(opt)
         return Group(*lines)
+
+
+def decode_line(sc: Any) -> str | None:
+    """A decode from the cards in one line: the step at BS_max, BS_max and the limit that binds
+    (None for a preset with constants)."""
+    step = sc.sim.step
+    if not isinstance(step, CardStep) or step.limit is None:
+        return None
+    lim = step.limit
+    why = (f"TPOT {format_duration(step.tpot)} binds, {lim.memory_batch} fit" if lim.binds == "tpot"
+           else f"memory binds at {lim.memory_batch}")
+    return (f"decode T_step {lim.step.step_s * 1e3:.2f} ms at BS_max {lim.batch} ({why}; "
+            f"context {format_tokens(step.context)})")
 
 
 def unstable_why(lt: LatencyView, rate: float, lambda_max: float) -> str:

@@ -102,6 +102,8 @@ class RunResult:
                 "mean_time_in_stage": st.sojourn_sum / st.done if st.done else None,
                 "mean_wait": st.wait_sum / st.started if st.started else None,
             }
+            if name == "pd-d" and (steps := st.step_stats()) is not None:  # a stepped decode
+                stages[name]["steps"] = steps
         self.json: dict = {
             "preset": emu.scenario.name,
             "paradigm": emu.paradigm,

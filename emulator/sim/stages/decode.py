@@ -7,7 +7,8 @@ the next step boundary and finishes exactly L_out steps later, so it needs one t
 profile (a + b * batch + c * context tokens) the step time changes with the batch: each instance
 keeps one timer for its next batch change (a completion, or a boundary where waiting requests
 join) and computes the time of k steps in closed form, since the context grows by the batch size
-per step.
+per step. A decode from the cards (emulator.scenario.decode.CardStep) is the same stroke: at each
+batch change it gives the segment's (a + b * batch, c), the cards' step as a chord in context.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import math
 from collections.abc import Callable
 from operator import attrgetter
 
+from emulator.scenario.decode import CardStep
 from emulator.scenario.sim import StepProfile
 from emulator.sim.core.request import Request
 from emulator.sim.stages.stage import Stage, Worker
@@ -27,8 +29,8 @@ _index = attrgetter("idx")
 
 
 class DecodeWorker(Worker):
-    __slots__ = ("n", "kv", "phase", "reqs", "seg_start", "seg_k", "batch", "ctx", "finish",
-                 "pending", "timer", "k_total")
+    __slots__ = ("n", "kv", "phase", "reqs", "seg_start", "first", "grow", "next_k", "batch",
+                 "ctx", "finish", "pending", "timer", "k_total")
 
     def __init__(self, idx: int, machine):
         super().__init__(idx, machine)
@@ -38,6 +40,8 @@ class DecodeWorker(Worker):
         self.reqs: dict[int, Request] = {}
         # step-profile mode
         self.seg_start = 0.0  # the batch last changed here...
+        self.first = self.grow = 0.0  # ...its first step lasts `first`, each next `grow` more
+        self.next_k: float = math.inf  # ...until this step (k_total): a completion or a refit
         self.k_total = 0  # ...after this many steps since the instance started
         self.batch = 0  # requests stepping now
         self.ctx = 0.0  # context tokens they hold at seg_start
@@ -53,7 +57,7 @@ class DecodeWorker(Worker):
 class DecodeStage(Stage):
     def __init__(self, loop, t_decode: float, bs_max: int, kv_budget: float | None,
                  complete: Callable[[Request, float], None], mean_out: float,
-                 step: StepProfile | None = None):
+                 step: StepProfile | CardStep | None = None):
         super().__init__(loop, "pd-d")
         self.t_decode = t_decode
         self.mean_out = mean_out
@@ -61,6 +65,13 @@ class DecodeStage(Stage):
         self.kv_budget = math.inf if kv_budget is None else kv_budget
         self.complete = complete  # (request, now): the last token is out
         self.step = step
+        self._lines: dict[int, tuple[float, float]] = {}  # batch -> (a, c) of every segment
+        # steps run, and their sums of batch, seconds and context (stepped modes): the means
+        # a run reports (`step_stats`)
+        self.steps = 0
+        self.batch_steps = 0
+        self.step_seconds = 0.0
+        self.context_steps = 0.0
         self._accepting: list[DecodeWorker] = []  # accepting and up, by index
         # (load, index) of accepting instances, pushed at every load change: the least-loaded
         # pick is the first entry that still matches its worker (a min() over a region's 100+
@@ -185,10 +196,14 @@ class DecodeStage(Stage):
             self._idle(w)
 
     # -- step-profile mode -------------------------------------------------------------------
-    def _step_costs(self, w: DecodeWorker) -> tuple[float, float]:
-        """(time of the first step of the current segment, growth per step)."""
-        s = self.step
-        return s.a + s.b * w.batch + s.c * w.ctx, s.c * w.batch
+    def step_stats(self) -> dict | None:
+        """Mean batch, step seconds and context per request over the steps run (stepped modes;
+        None with the constant step or before any step)."""
+        if not self.steps:
+            return None
+        return {"steps": self.steps, "mean_batch": self.batch_steps / self.steps,
+                "mean_step": self.step_seconds / self.steps,
+                "mean_context": self.context_steps / self.batch_steps}
 
     @staticmethod
     def _time_of(k: int, first: float, grow: float) -> float:
@@ -204,15 +219,71 @@ class DecodeStage(Stage):
         k = (-b + math.sqrt(b * b + 2 * grow * elapsed)) / grow
         return int(math.floor(k + _STEP_TOL))
 
+    def _next_boundary(self, w: DecodeWorker, now: float) -> tuple[int, float]:
+        """(steps into the segment, time) of its first step boundary at or after `now`."""
+        first, grow = w.first, w.grow
+        k = self._steps_by(now - w.seg_start, first, grow)
+        t = w.seg_start + self._time_of(k, first, grow)
+        if t < now - _STEP_TOL * first:
+            k += 1
+            t = w.seg_start + self._time_of(k, first, grow)
+        return k, t
+
     def _admit_stepped(self, w: DecodeWorker, req: Request, now: float) -> None:
+        """Join at the next step boundary. Without a completion or refit there the segment is
+        re-based to it at once (its start may lie ahead of now) and no event is spent on the
+        join; with one, the request waits in `pending` for that boundary's event."""
         self._take(w, req)
-        if w.batch == 0 and not w.pending:
+        if w.batch == 0 and not w.pending:  # an idle instance starts stepping at once
             w.seg_start = now
-            w.pending.append(req)
-            self._boundary(w)
+        elif now > w.seg_start:  # else the segment starts ahead (a re-based join): join there
+            k, t = self._next_boundary(w, now)
+            if w.pending or w.next_k <= w.k_total + k:
+                w.pending.append(req)  # the boundary's event takes it in
+                self._schedule(w)
+                return
+            if k:
+                self._advance(w, k)
+            w.seg_start = t if t > now else now
+        w.batch += 1
+        w.ctx += req.length
+        heapq.heappush(w.finish, (w.k_total + req.out_len, req.rid, req))
+        self._refit(w)
+        req.t_first = w.seg_start + w.first
+        self._schedule(w)
+
+    def _advance(self, w: DecodeWorker, k: int) -> None:
+        """Count k steps of the current segment."""
+        batch = w.batch
+        self.steps += k
+        self.batch_steps += k * batch
+        self.step_seconds += self._time_of(k, w.first, w.grow)
+        self.context_steps += k * w.ctx + batch * k * (k - 1) / 2
+        w.k_total += k
+        w.ctx += k * batch
+
+    def _refit(self, w: DecodeWorker) -> None:
+        """The segment starting now (the batch just changed): its step's coefficients, its
+        first step and growth per step, and the step of its next event (a completion, or the
+        end of a card step's chord)."""
+        batch = w.batch
+        if batch == 0:
+            w.ctx = 0.0
+            w.next_k = math.inf
+            return
+        next_k = w.finish[0][0]
+        line = self._lines.get(batch)
+        if line is None:
+            steps = next_k - w.k_total
+            a, c, valid = self.step.coefficients(batch, w.ctx, steps)
+            if valid < steps:
+                next_k = w.k_total + valid
+            elif valid == math.inf:  # the same (a, c) for every segment of this batch
+                self._lines[batch] = (a, c)
         else:
-            w.pending.append(req)
-            self._schedule(w)
+            a, c = line
+        w.first, w.grow = a + c * w.ctx, c * batch
+        w.next_k = next_k
 
     def _boundary(self, w: DecodeWorker) -> None:
         """At a step boundary: count the steps, let finished requests go, let waiting ones in,
@@ -220,55 +291,53 @@ class DecodeStage(Stage):
         now = self.loop.now
         self._account(now)
         w.timer = None
-        first, grow = self._step_costs(w)
-        k = self._steps_by(now - w.seg_start, first, grow) if w.batch else 0
-        w.k_total += k
-        w.ctx += k * w.batch
+        if w.batch:  # the timer was for step next_k unless it let a pending request in
+            k = self._steps_by(now - w.seg_start, w.first, w.grow) if w.pending \
+                else w.next_k - w.k_total
+            if k:
+                self._advance(w, k)
         done = []
-        while w.finish and w.finish[0][0] <= w.k_total:
-            _, _, req = heapq.heappop(w.finish)
+        finish = w.finish
+        while finish and finish[0][0] <= w.k_total:
+            req = heapq.heappop(finish)[2]
             w.batch -= 1
             w.ctx -= req.length + req.out_len
             done.append(req)
-        for req in w.pending:
-            w.batch += 1
-            w.ctx += req.length
-            heapq.heappush(w.finish, (w.k_total + req.out_len, req.rid, req))
-        joined, w.pending = w.pending, []
-        if w.batch == 0:
-            w.ctx = 0.0
         w.seg_start = now
-        first, _ = self._step_costs(w)
+        joined = w.pending
+        if joined:
+            w.pending = []
+            for req in joined:
+                w.batch += 1
+                w.ctx += req.length
+                heapq.heappush(finish, (w.k_total + req.out_len, req.rid, req))
+        self._refit(w)
         for req in joined:
-            req.t_first = now + first
+            req.t_first = now + w.first
         for req in done:
             self._release(w, req)
             self.complete(req, now)
-        self._schedule(w)
-        if done:
+        if done:  # before the timer: a queued request joining `w` now would move it again
             self._after_release(w, now)
+        self._schedule(w)
 
     def _schedule(self, w: DecodeWorker) -> None:
-        """One timer per instance: its next completion, or the next boundary if some request
-        waits to join."""
-        now = self.loop.now
-        first, grow = self._step_costs(w)
+        """One timer per instance: its next completion (or the end of its chord, where a card
+        step refits), or the next boundary if some request waits to join."""
         when = math.inf
-        if w.finish:
-            when = w.seg_start + self._time_of(w.finish[0][0] - w.k_total, first, grow)
-        if w.pending:
-            if w.batch == 0:
-                when = now
-            else:
-                k = self._steps_by(now - w.seg_start, first, grow)
-                t = w.seg_start + self._time_of(k, first, grow)
-                if t < now - _STEP_TOL * first:
-                    t = w.seg_start + self._time_of(k + 1, first, grow)
-                when = min(when, max(t, now))
-        if w.timer is not None:
-            if w.timer.when() == when:
+        if w.batch:
+            when = w.seg_start + self._time_of(w.next_k - w.k_total, w.first, w.grow)
+            if w.pending:
+                now = self.loop.now
+                t = self._next_boundary(w, now)[1]
+                when = min(when, t if t > now else now)
+        elif w.pending:
+            when = self.loop.now
+        timer = w.timer
+        if timer is not None:
+            if timer.when() == when:
                 return
-            w.timer.cancel()
+            timer.cancel()
             w.timer = None
         if when < math.inf:
             w.timer = self.loop.call_at(when, self._boundary, w)
