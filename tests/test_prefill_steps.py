@@ -192,3 +192,20 @@ def test_a_batched_preset_at_0_9_lambda_max_serves_and_its_ttft_is_the_models(tm
     # steps run part-full (here the PD-P side runs at 0.7 of its capacity)
     step = max(p.latency_time(p.token_budget) for p in (sc.system.prfaas, sc.system.local)) / 1.5
     assert model.mean - 1.5 * step < out["ttft"]["mean"] < model.mean
+
+
+def test_a_topology_with_batched_sites_and_regions_balances_its_books(tmp_path, capsys):
+    """Sites book their requests per region: a request leaving a batched step, and an earlier
+    chunk on a link's wire, move the region's count as the one-at-a-time path does."""
+    from emulator.scenario.presets import presets_dir
+
+    two = (presets_dir() / "two-regions.toml").read_text()
+    card = f'roofline = {{model = "{CONFIG}", gpu = "h200", gpus = 4}}\n'
+    text = two.split("[profiles.h200]")[0] + "[profiles.h200]\n" + card + "\n[profiles.h20]\n" \
+        + card.replace("h200", "h100") + "\n[[site]]" + two.split("[[site]]", 1)[1]
+    path = tmp_path / "t.toml"
+    path.write_text(text + '\n[prefill]\ntoken_budget = "4K"\noverhead = "per-step"\n')
+    assert main(["run", "--preset", str(path), "--load", "0.5", "--duration", "300",
+                 "--seed", "2", "--json"]) == 0
+    acc = json.loads(capsys.readouterr().out)["accounting"]
+    assert acc["lost"] == 0 and acc["completed"] > 0

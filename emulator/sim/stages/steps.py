@@ -86,7 +86,7 @@ class Stepping:
         """An idle instance looks for work: a step, or back to the free heap."""
         if self._pack(w, now):
             self.in_service += 1
-            self._held()
+            self._extra()
         elif w.accepting and w.machine.alive:
             heapq.heappush(self._free, w.idx)
 
@@ -170,7 +170,8 @@ class Stepping:
         if t.done < t.todo and self.link_for(t.req).latency > 0:
             t.wire += 1  # an earlier chunk on the wire: the link counts it, the stage does not
             self.early += 1
-            self._held()
+            self._extra()
+            self._count(t.req, -1)
         self._settle(t, now)
         self._release(t.w, now)
 
@@ -179,7 +180,8 @@ class Stepping:
         if t.wire:
             t.wire -= 1
             self.early -= 1
-            self._held()
+            self._extra()
+            self._count(t.req, 1)
         if t.dead:
             return
         t.unarrived -= 1
@@ -192,7 +194,8 @@ class Stepping:
             return
         t.left = True
         self._on -= 1
-        self._held()
+        self._extra()
+        self._count(t.req, -1)
         self.done += 1
         self.sojourn_sum += now - t.req.t_enq
         if t.unarrived == 0:
@@ -205,10 +208,10 @@ class Stepping:
             return
         w.batch = []
         if self._pack(w, now):
-            self._held()
+            self._extra()
             return
         self.in_service -= 1
-        self._held()
+        self._extra()
         if self._step is None:
             self._next(w, now)  # the stage serves one at a time now
         elif w.accepting and w.machine.alive:
@@ -216,8 +219,12 @@ class Stepping:
         else:
             self._idle(w)
 
-    def _held(self: PrefillStage) -> None:
-        self.held = self._on - self.in_service - self.early
+    def _extra(self: PrefillStage) -> None:
+        self.extra = self._on - self.in_service - self.early
+
+    def _count(self, req: Request, delta: int) -> None:
+        """Hook: `req` counts `delta` more in the stage (it left, or a chunk is on the wire);
+        a site books its requests per region."""
 
     # -- incidents ---------------------------------------------------------------------------
     def _fail_step(self: PrefillStage, w: PrefillWorker, now: float) -> None:
@@ -245,7 +252,7 @@ class Stepping:
         w.carry = None
         w.pending = 0
         self.in_service -= 1
-        self._held()
+        self._extra()
 
 
 StepHook = Callable[["PrefillWorker", list[tuple[Request, float, float]]], None]
