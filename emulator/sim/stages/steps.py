@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from emulator.sim.core.request import Request
 from emulator.sim.stages.link import Flow
 
 if TYPE_CHECKING:
     from emulator.sim.core.costs import StepCosts
-    from emulator.sim.stages.prefill import PrefillStage, PrefillWorker
+    from emulator.sim.stages.stage import Worker as PrefillWorker  # the stage's PrefillWorker
 
 
 class Transfer:
@@ -75,14 +75,14 @@ class Stepping:
     """The batched half of PrefillStage (its `_step` is the profile's StepCosts)."""
 
     # -- requests ----------------------------------------------------------------------------
-    def _submit_step(self: PrefillStage, req: Request, now: float) -> None:
+    def _submit_step(self, req: Request, now: float) -> None:
         self.queue.append(req)
         self.queued_work += req.service
         self.queued_kv += req.kv
         if self._free:
             self._resume(self.workers[heapq.heappop(self._free)], now)
 
-    def _resume(self: PrefillStage, w: PrefillWorker, now: float) -> None:
+    def _resume(self, w: PrefillWorker, now: float) -> None:
         """An idle instance looks for work: a step, or back to the free heap."""
         if self._pack(w, now):
             self.in_service += 1
@@ -90,7 +90,7 @@ class Stepping:
         elif w.accepting and w.machine.alive:
             heapq.heappush(self._free, w.idx)
 
-    def _admit(self: PrefillStage, w: PrefillWorker, req: Request, now: float) -> Transfer:
+    def _admit(self, w: PrefillWorker, req: Request, now: float) -> Transfer:
         self.queued_work -= req.service
         self.queued_kv -= req.kv
         if not self.queue:
@@ -104,7 +104,7 @@ class Stepping:
         self._on += 1
         return Transfer(req, w, size)
 
-    def _pack(self: PrefillStage, w: PrefillWorker, now: float) -> bool:
+    def _pack(self, w: PrefillWorker, now: float) -> bool:
         """Pack and start `w`'s next step: the chunk it carries, then the queue (if it takes
         work), first come first served, up to the budget. False: nothing to run."""
         sc = self._step or self._stepped  # a switch to one-at-a-time: finish what it holds
@@ -152,7 +152,7 @@ class Stepping:
         w.tick = self.loop.call_at(w.until, self._step_end, w)
         return True
 
-    def _step_end(self: PrefillStage, w: PrefillWorker) -> None:
+    def _step_end(self, w: PrefillWorker) -> None:
         now = self.loop.now
         self._account(now)
         w.tick = None
@@ -162,7 +162,7 @@ class Stepping:
                 self._settle(t, now)
         self._release(w, now)
 
-    def _chunk_sent(self: PrefillStage, flow: Flow) -> None:
+    def _chunk_sent(self, flow: Flow) -> None:
         now = self.loop.now
         self._account(now)
         t = flow.payload
@@ -175,7 +175,7 @@ class Stepping:
         self._settle(t, now)
         self._release(t.w, now)
 
-    def _chunk_arrived(self: PrefillStage, t: Transfer) -> None:
+    def _chunk_arrived(self, t: Transfer) -> None:
         self._account(self.loop.now)
         if t.wire:
             t.wire -= 1
@@ -188,7 +188,7 @@ class Stepping:
         if t.left and t.unarrived == 0:
             self.deliver(t.req)
 
-    def _settle(self: PrefillStage, t: Transfer, now: float) -> None:
+    def _settle(self, t: Transfer, now: float) -> None:
         """`t` leaves the stage once its last step has ended and its last byte has left."""
         if t.left or not t.ended or t.open:
             return
@@ -201,7 +201,7 @@ class Stepping:
         if t.unarrived == 0:
             self.deliver(t.req)
 
-    def _release(self: PrefillStage, w: PrefillWorker, now: float) -> None:
+    def _release(self, w: PrefillWorker, now: float) -> None:
         """One of the step's compute or flows finished; with all of them, the next step."""
         w.pending -= 1
         if w.pending:
@@ -219,7 +219,7 @@ class Stepping:
         else:
             self._idle(w)
 
-    def _extra(self: PrefillStage) -> None:
+    def _extra(self) -> None:
         self.extra = self._on - self.in_service - self.early
 
     def _count(self, req: Request, delta: int) -> None:
@@ -227,7 +227,7 @@ class Stepping:
         a site books its requests per region."""
 
     # -- incidents ---------------------------------------------------------------------------
-    def _fail_step(self: PrefillStage, w: PrefillWorker, now: float) -> None:
+    def _fail_step(self, w: PrefillWorker, now: float) -> None:
         """The instance died mid-step: the step's requests start over at the head of the queue."""
         if not w.pending:
             return
@@ -255,4 +255,4 @@ class Stepping:
         self._extra()
 
 
-StepHook = Callable[["PrefillWorker", list[tuple[Request, float, float]]], None]
+StepHook = Callable[[Any, list[tuple[Request, float, float]]], None]
