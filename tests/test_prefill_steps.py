@@ -208,3 +208,14 @@ def test_a_topology_with_batched_sites_and_regions_balances_its_books(tmp_path, 
                  "--seed", "2", "--json"]) == 0
     acc = json.loads(capsys.readouterr().out)["accounting"]
     assert acc["lost"] == 0 and acc["completed"] > 0
+
+
+def test_a_draining_instance_finishes_the_prompt_it_cuts_and_takes_nothing_new():
+    b = Bench(1000.0)
+    b.add(0.0, 3500)
+    later = b.add(0.001, 200)
+    b.loop.call_at(0.01, b.pool.set_counts, {"pd-p": 0})
+    b.run()
+    assert [r.rid for _, r in b.delivered] == [0]  # all four chunks, then it left the stage
+    assert list(b.stage.queue) == [later] and b.stage.holding == 1
+    assert b.stage.in_service == 0 and b.stage.counts() == (0, 0)
