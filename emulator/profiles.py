@@ -97,6 +97,26 @@ class Curve:
 
 
 @dataclass(frozen=True, eq=False)
+class StepCost:
+    """What one batched prefill step costs, split so that a step of any mix of chunks can be
+    timed: `fixed(N)` seconds for N tokens without their mixer FLOPs (GEMMs, experts,
+    collectives, launches), `mixer(l)` a prompt's own causal attention and state-kernel seconds
+    (a chunk of c tokens after p costs mixer(p + c) - mixer(p)), and the serving overhead per
+    step and per request. A full step of whole prompts costs the sum of their T_prefill, so an
+    emulator that times steps with it and the model that reads T agree on capacity."""
+
+    fixed: Curve
+    mixer: Curve
+    per_step: float = 0.0
+    per_request: float = 0.0
+
+    def affine(self, a: float, b: float) -> StepCost:
+        """The step cost under T' = a + b T: everything scales, the offset is per request."""
+        return StepCost(self.fixed.affine(0.0, b), self.mixer.affine(0.0, b),
+                        b * self.per_step, a + b * self.per_request)
+
+
+@dataclass(frozen=True, eq=False)
 class Profile:
     """One (model, hardware) pair: prefill seconds and KV bytes as functions of length."""
 
@@ -108,6 +128,9 @@ class Profile:
     # T_prefill is each request's share of full steps, what capacity needs, and the latency layer
     # adds the step a request rides in; None: one request at a time (T is its latency too)
     token_budget: float | None = None
+    # how a step of that budget is timed from its chunks (a card-made batched profile); None:
+    # the emulator serves each request for T_prefill, one at a time
+    step: StepCost | None = None
 
     def t_prefill(self, length: ArrayLike) -> ArrayLike:
         return self.prefill_time(length)
@@ -139,7 +162,8 @@ class Profile:
         a request produces depends on the model only, so S_kv is shared."""
         return Profile(name, self.prefill_time.affine(time_offset, time_scale), self.kv_size,
                        description or f"{self.name} with T' = {time_offset:+g} + {time_scale:g} T",
-                       self.token_budget)
+                       self.token_budget,
+                       None if self.step is None else self.step.affine(time_offset, time_scale))
 
     def check_range(self, lengths: np.ndarray) -> str | None:
         """The first length in range where a curve is not positive or past its limit (see

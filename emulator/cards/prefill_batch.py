@@ -41,10 +41,10 @@ import numpy as np
 
 from emulator.cards.decode import touched_experts
 from emulator.cards.gpu import GpuCard
-from emulator.cards.kernel import Setup, kernel_parts
+from emulator.cards.kernel import Setup, kernel_breaks, kernel_parts
 from emulator.cards.model_card import ModelCard
 from emulator.cards.roofline import _piecewise
-from emulator.profiles import Profile
+from emulator.profiles import Profile, StepCost
 
 OVERHEAD_MODES = ("per-request", "per-step")
 MIXER_CLASSES = ("attention", "linear")
@@ -109,11 +109,13 @@ def batch_row(card: ModelCard, gpu: GpuCard, setup: Setup, batch: int, length: f
                     touched, parts)
 
 
-def fixed_step_seconds(card: ModelCard, gpu: GpuCard, setup: Setup, budget: float) -> float:
-    """A full step of `budget` tokens without its mixer FLOPs: what every prompt in it shares."""
-    parts = kernel_parts(card.with_kv_dtype(setup.kv_dtype), gpu, setup, float(budget),
-                         mixer=lambda sub: np.zeros(()))
-    return float(sum(parts.values()))
+def fixed_step_seconds(card: ModelCard, gpu: GpuCard, setup: Setup, budget: float | np.ndarray):
+    """A step of `budget` tokens without its mixer FLOPs: what every prompt in it shares
+    (float for a float)."""
+    parts = kernel_parts(card.with_kv_dtype(setup.kv_dtype), gpu, setup,
+                         np.asarray(budget, dtype=float), mixer=lambda sub: np.zeros(()))
+    out = sum(parts.values())
+    return float(out) if np.ndim(out) == 0 else out
 
 
 def mixer_seconds(card: ModelCard, gpu: GpuCard, setup: Setup, length: float | np.ndarray):
@@ -184,4 +186,9 @@ def batched_profile(card: ModelCard, gpu: GpuCard, setup: Setup, budget: float, 
     mark = f", {gpu.mark}" if gpu.mark else ""
     desc = description or (f"kernel model: {card.name} on {gpu.name}{mark} ({setup.describe()} "
                            f"{overhead}), prefill batched in {budget:,.0f}-token steps")
-    return Profile(name, t, s, desc, float(budget))
+    per_step = setup.overhead_s if overhead == "per-step" else 0.0
+    step = StepCost(_piecewise(lambda x: fixed_step_seconds(card, gpu, setup, x),
+                               kernel_breaks(served, gpu, setup)),
+                    _piecewise(lambda x: mixer_seconds(card, gpu, setup, x), served.breaks()),
+                    per_step, setup.overhead_s - per_step)
+    return Profile(name, t, s, desc, float(budget), step)

@@ -25,11 +25,28 @@ class ScalarCurve:
         return c0 + x * (c1 + x * c2)
 
 
-class Costs:
-    """What one instance of a profile spends on a request: prefill seconds and KV bytes."""
+class StepCosts:
+    """A batched profile's step cost (profiles.StepCost) on the hot path, with its budget."""
 
-    __slots__ = ("t_prefill", "s_kv")
+    __slots__ = ("budget", "fixed", "mixer", "per_step", "per_request")
+
+    def __init__(self, profile: Profile):
+        step = profile.step
+        self.budget = float(profile.token_budget)
+        self.fixed = ScalarCurve(step.fixed)
+        self.mixer = ScalarCurve(step.mixer)
+        self.per_step = float(step.per_step)
+        self.per_request = float(step.per_request)
+
+
+class Costs:
+    """What one instance of a profile spends on a request: prefill seconds and KV bytes; and,
+    for a profile that batches prefill in steps, what a step costs (None: one at a time)."""
+
+    __slots__ = ("t_prefill", "s_kv", "step")
 
     def __init__(self, profile: Profile):
         self.t_prefill = ScalarCurve(profile.prefill_time)
         self.s_kv = ScalarCurve(profile.kv_size)
+        ok = profile.step is not None and profile.token_budget is not None
+        self.step = StepCosts(profile) if ok else None

@@ -1,5 +1,6 @@
 """Prefill stages: remote PrfaaS and local PD-P, each a shared FIFO queue in front of instances
-that serve one prefill at a time.
+that serve one prefill at a time, or, with a batched profile, run steps up to a token budget
+(emulator.sim.stages.steps).
 
 An instance is held from the start of a prefill until the request's KV has left over its link
 (the transfer cache is freed then), not merely until compute ends. With ample bandwidth the two
@@ -25,10 +26,11 @@ from emulator.sim.core.costs import Costs
 from emulator.sim.core.request import Request
 from emulator.sim.stages.link import Flow, Link
 from emulator.sim.stages.stage import Stage, Worker
+from emulator.sim.stages.steps import StepHook, Stepping
 
 
 class PrefillWorker(Worker):
-    __slots__ = ("job", "flow", "end", "until")
+    __slots__ = ("job", "flow", "end", "until", "batch", "carry", "pending", "tick")
 
     def __init__(self, idx: int, machine):
         super().__init__(idx, machine)
@@ -36,13 +38,19 @@ class PrefillWorker(Worker):
         self.flow: Flow | None = None
         self.end = None  # prefill-end timer an `on_start` hook set (cancelled on failure)
         self.until = 0.0  # its current prefill's compute ends here (its KV may still be leaving)
+        # batched: the step it runs, the request it cuts, the step's compute and flows not
+        # finished yet, and the step's end timer
+        self.batch: list = []
+        self.carry = None
+        self.pending = 0
+        self.tick = None
 
     @property
     def busy(self) -> bool:
-        return self.job is not None
+        return self.job is not None or self.pending > 0
 
 
-class PrefillStage(Stage):
+class PrefillStage(Stepping, Stage):
     def __init__(self, loop, name: str, costs: Costs, link: Link,
                  deliver: Callable[[Request], None]):
         super().__init__(loop, name)
@@ -55,12 +63,18 @@ class PrefillStage(Stage):
         self.work_started = 0.0  # prefill seconds started (compute utilization)
         self._work_cut = 0.0  # ... of which a failure cut off before they ran
         self.on_start: Callable[[PrefillWorker, Request], float] | None = None
+        self.on_step: StepHook | None = None  # sees each batched step's (request, chunk, prefix)
+        self._on = 0  # batched: requests on the instances
+        self.early = 0  # batched: earlier chunks' flows on the wire (the link counts them)
 
     def set_costs(self, costs: Costs) -> None:
         """A new profile for requests that join from now on (homogeneous paradigm switch)."""
         self.costs = costs
         self._t_prefill = costs.t_prefill
         self._s_kv = costs.s_kv
+        self._step = costs.step
+        if costs.step is not None:
+            self._stepped = costs.step  # the last step cost, for steps still held after a switch
 
     # -- requests ----------------------------------------------------------------------------
     def submit(self, req: Request) -> None:
@@ -72,7 +86,9 @@ class PrefillStage(Stage):
         req.kv = self._s_kv(req.length)
         req.t_enq = now
         self.entered += 1
-        if self._free:
+        if self._step is not None:
+            self._submit_step(req, now)
+        elif self._free:
             self._start(self.workers[heapq.heappop(self._free)], req, now)
         else:
             self.queue.append(req)
@@ -88,7 +104,7 @@ class PrefillStage(Stage):
         by the prefills running at the ends)."""
         left = 0.0
         for w in self.workers:
-            if w.job is not None and w.until > now:
+            if (w.job is not None or w.pending) and w.until > now:
                 left += w.until - now
         return self.work_started - self._work_cut - left
 
@@ -145,7 +161,9 @@ class PrefillStage(Stage):
         return flow
 
     def _next(self, w: PrefillWorker, now: float) -> None:
-        if w.accepting and w.machine.alive:
+        if self._step is not None:
+            self._resume(w, now)
+        elif w.accepting and w.machine.alive:
             if self.queue:
                 req = self.queue.popleft()
                 self.queued_work -= req.service
@@ -167,14 +185,14 @@ class PrefillStage(Stage):
     def activate(self, w: PrefillWorker) -> None:
         w.accepting = True
         self._update(w)
-        if w.job is None and w.machine.alive and w.idx not in self._free:
+        if not w.busy and w.machine.alive and w.idx not in self._free:
             self._next(w, self.loop.now)
 
     def drain(self, w: PrefillWorker) -> None:
         """Stop taking work; the pool hears `on_idle` once the current prefill has left."""
         w.accepting = False
         self._unfree(w)
-        if w.job is None:
+        if not w.busy:
             self._idle(w)
         else:
             self._update(w)
@@ -188,6 +206,7 @@ class PrefillStage(Stage):
         if w.end is not None:
             w.end.cancel()
             w.end = None
+        self._fail_step(w, now)
         if w.job is not None:
             req = w.job
             if w.until > now:
@@ -206,7 +225,7 @@ class PrefillStage(Stage):
 
     def restore(self, w: PrefillWorker) -> None:
         self._update(w)
-        if w.accepting and w.job is None and w.idx not in self._free:
+        if w.accepting and not w.busy and w.idx not in self._free:
             self._next(w, self.loop.now)
 
     def _unfree(self, w: PrefillWorker) -> None:

@@ -100,6 +100,9 @@ class SiteStage(PrefillStage):
         self.held[flow.payload.dest.name] -= 1
         super()._sent(flow)
 
+    def _count(self, req: Request, delta: int) -> None:
+        self.held[req.dest.name] += delta  # a batched step's request left, or a chunk's on the wire
+
     def _kv_rate(self) -> float:
         return self.egress.capacity  # queued KV leaves through the site's egress
 

@@ -43,7 +43,8 @@ class Stage:
         self.on_idle: Callable | None = None  # pool hook: a draining worker has no work left
         self.entered = 0  # requests that joined the stage
         self.done = 0  # requests that left it, served
-        self.in_service = 0  # requests being served now
+        self.in_service = 0  # requests being served now (a batched prefill: instances stepping)
+        self.extra = 0  # requests held beyond `in_service` (a batched prefill's steps hold many)
         self.n_online = 0  # service slots of workers that are up and in the stage
         self.n_accepting = 0  # workers that take new work
         self.n_draining = 0  # workers that left the stage but still hold work
@@ -62,7 +63,7 @@ class Stage:
             busy = self.in_service
             self._busy_area += busy * dt
             self._online_area += self.n_online * dt
-            self._n_area += (len(self.queue) + busy) * dt
+            self._n_area += (len(self.queue) + busy + self.extra) * dt
             self._t = now
 
     def totals(self, now: float) -> tuple[float, float, float]:
@@ -70,12 +71,12 @@ class Stage:
         without touching the running sums (a snapshot must not perturb the run)."""
         dt = max(0.0, now - self._t)
         return (self._busy_area + self.in_service * dt, self._online_area + self.n_online * dt,
-                self._n_area + (len(self.queue) + self.in_service) * dt)
+                self._n_area + (len(self.queue) + self.in_service + self.extra) * dt)
 
     @property
     def holding(self) -> int:
         """Requests in the stage (queued or in service): for the accounting check."""
-        return len(self.queue) + self.in_service
+        return len(self.queue) + self.in_service + self.extra
 
     def counts(self) -> tuple[int, int]:
         """(workers taking work, workers draining with work left)."""
