@@ -341,3 +341,29 @@ def test_the_emulator_at_09_of_the_goodput_bound_serves_its_offered_rate(tmp_pat
     assert out["target_rate"] == pytest.approx(0.9 * point.lambda_max)
     assert out["served_rate"] >= 0.97 * out["offered_rate"]
     assert out["second_half"]["served_rate"] >= 0.97 * out["second_half"]["offered_rate"]
+
+
+# -- where it shows ----------------------------------------------------------------------------
+def test_the_map_shows_goodput_against_the_line_rate_and_its_cap(tmp_path):
+    from emulator.sim.reports.topology_report import marks, objects
+    from prfaas_tui.topology_text import Figures
+    topo = _two(tmp_path, "loss = 1e-4\nconnections = 16")
+    with Emulation(topo, rate=0.5, duration=100) as emu:
+        start = marks(emu.topology, 0.0)
+        emu.run_until(50)
+        objs = objects(emu.topology, start, marks(emu.topology, 50.0), whole=True)
+    west, east = objs["links"]["hub->west"], objs["links"]["hub->east"]
+    lk = topo.declared_topology.link("hub", "west")
+    assert west["cap"] == "loss" and west["line_gbps"] == pytest.approx(40.0)
+    assert west["goodput_gbps"] == pytest.approx(lk.bandwidth / GBPS)
+    assert "cap" not in east  # no transport keys: the objects as before
+    fig = Figures(topo.declared_topology, objs, None)
+    assert fig.link_capacity("hub->west").startswith("916M/40G loss ")  # 16 x Mathis at 25 ms, 1e-4
+    assert fig.link_capacity("hub->east").startswith("100G ")
+
+
+def test_the_pairs_panel_names_the_line_rate_and_the_cap(tmp_path):
+    from prfaas_tui.widgets.model_panel import _wire
+    assert _wire(_toy(tmp_path)) == " · goodput of 8 Gbps line, loss-capped"
+    assert _wire(_toy(tmp_path, "")) == ""
+    assert _wire(_toy(tmp_path).with_knobs(bandwidth=500 * MB)) == ""  # the knob moved it

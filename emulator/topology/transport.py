@@ -135,9 +135,7 @@ def changed(rtt: float, t: Transport | None,
     return rtt, Transport(loss=loss) if t is None else replace(t, loss=loss)
 
 
-def path_goodput(line: float, rtt: float, t: Transport | None) -> float:
-    """`goodput`'s bytes per second, also at a round trip of 0 (a route so short that no
-    connection is bounded: the line rate)."""
-    if rtt <= 0:
-        return line
-    return goodput(line, rtt, t).bytes_per_s
+def path_goodput(line: float, rtt: float, t: Transport | None) -> Goodput:
+    """`goodput`, also at a round trip of 0 (a route so short that no connection is bounded:
+    the line rate)."""
+    return goodput(line, rtt, t if rtt > 0 else None)

@@ -43,6 +43,7 @@ from typing import Any
 
 from emulator.topology.transport import (
     HANDSHAKE_RTTS,
+    Goodput,
     PathChange,
     Transport,
     changed,
@@ -124,6 +125,12 @@ class Link:
             return self.bandwidth * math.prod(self.factors.values()) * self._path_factor
         return self.bandwidth * math.prod(self.factors.values())
 
+    def path_goodput(self) -> Goodput:
+        """The path's goodput now (under the incidents' changes) and what caps it: the rate
+        `nominal` scales the bandwidth by, before the other incidents' factors."""
+        return path_goodput(self.line, *changed(self.rtt, self.transport,
+                                                list(self.path_changes.values())))
+
     def set_path_change(self, key: Hashable, change: PathChange | None) -> None:
         """`key`'s change to the path (None: gone). Sets the round trip and the goodput share
         `nominal` reads; the caller rebalances (the link's group sets its capacity)."""
@@ -131,9 +138,9 @@ class Link:
             self.path_changes.pop(key, None)
         else:
             self.path_changes[key] = change
-        rtt, t = changed(self.rtt, self.transport, list(self.path_changes.values()))
-        base = path_goodput(self.line, self.rtt, self.transport)
-        self._path_factor = path_goodput(self.line, rtt, t) / base if base > 0 else 1.0
+        rtt, _ = changed(self.rtt, self.transport, list(self.path_changes.values()))
+        base = path_goodput(self.line, self.rtt, self.transport).bytes_per_s
+        self._path_factor = self.path_goodput().bytes_per_s / base if base > 0 else 1.0
         self.latency = rtt
         if self.mirror is not None:
             self.mirror.latency = rtt
