@@ -367,3 +367,45 @@ def test_the_pairs_panel_names_the_line_rate_and_the_cap(tmp_path):
     assert _wire(_toy(tmp_path)) == " · goodput of 8 Gbps line, loss-capped"
     assert _wire(_toy(tmp_path, "")) == ""
     assert _wire(_toy(tmp_path).with_knobs(bandwidth=500 * MB)) == ""  # the knob moved it
+
+
+# -- loss and connections through the knob registry --------------------------------------------
+def test_one_rule_for_loss_and_connections_in_presets_dialogs_and_the_engine(tmp_path):
+    from emulator.scenario.knobs import CONNECTIONS, LOSS, KnobError, knob_at
+    from prfaas_tui.screens.element_knobs import parse_knobs
+    assert knob_at("link", "loss") is LOSS and knob_at("link", "connections") is CONNECTIONS
+    assert LOSS.refusal(1.0) == "must be in [0, 1) (got 1)" and LOSS.refusal(0.0) is None
+    # the preset key says what the registry says
+    with pytest.raises(PresetError) as err:
+        _two(tmp_path, "loss = 1.0")
+    assert str(err.value).endswith(f"link[1].loss: {LOSS.problem(1.0)} (got 1.0)")
+    with pytest.raises(PresetError) as err:
+        _two(tmp_path, "connections = 0")
+    assert str(err.value).endswith(f"link[1].connections: {CONNECTIONS.problem(0)} (got 0)")
+    # the topology view's link dialog
+    assert parse_knobs("link", "hub->west", "1000 MB/s loss=1e-4 connections=16") == {
+        "bandwidth": 1000 * MB, "loss": 1e-4, "connections": 16}
+    assert parse_knobs("link", "hub->west", "40") == {"bandwidth": 40 * GBPS}
+    with pytest.raises(KnobError) as kerr:
+        parse_knobs("link", "hub->west", "connections=0")
+    assert str(kerr.value) == f"link hub->west: connections {CONNECTIONS.refusal(0)}"
+
+
+def test_turning_a_links_tcp_on_the_running_topology_recomputes_its_goodput():
+    from emulator.scenario.knobs import KnobError
+    from prfaas_tui.live import ElementChange, check_element, set_element
+    sc = presets.load("two-regions", topology=True)
+    with Emulation(sc, rate=0.5, duration=100) as emu:
+        emu.run_until(5)
+        set_element(emu, ElementChange.of("link", "hub->west", {"loss": 1e-4,
+                                                                 "connections": 16}))
+        lk = emu.links["hub->west"]
+        want = goodput(40 * GBPS, 0.025, Transport(loss=1e-4, connections=16)).bytes_per_s
+        assert lk.bandwidth == pytest.approx(want) and lk.capacity == pytest.approx(want)
+        assert lk.pool == 16 and emu.links["hub->east"].bandwidth == 100 * GBPS
+        set_element(emu, ElementChange.of("link", "hub->west", {"connections": 64}))
+        assert lk.bandwidth == pytest.approx(4 * want)
+        with pytest.raises(KnobError, match="hub->west: connections: the link's goodput"):
+            check_element(emu, ElementChange.of("link", "hub->west", {"loss": 0.9,
+                                                                      "connections": 1}))
+        emu.run_until(100)

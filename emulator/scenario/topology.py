@@ -18,7 +18,15 @@ from emulator.distributions import LengthDistribution
 from emulator.model import DecodeSpec
 from emulator.profiles import Profile
 from emulator.scenario.decode import parse_decode
-from emulator.scenario.knobs import KNOBS, MAX_BANDWIDTH, MAX_INSTANCES, Limits, knob_at
+from emulator.scenario.knobs import (
+    CONNECTIONS,
+    KNOBS,
+    LOSS,
+    MAX_BANDWIDTH,
+    MAX_INSTANCES,
+    Limits,
+    knob_at,
+)
 from emulator.scenario.lengths import parse_lengths
 from emulator.scenario.reader import (
     PresetError,
@@ -201,8 +209,9 @@ def read_transport(r: Reader, line: float, rtt: float, rtt_key: str) -> Transpor
     Its goodput must stay within the bandwidth knob's range, as a declared bandwidth does."""
     if not any(r.has(k) for k in TRANSPORT_KEYS):
         return None
-    t = Transport(loss=r.get("loss", float, 0.0),
-                  connections=r.get("connections", int, None),
+    t = Transport(loss=r.get("loss", LOSS.parse, 0.0, check=LOSS.problem),
+                  connections=r.get("connections", CONNECTIONS.parse, None,
+                                    check=CONNECTIONS.problem),
                   mss=r.get("mss", parse_bytes, float(DEFAULT_MSS)),
                   window=r.get("window", parse_bytes, None))
     if (problem := transport_problem(t, rtt)) is not None:

@@ -138,6 +138,16 @@ class Link:
             self.path_changes.pop(key, None)
         else:
             self.path_changes[key] = change
+        self._repath()
+
+    def set_transport(self, line: float, transport: Transport | None) -> None:
+        """A new TCP for the path (its knobs turned): the caller sets the bandwidth to its
+        goodput and rebalances. Flows waiting a setup keep waiting; the pool is the new one."""
+        self.line, self.transport = float(line), transport
+        self.pool = transport.connections if transport is not None else None
+        self._repath()
+
+    def _repath(self) -> None:
         rtt, _ = changed(self.rtt, self.transport, list(self.path_changes.values()))
         base = path_goodput(self.line, self.rtt, self.transport).bytes_per_s
         self._path_factor = self.path_goodput().bytes_per_s / base if base > 0 else 1.0
