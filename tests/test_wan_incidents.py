@@ -409,3 +409,46 @@ def test_turning_a_links_tcp_on_the_running_topology_recomputes_its_goodput():
             check_element(emu, ElementChange.of("link", "hub->west", {"loss": 0.9,
                                                                       "connections": 1}))
         emu.run_until(100)
+
+
+def _lat_preset(tmp_path, extra: str = "") -> str:
+    text = (presets.presets_dir() / "paper-case-study.toml").read_text()
+    text = text.replace('bandwidth = "100 Gbps"', 'bandwidth = "100 Gbps"\n' + extra, 1)
+    path = tmp_path / ("keys.toml" if extra else "lat.toml")
+    path.write_text(text.replace("seed = 1", 'seed = 1\nlink_latency = "10 ms"', 1))
+    return str(path)
+
+
+def test_the_pairs_loss_and_connections_flags_are_its_preset_keys(tmp_path, capsys):
+    import json
+    flags = ["--loss", "1e-4", "--connections", "16"]
+    assert main(["solve", "--preset", _lat_preset(tmp_path), *flags, "--json"]) == 0
+    by_flag = json.loads(capsys.readouterr().out)
+    keys = _lat_preset(tmp_path, "loss = 1e-4\nconnections = 16")
+    assert main(["solve", "--preset", keys, "--json"]) == 0
+    by_key = json.loads(capsys.readouterr().out)
+    assert by_flag["operating_point"] == by_key["operating_point"]
+    assert by_flag["operating_point"]["bandwidth_gbps"] == pytest.approx(
+        goodput(100 * GBPS, 0.01, Transport(loss=1e-4, connections=16)).bytes_per_s / GBPS)
+
+
+FLAG_BAD = [
+    (["--loss", "1"], "--loss: must be in [0, 1)"),
+    (["--connections", "0"], "--connections: must be >= 1"),
+    (["--loss", "0.5", "--connections", "1"], "--connections: the link's goodput"),
+    (["--loss", "1e-4", "--bandwidth", "10"], "--loss: the goodput comes from"),
+]
+
+
+@pytest.mark.parametrize("argv,phrase", FLAG_BAD, ids=[" ".join(a) for a, _ in FLAG_BAD])
+def test_bad_transport_flags_are_one_line(tmp_path, capsys, argv, phrase):
+    assert main(["solve", "--preset", _lat_preset(tmp_path), *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and phrase in err and "Traceback" not in err
+
+
+def test_transport_flags_need_a_round_trip_and_a_pair(capsys):
+    assert main(["solve", "--loss", "1e-4"]) == 2
+    assert "[emulator] link_latency" in capsys.readouterr().err
+    assert main(["solve", "--preset", "two-regions", "--connections", "4"]) == 2
+    assert "[[link]]" in capsys.readouterr().err
