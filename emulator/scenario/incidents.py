@@ -1,14 +1,14 @@
 """Incidents: timed disturbances of a running emulation (link brownout, outage, flap, diurnal
-swing, loss spike, round-trip change, instance loss, traffic surge, length-mix shift, cache flush), and the `[[incidents]]`
-parser of presets and drills.
+swing, loss spike, round-trip change, instance loss, traffic surge, length-mix shift, cache
+flush), and the `[[incidents]]` parser of presets and drills.
 
 An incident is a frozen description. Each kind declares its TOML keys (field metadata), its own
 checks and what it does, expressed against `Faults`: the running emulation's public fault API,
 which composes the effects of every active incident (the link delivers B_out times the product
-of the active link factors and of its goodput share under the active path changes, the offered rate is multiplied by every active surge, the newest
-active length shift wins) and never drops a request (a lost instance hands its work back, a dead
-link only stalls its flows). The simulator's `Timeline` starts and stops them; this module knows
-nothing of the simulator.
+of the active link factors and its goodput share under the active path changes, the offered
+rate is multiplied by every active surge, the newest active length shift wins) and never drops
+a request (a lost instance hands its work back, a dead link only stalls its flows). The
+simulator's `Timeline` starts and stops them; this module knows nothing of the simulator.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Protocol
 
 from emulator.distributions import LengthDistribution, Reweighted
 from emulator.model import STAGES
+from emulator.scenario.knobs import LOSS
 from emulator.scenario.lengths import parse_lengths
 from emulator.scenario.reader import Reader, non_negative, one_of, positive, setting
 from emulator.topology.transport import PathChange
@@ -327,10 +328,6 @@ class DiurnalRate(Incident):
             faults.set_rate_multiplier(run, None, name)
 
 
-def _probability(x: float) -> str | None:
-    return None if 0 <= x < 1 else "must be a probability in [0, 1)"
-
-
 @dataclass(frozen=True)
 class PathIncident(Incident):
     """A change to a link's path for a while: its value x `factor`, or set to a value (`SET`
@@ -375,7 +372,7 @@ class LossSpike(PathIncident):
     bind, its goodput falls as 1 / sqrt(loss) (emulator.topology.transport). A link without
     transport keys has no loss to multiply: give `loss`, which its one connection then sees."""
 
-    loss: float | None = setting(None, check=_probability)
+    loss: float | None = setting(None, check=LOSS.problem)  # the link knob's rule
     kind: ClassVar[str] = "loss-spike"
     SET: ClassVar[str] = "loss"
     DEFAULT_FACTOR: ClassVar[float] = 10.0
