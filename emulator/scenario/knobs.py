@@ -37,7 +37,7 @@ from typing import Any
 from emulator.model import Knobs, System
 from emulator.paradigm import Paradigm
 from emulator.topology.spec import PAIR_LINK, PAIR_REGION, PAIR_SITE, ROUTINGS, Link, Topology
-from emulator.topology.transport import Transport
+from emulator.topology.transport import Goodput, Transport
 from emulator.units import GBPS, UnitError, format_tokens, parse_bandwidth, parse_tokens, to_gbps
 
 MAX_INSTANCES = 100_000  # instances of one pool; the work cap (emulator.budget) is lower
@@ -363,10 +363,18 @@ def retuned(k: Link, bandwidth: float | None = None, loss: float | None = None,
         raise KnobError("loss", "a loss rate needs a round trip above 0 (the link's rtt)", where)
     out = Link.over(k.site, k.region, float(line), k.rtt, t, long_share=k.long_share,
                     price_per_tb=k.price_per_tb, fluctuation=k.fluctuation)
-    if (why := KNOBS["bandwidth"].problem(out.bandwidth)) is not None:
-        raise KnobError("connections" if out.goodput.cap != "line" else "loss",
-                        f"the link's goodput of {show_bandwidth(out.bandwidth)} {why}", where)
+    if (problem := goodput_problem(out.goodput)) is not None:
+        raise KnobError(*problem, where)
     return out
+
+
+def goodput_problem(g: Goodput) -> tuple[str, str] | None:
+    """(knob, why) when a TCP holds a link below the bandwidth knob's range: the goodput
+    must be a rate the bandwidth knob could be set to."""
+    if (why := KNOBS["bandwidth"].problem(g.bytes_per_s)) is None:
+        return None
+    return ("connections" if g.cap != "line" else "loss",
+            f"the link's goodput of {to_gbps(g.bytes_per_s):.3g} Gbps ({g.cap}-capped) {why}")
 
 
 def check_element(topo: Topology, kind: str, name: str, *, has_bound: bool = True,

@@ -25,6 +25,7 @@ from emulator.scenario.knobs import (
     MAX_BANDWIDTH,
     MAX_INSTANCES,
     Limits,
+    goodput_problem,
     knob_at,
 )
 from emulator.scenario.lengths import parse_lengths
@@ -54,7 +55,7 @@ from emulator.topology.spec import (
 from emulator.topology.transport import DEFAULT_MSS, Transport, goodput, transport_problem
 from emulator.trace_formats import read_workload
 from emulator.traces import TraceError
-from emulator.units import parse_bandwidth, parse_bytes, parse_duration, to_gbps
+from emulator.units import parse_bandwidth, parse_bytes, parse_duration
 
 TABLES = ("site", "region", "link")
 TRANSPORT_KEYS = ("loss", "connections", "mss", "window")
@@ -219,11 +220,8 @@ def read_transport(r: Reader, line: float, rtt: float, rtt_key: str) -> Transpor
         if key == "loss" and t.loss > 0 and 0 <= t.loss < 1:
             why = f"{why}: give {rtt_key} too"
         raise r.error(key, why)
-    g = goodput(line, rtt, t)
-    if (why := KNOBS["bandwidth"].problem(g.bytes_per_s)) is not None:
-        raise r.error("connections" if g.cap != "line" else "loss",
-                      f"the link's goodput of {to_gbps(g.bytes_per_s):.3g} Gbps ({g.cap}-capped) "
-                      f"{why}")
+    if (problem := goodput_problem(goodput(line, rtt, t))) is not None:
+        raise r.error(*problem)
     return t
 
 
