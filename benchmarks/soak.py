@@ -92,6 +92,16 @@ def _incident(rng: random.Random, base: dict, duration: float) -> tuple[str, dic
                 kw["cut"] = rng.uniform(512, 64_000)
     elif kind == "length-shift":
         kw["long_factor"] = rng.uniform(0.2, 5.0)
+    elif kind == "loss-spike":
+        if rng.random() < 0.5:
+            kw["factor"] = rng.uniform(0.1, 100.0)
+        else:
+            kw["loss"] = rng.choice([0.0, 1e-5, 1e-3, rng.uniform(0.0, 0.5)])
+    elif kind == "rtt-change":
+        if rng.random() < 0.5:
+            kw["factor"] = rng.uniform(0.1, 10.0)
+        else:
+            kw["rtt"] = rng.choice([0.0, rng.uniform(0.001, 0.2)])
     elif kind == "cache-flush":
         kw["cluster"] = rng.choice([None, "prfaas", "pd"])
     return kind, kw

@@ -126,7 +126,8 @@ ELEMENT_KINDS = ("region", "site", "link")
 class ElementChange:
     """One topology element's knobs, None where unchanged: a region's threshold t (tokens),
     split N_p/N_d, site policy and (threshold policy) the share of its long requests per site;
-    a site's prefill instances; a link's bandwidth knob (bytes/s, "site->region")."""
+    a site's prefill instances; a link's bandwidth knob (bytes/s, "site->region") and its TCP's
+    loss and connections."""
 
     kind: str  # "region", "site" or "link"
     name: str
@@ -137,6 +138,8 @@ class ElementChange:
     shares: tuple[tuple[str, float], ...] | None = None
     instances: int | None = None
     bandwidth: float | None = None
+    loss: float | None = None  # a link's TCP: its goodput is recomputed under them
+    connections: int | None = None
 
     @classmethod
     def of(cls, kind: str, name: str, knobs: Mapping[str, object]) -> ElementChange:
@@ -145,7 +148,7 @@ class ElementChange:
         from emulator.scenario.knobs import KnobError
 
         own = {"region": {"t", "n_p", "n_d", "routing", "shares"}, "site": {"instances"},
-               "link": {"bandwidth"}}
+               "link": {"bandwidth", "loss", "connections"}}
         if kind not in own:
             raise KnobError("element", f"no such element kind {kind!r}")
         if unknown := set(knobs) - own[kind]:
@@ -195,8 +198,7 @@ def set_element(emu: Emulation, change: ElementChange) -> None:
         assert change.instances is not None
         tl.set_site(emu, change.name, change.instances)
     elif change.kind == "link":
-        assert change.bandwidth is not None
-        tl.set_link(emu, change.name, change.bandwidth)
+        tl.set_link(emu, change.name, change.bandwidth, change.loss, change.connections)
     else:
         raise ValueError(f"unknown element kind {change.kind!r}")
 

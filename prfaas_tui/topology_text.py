@@ -120,8 +120,12 @@ class Figures:
         return f"{self.link_capacity(name)} q{self.link(name)['flows']}"
 
     def link_capacity(self, name: str) -> str:
-        """A link's capacity now and its utilization ("40G 73%")."""
+        """A link's capacity now and its utilization ("40G 73%"); a WAN path its TCP caps
+        below the line rate also shows the line and the cap ("9.2G/40G loss 73%")."""
         k = self.link(name)
+        if k.get("cap", "line") != "line":
+            return (f"{gbps(k['capacity_gbps'])}/{gbps(k['line_gbps'])} {k['cap']} "
+                    f"{pct(k['utilization'])}")
         return f"{gbps(k['capacity_gbps'])} {pct(k['utilization'])}"
 
     def site_lines(self, name: str) -> list[str]:

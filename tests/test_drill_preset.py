@@ -17,6 +17,8 @@ from prfaas_tui.cli import main
 PAIR_DRILLS = ["decode-loss", "diurnal-link", "link-brownout", "link-outage", "long-surge",
                "prfaas-loss"]
 TOPOLOGY_DRILLS = ["follow-the-sun", "region-link-brownout", "site-loss"]
+# a loss spike or route flap without a `link` strikes every link: it fits any preset
+EVERY_LINK = ["loss-spike", "rtt-change"]
 
 
 def _json(capsys, argv: list[str], rc: int = 0) -> dict:
@@ -156,10 +158,12 @@ def test_snapshot_never_swaps_the_preset_the_user_named(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("preset, fits", [
-    ("toy", PAIR_DRILLS), ("paper-case-study", PAIR_DRILLS),
-    ("two-regions", TOPOLOGY_DRILLS), ("toy-two-regions", ["follow-the-sun",
-                                                           "region-link-brownout"]),
-    ("global", []),
+    ("toy", sorted(PAIR_DRILLS + EVERY_LINK)),
+    ("paper-case-study", sorted(PAIR_DRILLS + EVERY_LINK)),
+    ("two-regions", sorted(TOPOLOGY_DRILLS + EVERY_LINK + ["region-rtt-change"])),
+    ("toy-two-regions", sorted(["follow-the-sun", "region-link-brownout", "region-rtt-change"]
+                               + EVERY_LINK)),
+    ("global", EVERY_LINK),
 ])
 def test_the_drills_that_fit_a_scenario(preset, fits):
     assert [n for n, _ in drills_for(presets.load(preset, topology=True))] == fits
@@ -167,5 +171,6 @@ def test_the_drills_that_fit_a_scenario(preset, fits):
 
 def test_the_listing_with_a_preset_names_the_drills_that_fit_it(capsys):
     assert main(["drill", "--preset", "two-regions"]) == 0
-    assert [ln.split()[0] for ln in capsys.readouterr().out.splitlines()] == TOPOLOGY_DRILLS
+    assert [ln.split()[0] for ln in capsys.readouterr().out.splitlines()] == sorted(
+        TOPOLOGY_DRILLS + EVERY_LINK + ["region-rtt-change"])
     assert main(["drill", "--preset", "no-such-preset"]) == 2

@@ -1,14 +1,14 @@
 """Incidents: timed disturbances of a running emulation (link brownout, outage, flap, diurnal
-swing, instance loss, traffic surge, length-mix shift, cache flush), and the `[[incidents]]`
-parser of presets and drills.
+swing, loss spike, round-trip change, instance loss, traffic surge, length-mix shift, cache
+flush), and the `[[incidents]]` parser of presets and drills.
 
 An incident is a frozen description. Each kind declares its TOML keys (field metadata), its own
 checks and what it does, expressed against `Faults`: the running emulation's public fault API,
 which composes the effects of every active incident (the link delivers B_out times the product
-of the active link factors, the offered rate is multiplied by every active surge, the newest
-active length shift wins) and never drops a request (a lost instance hands its work back, a dead
-link only stalls its flows). The simulator's `Timeline` starts and stops them; this module knows
-nothing of the simulator.
+of the active link factors and its goodput share under the active path changes, the offered
+rate is multiplied by every active surge, the newest active length shift wins) and never drops
+a request (a lost instance hands its work back, a dead link only stalls its flows). The
+simulator's `Timeline` starts and stops them; this module knows nothing of the simulator.
 """
 
 from __future__ import annotations
@@ -21,8 +21,10 @@ from typing import Any, ClassVar, Protocol
 
 from emulator.distributions import LengthDistribution, Reweighted
 from emulator.model import STAGES
+from emulator.scenario.knobs import LOSS
 from emulator.scenario.lengths import parse_lengths
 from emulator.scenario.reader import Reader, non_negative, one_of, positive, setting
+from emulator.topology.transport import PathChange
 from emulator.units import parse_duration, parse_tokens
 
 
@@ -51,6 +53,11 @@ class Faults(Protocol):
                         link: str | None = None) -> None:
         """`link`: one link by its name "site->region" (the pair's: "prfaas->pd"; None: every
         link)."""
+
+    def set_link_path(self, key: Hashable, change: PathChange | None,
+                      link: str | None = None) -> None:
+        """`key`'s change to `link`'s loss and round trip (None link: every link, the pair's
+        one)."""
 
     def set_rate_multiplier(self, key: Hashable, factor: float | None,
                             region: str | None = None) -> None:
@@ -322,6 +329,86 @@ class DiurnalRate(Incident):
 
 
 @dataclass(frozen=True)
+class PathIncident(Incident):
+    """A change to a link's path for a while: its value x `factor`, or set to a value (`SET`
+    names the key; give one of the two, neither: `DEFAULT_FACTOR`). `link` names it
+    ("site->region"; None: every link, the pair's one)."""
+
+    factor: float | None = setting(None, check=positive)
+    link: str | None = setting(None, parse=str)
+    SET: ClassVar[str] = ""
+    DEFAULT_FACTOR: ClassVar[float] = 1.0
+
+    def __post_init__(self) -> None:
+        if self.factor is not None and getattr(self, self.SET) is not None:
+            raise ValueError(f"{self.kind}: give factor or {self.SET}, not both")
+
+    @classmethod
+    def read(cls, r, base_dir, by_hand=False, spelling=None):
+        if r.has("factor") and r.has(cls.SET):
+            raise r.error(cls.SET, f"give factor or {cls.SET}, not both")
+        return super().read(r, base_dir, by_hand, spelling)
+
+    @property
+    def k(self) -> float:
+        """The factor in force (the default when neither key is given)."""
+        if self.factor is not None:
+            return self.factor
+        return self.DEFAULT_FACTOR if getattr(self, self.SET) is None else 1.0
+
+    def change(self) -> PathChange:
+        raise NotImplementedError
+
+    def start(self, faults, run):
+        faults.set_link_path(run, self.change(), self.link)
+
+    def stop(self, faults, run):
+        faults.set_link_path(run, None, self.link)
+
+
+@dataclass(frozen=True)
+class LossSpike(PathIncident):
+    """The link's packet loss x `factor` (or set to `loss`) for a while: where its connections
+    bind, its goodput falls as 1 / sqrt(loss) (emulator.topology.transport). A link without
+    transport keys has no loss to multiply: give `loss`, which its one connection then sees."""
+
+    loss: float | None = setting(None, check=LOSS.problem)  # the link knob's rule
+    kind: ClassVar[str] = "loss-spike"
+    SET: ClassVar[str] = "loss"
+    DEFAULT_FACTOR: ClassVar[float] = 10.0
+    describe: ClassVar[str] = "the link's packet loss x factor (or set to loss)"
+
+    @property
+    def label(self) -> str:
+        what = f"loss {self.loss:.3g}" if self.loss is not None else f"loss x{self.k:g}"
+        return _on(self.link, what)
+
+    def change(self) -> PathChange:
+        return PathChange(loss=self.loss, loss_factor=self.k)
+
+
+@dataclass(frozen=True)
+class RttChange(PathIncident):
+    """A route flap: the link's round trip x `factor` (or set to `rtt`) for a while. Transfers
+    arrive that much later, and where its connections bind the goodput falls with the round
+    trip (window / RTT, and the loss-bound rate's MSS / RTT)."""
+
+    rtt: float | None = setting(None, parse=parse_duration, check=non_negative)
+    kind: ClassVar[str] = "rtt-change"
+    SET: ClassVar[str] = "rtt"
+    DEFAULT_FACTOR: ClassVar[float] = 2.0
+    describe: ClassVar[str] = "route flap: the link's round trip x factor (or set to rtt)"
+
+    @property
+    def label(self) -> str:
+        what = f"RTT {self.rtt * 1e3:g} ms" if self.rtt is not None else f"RTT x{self.k:g}"
+        return _on(self.link, what)
+
+    def change(self) -> PathChange:
+        return PathChange(rtt=self.rtt, rtt_factor=self.k)
+
+
+@dataclass(frozen=True)
 class InstanceLoss(Incident):
     """`count` instances serving `stage` die (the highest-numbered live ones; None: all of
     them) and come back at the end: a site's ("prfaas"; `site` names it) or a region's ("pd-p",
@@ -511,7 +598,8 @@ class CacheFlush(Incident):
 
 
 CLASSES: tuple[type[Incident], ...] = (
-    Brownout, Outage, Flap, Diurnal, InstanceLoss, Surge, LengthShift, CacheFlush, DiurnalRate)
+    Brownout, Outage, Flap, Diurnal, InstanceLoss, Surge, LengthShift, CacheFlush, DiurnalRate,
+    LossSpike, RttChange)
 # every spelling of a kind: its own name and its other names
 KINDS: dict[str, type[Incident]] = {name: c for c in CLASSES
                                     for name in (c.kind, *c.spellings)}
@@ -522,7 +610,7 @@ def catalog() -> list[tuple[str, str, Incident]]:
     ones started by hand end with `Emulation.end_manual_incidents()`."""
     ready = [Brownout(factor=0.2), Outage(), Flap(), Diurnal(), InstanceLoss(stage="prfaas", count=1),
              InstanceLoss(stage="pd-d", count=1), Surge(factor=1.5), Surge(long_factor=3.0),
-             LengthShift(long_factor=3.0), CacheFlush()]
+             LengthShift(long_factor=3.0), CacheFlush(), LossSpike(), RttChange()]
     return [(i.label, i.describe, i) for i in ready]
 
 

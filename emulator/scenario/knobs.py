@@ -36,7 +36,8 @@ from typing import Any
 
 from emulator.model import Knobs, System
 from emulator.paradigm import Paradigm
-from emulator.topology.spec import PAIR_LINK, PAIR_REGION, PAIR_SITE, ROUTINGS, Topology
+from emulator.topology.spec import PAIR_LINK, PAIR_REGION, PAIR_SITE, ROUTINGS, Link, Topology
+from emulator.topology.transport import Goodput, Transport
 from emulator.units import GBPS, UnitError, format_tokens, parse_bandwidth, parse_tokens, to_gbps
 
 MAX_INSTANCES = 100_000  # instances of one pool; the work cap (emulator.budget) is lower
@@ -121,6 +122,7 @@ class Knob:
     show: Callable[[float], str] = lambda x: f"{x:g}"
     bound: str | None = None  # the Limits field that caps it ("t_max", "pool")
     lo_why: str = ""  # why the lower bound, said after it
+    below: float | None = None  # an open upper bound: the range is [lo, below)
     # (element kind, the knob's name there, its key in a topology preset's table of that kind)
     elements: tuple[tuple[str, str, str], ...] = ()
 
@@ -147,6 +149,9 @@ class Knob:
         if math.isinf(self.lo) and math.isinf(self.hi) and self.bound is None:
             return None  # no range (the paradigm)
         lo, hi = self.bounds(limits)
+        if self.below is not None:
+            return None if lo <= value < self.below else \
+                f"must be in [{self.show(lo)}, {self.show(self.below)})"  # NaN too
         if lo <= value <= hi:
             return None
         if value == math.inf and math.isinf(hi):
@@ -222,9 +227,23 @@ ROUTING = Knob("routing", "--routing", str, "routing", "POLICY",
                f"the region's site choice: {', '.join(ROUTINGS)}", None,
                written=f"one of {', '.join(ROUTINGS)}", elements=(("region", "routing", "routing"),))
 
+# a link's TCP (emulator.topology.transport): the same rule for the preset keys (a [[link]]'s,
+# the pair's [deployment]'s) and the topology view's link editor. Not Controls fields: the
+# pair's live knobs stay the model's five
+MAX_CONNECTIONS = 1_000_000
+LOSS = Knob("loss", "--loss", number, "loss", "P", "packet loss probability on the link",
+            "deployment.loss", written="a probability like 1e-4", lo=0.0, below=1.0,
+            elements=(("link", "loss", "loss"),))
+CONNECTIONS = Knob("connections", "--connections", whole, "connections", "N",
+                   "TCP connections the site keeps to the region", "deployment.connections",
+                   written="a whole number of connections", lo=1, hi=MAX_CONNECTIONS,
+                   whole=True, lo_why=": a link needs at least 1 connection",
+                   elements=(("link", "connections", "connections"),))
+TRANSPORT_KNOBS = (LOSS, CONNECTIONS)
+
 # element kind -> {the knob's name there: the knob}
 ELEMENT_KNOBS: dict[str, dict[str, Knob]] = {}
-for _k in (*KNOBS.values(), ROUTING):
+for _k in (*KNOBS.values(), ROUTING, *TRANSPORT_KNOBS):
     for _kind, _name, _ in _k.elements:
         ELEMENT_KNOBS.setdefault(_kind, {})[_name] = _k
 
@@ -324,6 +343,40 @@ def _pair_view(topo: Topology, region: str, site: str | None = None) -> Controls
     return Controls(t=r.threshold, n_p=r.n_p, n_d=r.n_d, n_prfaas=n_prfaas, bandwidth=bw)
 
 
+def retuned(k: Link, bandwidth: float | None = None, loss: float | None = None,
+            connections: int | None = None) -> Link:
+    """Link `k` with its knobs turned. The bandwidth knob alone sets its effective rate (its
+    transport stays for the incidents); a loss or connections recomputes its goodput from
+    its line rate (`bandwidth` given with them: the new line rate) under the changed TCP.
+    KnobError naming the link and the knob when a value or the goodput is out of range."""
+    where = f"link {k.name}"
+    for knob, value in ((LOSS, loss), (CONNECTIONS, connections)):
+        if value is not None and (why := knob.refusal(value)) is not None:
+            raise KnobError(knob.name, why, where)
+    if loss is None and connections is None:
+        return k if bandwidth is None else replace(k, bandwidth=bandwidth)
+    line = bandwidth if bandwidth is not None else (k.line if k.line is not None else k.bandwidth)
+    t = replace(k.transport or Transport(), **{n: v for n, v in
+                                                (("loss", loss), ("connections", connections))
+                                                if v is not None})
+    if t.loss > 0 and k.rtt <= 0:
+        raise KnobError("loss", "a loss rate needs a round trip above 0 (the link's rtt)", where)
+    out = Link.over(k.site, k.region, float(line), k.rtt, t, long_share=k.long_share,
+                    price_per_tb=k.price_per_tb, fluctuation=k.fluctuation)
+    if (problem := goodput_problem(out.goodput)) is not None:
+        raise KnobError(*problem, where)
+    return out
+
+
+def goodput_problem(g: Goodput) -> tuple[str, str] | None:
+    """(knob, why) when a TCP holds a link below the bandwidth knob's range: the goodput
+    must be a rate the bandwidth knob could be set to."""
+    if (why := KNOBS["bandwidth"].problem(g.bytes_per_s)) is None:
+        return None
+    return ("connections" if g.cap != "line" else "loss",
+            f"the link's goodput of {to_gbps(g.bytes_per_s):.3g} Gbps ({g.cap}-capped) {why}")
+
+
 def check_element(topo: Topology, kind: str, name: str, *, has_bound: bool = True,
                   cache_problem: str | None = None, **knobs: Any) -> None:
     """KnobError, naming the element and its knob, unless element `name` (a "region", "site"
@@ -347,7 +400,8 @@ def check_element(topo: Topology, kind: str, name: str, *, has_bound: bool = Tru
         change = {"n_prfaas": knobs["instances"]}
     elif kind == "link":
         site, region = name.split("->", 1)
-        routing, change = None, {"bandwidth": knobs["bandwidth"]}
+        k = retuned(topo.link(site, region), **knobs)
+        routing, change = None, {"bandwidth": k.bandwidth}
     else:
         raise KnobError(kind, "no such element kind (region, site, link)")
     try:

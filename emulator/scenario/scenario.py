@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from emulator.model import MODES, Knobs, System
 from emulator.profiles import Profile
-from emulator.scenario.knobs import KNOBS, Controls, KnobError
+from emulator.scenario.knobs import KNOBS, Controls, KnobError, retuned
 from emulator.scenario.reader import PresetError, one_of, positive, setting
 from emulator.scenario.sim import SimConfig
 from emulator.topology.spec import Topology
@@ -74,6 +74,21 @@ class Scenario:
         wire = ({} if c.bandwidth == self.system.bandwidth
                 else {"transport": None, "line_bandwidth": None})
         return replace(self, system=system, t=c.t, n_p=c.n_p, n_d=c.n_d, **wire)
+
+
+def with_transport(sc: Scenario, loss: float | None = None,
+                   connections: int | None = None) -> Scenario:
+    """The pair `sc` with its link's TCP turned (`emulator.scenario.knobs.retuned`): its
+    bandwidth becomes the goodput over its line rate under the new loss and connections.
+    KnobError naming the knob when a value or the goodput is out of range."""
+    if loss is None and connections is None:
+        return sc
+    if loss and sc.sim.link_latency <= 0:
+        raise KnobError("loss", "a loss rate needs a round trip above 0: set the preset's "
+                        "[emulator] link_latency")
+    k = retuned(sc.topology.links[0], loss=loss, connections=connections)
+    return replace(sc, system=replace(sc.system, bandwidth=k.bandwidth),
+                   transport=k.transport, line_bandwidth=k.line)
 
 
 def check_knobs(sc: Scenario) -> None:

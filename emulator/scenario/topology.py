@@ -18,7 +18,16 @@ from emulator.distributions import LengthDistribution
 from emulator.model import DecodeSpec
 from emulator.profiles import Profile
 from emulator.scenario.decode import parse_decode
-from emulator.scenario.knobs import KNOBS, MAX_BANDWIDTH, MAX_INSTANCES, Limits, knob_at
+from emulator.scenario.knobs import (
+    CONNECTIONS,
+    KNOBS,
+    LOSS,
+    MAX_BANDWIDTH,
+    MAX_INSTANCES,
+    Limits,
+    goodput_problem,
+    knob_at,
+)
 from emulator.scenario.lengths import parse_lengths
 from emulator.scenario.reader import (
     PresetError,
@@ -46,7 +55,7 @@ from emulator.topology.spec import (
 from emulator.topology.transport import DEFAULT_MSS, Transport, goodput, transport_problem
 from emulator.trace_formats import read_workload
 from emulator.traces import TraceError
-from emulator.units import parse_bandwidth, parse_bytes, parse_duration, to_gbps
+from emulator.units import parse_bandwidth, parse_bytes, parse_duration
 
 TABLES = ("site", "region", "link")
 TRANSPORT_KEYS = ("loss", "connections", "mss", "window")
@@ -201,8 +210,9 @@ def read_transport(r: Reader, line: float, rtt: float, rtt_key: str) -> Transpor
     Its goodput must stay within the bandwidth knob's range, as a declared bandwidth does."""
     if not any(r.has(k) for k in TRANSPORT_KEYS):
         return None
-    t = Transport(loss=r.get("loss", float, 0.0),
-                  connections=r.get("connections", int, None),
+    t = Transport(loss=r.get("loss", LOSS.parse, 0.0, check=LOSS.problem),
+                  connections=r.get("connections", CONNECTIONS.parse, None,
+                                    check=CONNECTIONS.problem),
                   mss=r.get("mss", parse_bytes, float(DEFAULT_MSS)),
                   window=r.get("window", parse_bytes, None))
     if (problem := transport_problem(t, rtt)) is not None:
@@ -210,11 +220,8 @@ def read_transport(r: Reader, line: float, rtt: float, rtt_key: str) -> Transpor
         if key == "loss" and t.loss > 0 and 0 <= t.loss < 1:
             why = f"{why}: give {rtt_key} too"
         raise r.error(key, why)
-    g = goodput(line, rtt, t)
-    if (why := KNOBS["bandwidth"].problem(g.bytes_per_s)) is not None:
-        raise r.error("connections" if g.cap != "line" else "loss",
-                      f"the link's goodput of {to_gbps(g.bytes_per_s):.3g} Gbps ({g.cap}-capped) "
-                      f"{why}")
+    if (problem := goodput_problem(goodput(line, rtt, t))) is not None:
+        raise r.error(*problem)
     return t
 
 

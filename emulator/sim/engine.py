@@ -53,6 +53,7 @@ from emulator.sim.stages.pool import Pool
 from emulator.sim.stages.prefill import PrefillStage
 from emulator.sim.stages.region import Region
 from emulator.topology.spec import PAIR_LINK
+from emulator.topology.transport import PathChange
 from emulator.trace_formats import load_trace
 from emulator.traces import MOONCAKE_BLOCK_TOKENS, Trace
 from emulator.units import to_gbps
@@ -130,7 +131,8 @@ class Emulation:
         self.region = region = Region(Cluster.PD.value, loop)  # the 1x1 topology's names
         self.regions: dict[str, Region] = {region.name: region}
         self.link = Link(loop, "link", self.bandwidth, burst=sim.link_burst, peak=sim.link_peak,
-                         latency=sim.link_latency)
+                         latency=sim.link_latency, line=scenario.line_bandwidth,
+                         transport=scenario.transport)
         self.links: dict[str, Link] = {PAIR_LINK: self.link}
         region.links = {Cluster.PRFAAS.value: self.link}
         self.prfaas = PrefillStage(loop, "prfaas", Costs(system.prfaas), self.link, region.kv_in)
@@ -614,11 +616,27 @@ class Emulation:
         """`key`'s share of `link`'s bandwidth (None factor: it no longer limits the link; None
         link: every link, the pair's one). A link delivers its bandwidth times the product of
         every key's factor, also across bandwidth changes (a site's egress then shares it)."""
-        targets = list(self.links.values()) if link is None else [named("link", self.links,
-                                                                        link)]
+        targets = self._links_named(link)
         for lk in targets:
             keyed(lk.factors, key, factor)
-        for group in {id(lk.group): lk.group for lk in targets}.values():
+        self._rebalance(targets)
+
+    def set_link_path(self, key: Hashable, change: PathChange | None,
+                      link: str | None = None) -> None:
+        """`key`'s change to `link`'s path (loss, round trip; None change: gone; None link:
+        every link): the link carries its goodput share under the changes and delivers after
+        the changed round trip."""
+        targets = self._links_named(link)
+        for lk in targets:
+            lk.set_path_change(key, change)
+        self._rebalance(targets)
+
+    def _links_named(self, link: str | None) -> list[Link]:
+        return list(self.links.values()) if link is None else [named("link", self.links, link)]
+
+    @staticmethod
+    def _rebalance(links: list[Link]) -> None:
+        for group in {id(lk.group): lk.group for lk in links}.values():
             group.rebalance()
 
     def set_rate_multiplier(self, key: Hashable, factor: float | None,

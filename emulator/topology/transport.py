@@ -22,7 +22,7 @@ Pure functions on numbers (bytes, bytes per second, seconds); nothing here reads
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 MATHIS_MAX_LOSS = 0.01  # above it, the TFRC (Padhye) form: timeouts matter
 DEFAULT_MSS = 1460  # bytes: a 1500-byte Ethernet MTU less IP and TCP headers
@@ -98,3 +98,44 @@ def transport_problem(t: Transport, rtt: float) -> tuple[str, str] | None:
     if t.loss > 0 and rtt <= 0:
         return "loss", "a loss rate needs a round trip above 0 (the TCP formulas divide by it)"
     return None
+
+
+# -- what incidents do to a path -----------------------------------------------------------------
+LOSS_CEILING = 0.99  # a multiplied loss is held below 1 (a probability)
+HANDSHAKE_RTTS = 2  # a new connection: TCP's SYN / SYN-ACK, then a TLS 1.3 handshake (1 RTT)
+
+
+@dataclass(frozen=True)
+class PathChange:
+    """One incident's change to a link's path: its loss set to `loss` (None: kept) and then
+    multiplied by `loss_factor`; its round trip set to `rtt` (None: kept) and then multiplied
+    by `rtt_factor`."""
+
+    loss: float | None = None
+    loss_factor: float = 1.0
+    rtt: float | None = None
+    rtt_factor: float = 1.0
+
+
+def changed(rtt: float, t: Transport | None,
+            changes: list[PathChange]) -> tuple[float, Transport | None]:
+    """The round trip and transport under `changes` (oldest first): the newest value set wins,
+    then every factor multiplies. A loss set on a link without transport keys is one
+    connection's (the keys' defaults); a loss that would reach 1 is held at LOSS_CEILING."""
+    if not changes:
+        return rtt, t
+    loss = t.loss if t is not None else 0.0
+    for c in changes:
+        rtt = rtt if c.rtt is None else c.rtt
+        loss = loss if c.loss is None else c.loss
+    rtt *= math.prod(c.rtt_factor for c in changes)
+    loss = min(loss * math.prod(c.loss_factor for c in changes), LOSS_CEILING)
+    if t is None and loss == 0:
+        return rtt, None
+    return rtt, Transport(loss=loss) if t is None else replace(t, loss=loss)
+
+
+def path_goodput(line: float, rtt: float, t: Transport | None) -> Goodput:
+    """`goodput`, also at a round trip of 0 (a route so short that no connection is bounded:
+    the line rate)."""
+    return goodput(line, rtt, t if rtt > 0 else None)

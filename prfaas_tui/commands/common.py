@@ -14,9 +14,9 @@ from emulator.budget import FLAGS, BudgetError, Caps, caps_for
 from emulator.files import cap_help
 from emulator.optimizer import starting_split
 from emulator.paradigm import Paradigm
-from emulator.scenario.knobs import KNOBS, Controls, KnobError, number
+from emulator.scenario.knobs import KNOBS, TRANSPORT_KNOBS, Controls, KnobError, number
 from emulator.scenario.presets import load
-from emulator.scenario.scenario import Scenario
+from emulator.scenario.scenario import Scenario, with_transport
 from prfaas_tui.errors import UsageError, parse_flag
 
 if TYPE_CHECKING:
@@ -40,6 +40,30 @@ def add_scenario_flags(p: argparse.ArgumentParser,
         p.add_argument(k.flag, dest=name, metavar=k.unit, help=k.help, **choices)
         for alias in k.aliases:
             p.add_argument(alias, dest=name, help=argparse.SUPPRESS)
+    for k in TRANSPORT_KNOBS:  # the pair's link TCP: its goodput follows (docs/transport.md)
+        p.add_argument(k.flag, dest=k.name, metavar=k.unit,
+                       help=f"{k.help} (the pair's; {k.span()})")
+
+
+def transport_from_args(sc: Scenario, args: argparse.Namespace) -> Scenario:
+    """`sc` with --loss and --connections applied to the pair's link (its bandwidth becomes
+    the goodput over its line rate); a topology's links keep theirs in its [[link]] tables."""
+    given = {k.name: parse_flag(k.flag, k.parse, getattr(args, k.name, None))
+             for k in TRANSPORT_KNOBS if getattr(args, k.name, None) is not None}
+    if not given:
+        return sc
+    flag = next(k.flag for k in TRANSPORT_KNOBS if k.name in given)
+    if sc.declared_topology is not None:
+        raise UsageError(f"{flag}: a topology preset sets each link's TCP in its [[link]] "
+                         "table; edit the preset")
+    if getattr(args, "bandwidth", None) is not None:  # it would leave the TCP behind
+        raise UsageError(f"{flag}: the goodput comes from the preset's line rate, and "
+                         f"{KNOBS['bandwidth'].flag} sets the link's rate by hand: give one")
+    try:
+        return with_transport(sc, **given)
+    except KnobError as exc:
+        flag = next((k.flag for k in TRANSPORT_KNOBS if k.name == exc.knob), flag)
+        raise UsageError(f"{flag}: {exc.reason}") from None
 
 
 def knob_error(exc: KnobError) -> UsageError:
@@ -70,7 +94,7 @@ def scenario_from_args(args: argparse.Namespace, *, topology: bool = False) -> S
     """Load the preset and deploy it at the knob flags. With `topology` a preset of sites,
     regions and links loads too (as declared: its knobs live in its tables, so knob flags are
     refused); without, it is refused in one line."""
-    sc = load(args.preset, topology=topology)
+    sc = transport_from_args(load(args.preset, topology=topology), args)
     if sc.declared_topology is not None:
         for name, k in KNOBS.items():
             if getattr(args, name, None) is not None:

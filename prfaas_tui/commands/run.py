@@ -36,6 +36,7 @@ from prfaas_tui.commands.common import (
     check_emulation,
     check_scenario_instances,
     controls_from_args,
+    transport_from_args,
 )
 from prfaas_tui.commands.trace_flags import add_trace_flags
 from prfaas_tui.console import make_console
@@ -81,7 +82,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def build(args) -> Emulation:
     """The emulation the flags describe; UsageError/PresetError/TraceError on bad input."""
-    sc: Scenario = load(args.preset, topology=True)
+    sc: Scenario = transport_from_args(load(args.preset, topology=True), args)
     if sc.declared_topology is not None:
         return build_topology(sc, args)
     if args.routing not in (None, "threshold"):

@@ -1,5 +1,5 @@
 """A topology element's knobs in a dialog: a region's t, N_p/N_d and routing, a site's
-instances, a link's bandwidth. Shared by the topology view and its forks; checked on the
+instances, a link's bandwidth, loss and connections. Shared by the topology view and its forks; checked on the
 running spec as it is typed (a refusal stays in the dialog), then a logged change."""
 
 from __future__ import annotations
@@ -31,8 +31,12 @@ def knob_prompt(session: Session, element: Element) -> tuple[str, str, str]:
         return (f"site {name}: instances = ?", str(spec.site(name).instances),
                 f"prefill instances at the site, {knob_at('site', 'instances').span()}")
     k = spec.link(*name.split("->", 1))
-    return (f"link {name}: bandwidth = ?", f"{to_gbps(k.bandwidth):g}",
+    tcp = "" if k.transport is None else \
+        f" loss={k.transport.loss:g} connections={k.transport.n}"
+    return (f"link {name}: bandwidth  loss=  connections= = ?", f"{to_gbps(k.bandwidth):g}{tcp}",
             f"{knob_at('link', 'bandwidth').span()}, in Gbps or with a unit ('1000 MB/s'); "
+            f"loss= {knob_at('link', 'loss').span()}, connections= "
+            f"{knob_at('link', 'connections').span()} (the goodput follows); "
             "a brownout still takes its share")
 
 
@@ -40,9 +44,19 @@ def parse_knobs(kind: str, name: str, text: str) -> dict[str, Any]:
     """An element's knobs as the dialog takes them: a site's instances, a link's bandwidth, a
     region's `t N_p/N_d routing` (any part left out), each through the knob registry's parse
     and range (KnobError: one line naming the element and the knob)."""
-    if kind != "region":
-        field = "instances" if kind == "site" else "bandwidth"
-        return {field: read_at(kind, name, field, text)}
+    if kind == "site":
+        return {"instances": read_at(kind, name, "instances", text)}
+    if kind == "link":  # "40 loss=1e-4 connections=16": any part may be left out
+        out = {}
+        named = [p.split("=", 1) for p in text.split() if "=" in p]
+        if rest := " ".join(p for p in text.split() if "=" not in p):
+            out["bandwidth"] = read_at(kind, name, "bandwidth", rest)
+        for key, value in named:
+            out[key.strip()] = read_at(kind, name, key.strip(), value)
+        if not out:
+            raise KnobError("bandwidth", "give a bandwidth, loss= or connections=",
+                            f"{kind} {name}")
+        return out
     out: dict[str, Any] = {}
     for part in text.split():
         if "/" in part:

@@ -24,6 +24,16 @@ from prfaas_tui.widgets.theme import SizedStatic, color
 STAGE_LABELS = {"prfaas": "PrfaaS", "pd-p": "PD-P", "pd-d": "PD-D", "link": "link"}
 
 
+def _wire(sc: Any) -> str:
+    """The pair's link against its lease where its TCP caps it below the line rate
+    (" · goodput of 100 Gbps line, loss-capped"; "" otherwise)."""
+    if sc.transport is None or sc.line_bandwidth is None:
+        return ""
+    g = sc.topology.links[0].goodput
+    return "" if g.cap == "line" else \
+        f" · goodput of {to_gbps(sc.line_bandwidth):.4g} Gbps line, {g.cap}-capped"
+
+
 def num(x: float | None, fmt: str = "{:.2f}") -> str:
     """A number for display: unbounded or undefined values as a dash."""
     return "-" if x is None or not math.isfinite(x) else fmt.format(x)
@@ -123,7 +133,8 @@ class ModelPanel(Static):
             lines.append(Text(f"egress {to_gbps(op.egress()):.1f} of {to_gbps(cap):.4g} Gbps "
                               f"({num(util, '{:.0%}')})"
                               + (f" · B_out {to_gbps(state.bandwidth):.4g}"
-                                 if cap != state.bandwidth else "")))
+                                 if cap != state.bandwidth else "") + _wire(v.scenario),
+                              no_wrap=True, overflow="ellipsis"))
         else:
             lines.append(Text("p 0: nothing crosses the link", style=dim))
         lt = live_latency(s, live)
@@ -200,7 +211,8 @@ class ModelPanel(Static):
                               f" · T {format_duration(op.t_long)}", style=dim, no_wrap=True,
                               overflow="ellipsis"))
             lines.append(Text(f"egress {to_gbps(op.egress()):.1f} of {to_gbps(op.knobs.bandwidth):.4g} "
-                              f"Gbps ({num(op.link_utilization(), '{:.0%}')})"))
+                              f"Gbps ({num(op.link_utilization(), '{:.0%}')})" + _wire(sc),
+                              no_wrap=True, overflow="ellipsis"))
         else:
             lines.append(Text("p 0: nothing crosses the link", style=dim))
         lt = v.latency

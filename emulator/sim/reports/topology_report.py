@@ -115,6 +115,10 @@ def objects(rt: TopologyRuntime, a: Marks, b: Marks, *, whole: bool) -> dict:
             "flows": len(lk.flows),
             "rtt": lk.latency,
         }
+        if lk.transport is not None or lk.path_changes:  # a WAN path: goodput against line
+            g = lk.path_goodput()
+            links[name] |= {"line_gbps": lk.line * GBIT, "goodput_gbps": g.bytes_per_s * GBIT,
+                            "cap": g.cap}
     return {"regions": regions, "sites": sites, "links": links}
 
 

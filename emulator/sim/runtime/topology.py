@@ -94,7 +94,7 @@ class TopologyRuntime:
             for k in topo.links_of_region(spec.name):
                 site = self.sites[k.site]
                 link = SiteLink(loop, k.name, k.bandwidth, site.egress, burst=sim.link_burst,
-                                latency=k.rtt)
+                                latency=k.rtt, line=k.line, transport=k.transport)
                 site.egress.links.append(link)
                 site.stage.links[spec.name] = link
                 region.links[k.site] = link

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from emulator.scenario.knobs import KnobError, best_cache_problem, check_element
+from emulator.scenario.knobs import KnobError, best_cache_problem, check_element, retuned
 from emulator.sim.routing.site_policy import ThresholdPolicy
 from emulator.topology.live import LiveState
 from emulator.topology.spec import Topology
@@ -55,7 +55,10 @@ def running_spec(emu) -> Topology:
                     for r in topo.regions)
     sites = tuple(replace(s, instances=rt.sites[s.name].pool.count("prfaas"))
                   for s in topo.sites)
-    links = tuple(replace(k, bandwidth=rt.links[k.name].bandwidth) for k in topo.links)
+    links = tuple(replace(k, bandwidth=rt.links[k.name].bandwidth,
+                          transport=rt.links[k.name].transport,
+                          line=k.line if rt.links[k.name].transport is None
+                          else rt.links[k.name].line) for k in topo.links)
     return replace(topo, sites=sites, regions=regions, links=links)
 
 
@@ -126,12 +129,22 @@ def set_site(emu, site: str, instances: int) -> None:
     emu.note(f"{site}: instances -> {instances}")
 
 
-def set_link(emu, link: str, bandwidth: float) -> None:
-    """A link's bandwidth knob, bytes/s (its incidents' shares stay in force)."""
+def set_link(emu, link: str, bandwidth: float | None = None, loss: float | None = None,
+             connections: int | None = None) -> None:
+    """A link's bandwidth knob, bytes/s, or its TCP's loss and connections (its goodput
+    recomputed: `emulator.scenario.knobs.retuned`); its incidents' shares stay in force."""
     rt = emu.topology
     lk = rt.link(link)
-    check_element(running_spec(emu), "link", link, bandwidth=bandwidth)
-    if bandwidth == lk.bandwidth:
+    check_element(running_spec(emu), "link", link, bandwidth=bandwidth, loss=loss,
+                  connections=connections)
+    if loss is not None or connections is not None:
+        k = retuned(running_spec(emu).link(*link.split("->", 1)), bandwidth, loss, connections)
+        lk.set_transport(k.line if k.line is not None else k.bandwidth, k.transport)
+        bandwidth = k.bandwidth
+        emu.note(f"{link}: loss {k.transport.loss:g}, {k.transport.n} connections -> goodput "
+                 f"{to_gbps(k.bandwidth):.3g} Gbps ({k.goodput.cap}-capped)")
+    if bandwidth is None or bandwidth == lk.bandwidth:
+        lk.egress.rebalance()
         return
     lk.bandwidth = float(bandwidth)
     lk.egress.rebalance()

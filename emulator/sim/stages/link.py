@@ -23,6 +23,14 @@ With burst = 0 (the default) the capacity is simply the nominal rate.
 
 The last byte leaving frees the sender (`on_sent`: the PrfaaS transfer cache); the payload
 reaches the other side `latency` seconds later (`on_delivered`).
+
+A WAN link knows the path its bandwidth is the goodput of (emulator.topology.transport): its
+line rate, round trip and TCP. Incidents change that path (a loss spike, a route flap): the link
+then carries bandwidth x goodput(changed path) / goodput(path), times the other incidents'
+factors, and delivers after the changed round trip; flows in flight share the new rate from that
+moment. With a pool of warm connections (the transport's `connections`), a flow opened while
+every pooled connection carries one waits a connection setup (HANDSHAKE_RTTS round trips) before
+its first byte; the bytes its prefill produced meanwhile are then behind and catch up.
 """
 
 from __future__ import annotations
@@ -32,6 +40,15 @@ from bisect import bisect_left, insort
 from collections.abc import Callable, Hashable
 from operator import attrgetter
 from typing import Any
+
+from emulator.topology.transport import (
+    HANDSHAKE_RTTS,
+    Goodput,
+    PathChange,
+    Transport,
+    changed,
+    path_goodput,
+)
 
 INF = float("inf")
 _REL = 1e-9  # a byte gap within this fraction of the flow's size counts as closed
@@ -56,7 +73,8 @@ PEAK_FACTOR = 2.0  # burst rate / nominal capacity when no peak is configured
 
 class Link:
     def __init__(self, loop, name: str, capacity: float, *, burst: float = 0.0,
-                 peak: float | None = None, latency: float = 0.0):
+                 peak: float | None = None, latency: float = 0.0, line: float | None = None,
+                 transport: Transport | None = None):
         if not capacity >= 0:
             raise ValueError(f"{name}: capacity must be >= 0, got {capacity!r}")
         self.loop = loop
@@ -89,11 +107,53 @@ class Link:
         self.flows_done = 0
         self.propagating = 0.0  # bytes sent and still on the wire
         self.propagating_flows = 0
+        # the path the bandwidth is the goodput of, and the incidents' changes to it by key
+        self.line = self.bandwidth if line is None else float(line)
+        self.rtt = self.latency
+        self.transport = transport
+        self.path_changes: dict[Hashable, PathChange] = {}
+        self._path_factor = 1.0
+        # warm connections (None: no pool, no setup) and the flows waiting a connection setup
+        self.pool = transport.connections if transport is not None else None
+        self.pending: dict[int, Flow] = {}
+        self.handshakes = 0
 
     @property
     def nominal(self) -> float:
         """What the link itself could carry now (its bandwidth x the incidents' factors)."""
+        if self.path_changes:
+            return self.bandwidth * math.prod(self.factors.values()) * self._path_factor
         return self.bandwidth * math.prod(self.factors.values())
+
+    def path_goodput(self) -> Goodput:
+        """The path's goodput now (under the incidents' changes) and what caps it: the rate
+        `nominal` scales the bandwidth by, before the other incidents' factors."""
+        return path_goodput(self.line, *changed(self.rtt, self.transport,
+                                                list(self.path_changes.values())))
+
+    def set_path_change(self, key: Hashable, change: PathChange | None) -> None:
+        """`key`'s change to the path (None: gone). Sets the round trip and the goodput share
+        `nominal` reads; the caller rebalances (the link's group sets its capacity)."""
+        if change is None:
+            self.path_changes.pop(key, None)
+        else:
+            self.path_changes[key] = change
+        self._repath()
+
+    def set_transport(self, line: float, transport: Transport | None) -> None:
+        """A new TCP for the path (its knobs turned): the caller sets the bandwidth to its
+        goodput and rebalances. Flows waiting a setup keep waiting; the pool is the new one."""
+        self.line, self.transport = float(line), transport
+        self.pool = transport.connections if transport is not None else None
+        self._repath()
+
+    def _repath(self) -> None:
+        rtt, _ = changed(self.rtt, self.transport, list(self.path_changes.values()))
+        base = path_goodput(self.line, self.rtt, self.transport).bytes_per_s
+        self._path_factor = self.path_goodput().bytes_per_s / base if base > 0 else 1.0
+        self.latency = rtt
+        if self.mirror is not None:
+            self.mirror.latency = rtt
 
     @property
     def group(self) -> Link:
@@ -111,7 +171,6 @@ class Link:
         ready). `on_sent(flow)` runs when its last byte leaves, `on_delivered(payload)` when it
         arrives."""
         now = self.loop.now
-        self._account(now)
         self._fid += 1
         f = Flow()
         f.fid = self._fid
@@ -130,6 +189,24 @@ class Link:
             f.prod_end = now
             f.prod_rate = INF
             f.paced = False
+        if self.pool is not None and self.latency > 0 and \
+                len(self.flows) + len(self.pending) >= self.pool:
+            self.handshakes += 1
+            self.pending[f.fid] = f
+            f.timer = self.loop.call_at(now + HANDSHAKE_RTTS * self.latency, self._admit, f)
+            return f
+        self._enter(f, now)
+        return f
+
+    def _admit(self, f: Flow) -> None:
+        """A flow's connection is set up: it sends from now, behind its production."""
+        del self.pending[f.fid]
+        f.timer = None
+        f.paced = False
+        self._enter(f, self.loop.now)
+
+    def _enter(self, f: Flow, now: float) -> None:
+        self._account(now)
         self.flows[f.fid] = f
         if self._fast and f.paced and self.used + f.prod_rate <= self.capacity:
             self.used += f.prod_rate
@@ -140,11 +217,13 @@ class Link:
             else:
                 insort(self._paced if f.paced else self._greedy, f, key=_by_rate)
             self._reallocate(now)
-        return f
 
     def cancel(self, f: Flow) -> float:
         """Abort a flow (its sender failed); returns the bytes it had sent."""
         now = self.loop.now
+        if self.pending.pop(f.fid, None) is not None:
+            f.timer.cancel()
+            return 0.0
         if f.fid not in self.flows:
             return f.size
         self._account(now)
@@ -189,20 +268,27 @@ class Link:
         return min(f.sent + self._share * (now - self._t), f.produced(now))
 
     def bytes_in_flight(self, now: float) -> float:
-        """KV not yet delivered: unsent bytes of open flows plus bytes on the wire."""
-        return sum(f.size - self._sent_now(f, now) for f in self.flows.values()) + self.propagating
+        """KV not yet delivered: unsent bytes of open flows (and of those waiting a connection)
+        plus bytes on the wire."""
+        return (sum(f.size - self._sent_now(f, now) for f in self.flows.values())
+                + sum(f.size for f in self.pending.values()) + self.propagating)
 
     def remaining(self, f: Flow) -> float:
         """Bytes of an open flow not sent yet (0 once it is done)."""
+        if f.fid in self.pending:
+            return f.size
         if f.fid not in self.flows:
             return 0.0
         return f.size - self._sent_now(f, self.loop.now)
 
     def queued_bytes(self, now: float) -> float:
-        """Bytes produced but not sent: the backlog a full link builds."""
+        """Bytes produced but not sent: the backlog a full link builds (and the flows waiting a
+        connection setup)."""
+        waiting = sum(f.produced(now) for f in self.pending.values()) if self.pending else 0.0
         if self._fast:
-            return 0.0
-        return sum(max(0.0, f.produced(now) - self._sent_now(f, now)) for f in self.flows.values())
+            return waiting
+        return waiting + sum(max(0.0, f.produced(now) - self._sent_now(f, now))
+                             for f in self.flows.values())
 
     @property
     def saturated(self) -> bool:

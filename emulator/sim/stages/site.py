@@ -18,6 +18,7 @@ from emulator.sim.core.request import Request
 from emulator.sim.stages.link import Flow, Link
 from emulator.sim.stages.pool import Pool
 from emulator.sim.stages.prefill import PrefillStage
+from emulator.topology.transport import Transport
 
 
 class SiteLink(Link):
@@ -25,8 +26,10 @@ class SiteLink(Link):
     its `nominal` rate is what it could carry alone."""
 
     def __init__(self, loop, name: str, bandwidth: float, egress: Egress, *, burst: float = 0.0,
-                 latency: float = 0.0):
-        super().__init__(loop, name, bandwidth, burst=burst, latency=latency)
+                 latency: float = 0.0, line: float | None = None,
+                 transport: Transport | None = None):
+        super().__init__(loop, name, bandwidth, burst=burst, latency=latency, line=line,
+                         transport=transport)
         self.egress = egress
         self.busy = False
 
@@ -51,7 +54,7 @@ class SiteLink(Link):
         self._maybe_idle()
 
     def _maybe_idle(self) -> None:
-        if self.busy and not self.flows:
+        if self.busy and not self.flows and not self.pending:
             self.busy = False
             self.egress.rebalance()
 
