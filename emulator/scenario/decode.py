@@ -6,7 +6,8 @@ region's override of some of them), or a decode derived from the cards.
           meets `tpot` and whose KV fits the local GPUs, t_decode = T_step(BS_max) at the mean
           decode context (input mean + l_out / 2), both from the local profile's roofline cards
           (emulator.cards.decode), and the emulator's decode steps at T_step(batch, context)
-          (`CardStep`). docs/decode.md.
+          (`CardStep`). In a topology each region derives its own from its local profile's
+          cards and lengths (`parse_region_decode`). docs/decode.md.
 """
 
 from __future__ import annotations
