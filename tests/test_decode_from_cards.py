@@ -23,6 +23,7 @@ from emulator.sim.core.request import Request
 from emulator.sim.engine import Emulation
 from emulator.sim.stages.decode import DecodeStage
 from emulator.sim.stages.pool import Pool
+from emulator.topology.bound import routing_bound
 from prfaas_tui.cli import main
 
 CONFIGS = Path(__file__).parent / "configs"
@@ -159,11 +160,66 @@ def test_a_model_that_fits_no_request_names_from():
         parse_pair_decode(dec, (card, tiny, resolve_setup(card, H200, 8)), 20_000.0)
 
 
-def test_a_topology_refuses_a_decode_from_the_cards():
+def _two_regions(pair: dict, west: dict | None = None) -> dict:
+    """The pair preset's cards as a topology: one site, regions east and west (west with its
+    own `[region.decode]` when given)."""
+    return {"name": "t", "profiles": pair["profiles"], "decode": pair["decode"],
+            "workload": {k: v for k, v in pair["workload"].items() if k != "load"},
+            "site": [{"name": "hub", "profile": "prfaas", "instances": 4, "parallelism": 8}],
+            "region": [{"name": n, "profile": "local", "pool": 4, "n_p": 2, "n_d": 2,
+                        "parallelism": 8, "threshold": 43731, "share": 0.5,
+                        **({"decode": west} if n == "west" and west else {})}
+                       for n in ("east", "west")],
+            "link": [{"site": "hub", "region": r, "bandwidth": "100 Gbps"}
+                     for r in ("east", "west")]}
+
+
+def test_a_topology_derives_each_regions_decode_and_steps_it(tmp_path, capsys):
+    """Each region derives its decode from its local profile's cards (west under its own
+    TPOT), the bound reads it, and each region's decode stage steps at that region's T_step."""
+    pair = tomllib.loads(_preset(tmp_path, capsys).read_text())
+    sc = from_dict(_two_regions(pair, {"tpot": "50 ms"}), tmp_path / "t.toml", topology=True)
+    east, west = sc.topology.regions
+    for r, tpot in ((east, 0.025), (west, 0.05)):
+        st = r.step
+        lim = bs_max(st.card, st.gpu, st.setup, st.context, tpot)
+        assert st.tpot == tpot and st.context == pytest.approx(r.lengths.mean + 512)
+        assert r.decode == DecodeSpec(t_decode=lim.step.step_s, bs_max=lim.batch, l_out=1024)
+    assert west.decode.bs_max > east.decode.bs_max  # a looser SLO, a larger batch
+    bound = routing_bound(sc.topology)
+    with Emulation(sc, load=0.5, duration=600, seed=1, bound=bound) as emu:
+        out = emu.run().json  # runs the accounting check
+        stages = {n: reg.pdd for n, reg in emu.regions.items()}
+    assert out["lost"] == 0 and out["served_rate"] > 0
+    for r in (east, west):
+        pdd = stages[r.name]
+        assert pdd.step is r.step and pdd.bs_max == r.decode.bs_max
+        steps = pdd.step_stats()
+        b, st = steps["mean_batch"], r.step
+        lo, hi = (step_time(st.card, st.gpu, st.setup, n, steps["mean_context"]).step_s
+                  for n in (int(b), int(b) + 1))
+        assert steps["mean_step"] == pytest.approx(lo + (hi - lo) * (b - int(b)), rel=0.02)
+
+
+def test_a_topology_without_cards_or_with_two_step_rules_is_one_line(tmp_path, capsys):
+    pair = tomllib.loads(_preset(tmp_path, capsys).read_text())
     data = tomllib.loads((presets_dir() / "two-regions.toml").read_text())
-    data["decode"] = {"from": "cards", "l_out": 1024}
-    with pytest.raises(PresetError, match="decode.from: .*single-pair"):
+    data["decode"] = {"from": "cards", "l_out": 1024}  # its profiles are tables, not cards
+    with pytest.raises(PresetError, match="decode.from: region '.*': .*roofline"):
         from_dict(data, "t.toml", topology=True)
+    both = _two_regions(pair, {"tpot": "50 ms", "bs_max": 20})
+    with pytest.raises(PresetError, match=r"region\[1\].decode.bs_max: .*drop one"):
+        from_dict(both, "t.toml", topology=True)
+    stepped = _two_regions(pair)
+    stepped["decode"] = {**stepped["decode"], "step": {"a": "20 ms"}}
+    with pytest.raises(PresetError, match="decode.step: .*keep one"):
+        from_dict(stepped, "t.toml", topology=True)
+    constants = _two_regions(pair, {"from": "constants", "t_decode": "25 ms", "bs_max": 20})
+    with pytest.raises(PresetError, match="region\\[1\\].decode.l_out: missing"):
+        from_dict(constants, "t.toml", topology=True)
+    constants["region"][1]["decode"]["l_out"] = 1024
+    east, west = from_dict(constants, "t.toml", topology=True).topology.regions
+    assert east.step is not None and west.step is None and west.decode.bs_max == 20
 
 
 def test_new_decode_cards_refuses_the_constants(tmp_path, capsys):

@@ -265,10 +265,10 @@ def test_the_scheduler_judges_headroom_on_the_goodput_under_a_loss_spike():
 
 def test_the_topology_scheduler_sees_a_route_flaps_goodput(tmp_path):
     from emulator.scenario.scheduler import SchedulerConfig
-    from emulator.sim.control.topology_scheduler import TopologyScheduler
+    from emulator.sim.control.scheduler import Scheduler
     topo = _two(tmp_path)
     with Emulation(topo, rate=0.1, duration=100) as emu:
-        sched = TopologyScheduler(emu, SchedulerConfig())
+        sched = Scheduler(emu, SchedulerConfig())
         emu.inject(RttChange(at=5, duration=10, factor=4, link="hub->west"))
         emu.run_until(6)
         lk = topo.declared_topology.link("hub", "west")

@@ -6,7 +6,8 @@ region's override of some of them), or a decode derived from the cards.
           meets `tpot` and whose KV fits the local GPUs, t_decode = T_step(BS_max) at the mean
           decode context (input mean + l_out / 2), both from the local profile's roofline cards
           (emulator.cards.decode), and the emulator's decode steps at T_step(batch, context)
-          (`CardStep`). docs/decode.md.
+          (`CardStep`). In a topology each region derives its own from its local profile's
+          cards and lengths (`parse_region_decode`). docs/decode.md.
 """
 
 from __future__ import annotations
@@ -35,15 +36,45 @@ SOURCES = ("constants", "cards")
 def parse_decode(dec: Reader, base: DecodeSpec | None = None) -> DecodeSpec:
     """t_decode, bs_max and l_out from `dec`; without `base` all three are required, with it
     each absent key keeps the base's value."""
-    if dec.has("from") and dec.raw("from") != "constants":
-        raise dec.error("from", 'a decode from the cards needs a single-pair preset ([deployment]) '
-                        'whose local profile is a roofline; here give t_decode and bs_max')
     values = {}
     for key, (conv, check) in _CHECKS.items():
         if base is not None and not dec.has(key):
             continue
         values[key] = dec.get(key, conv, check=check)
     return DecodeSpec(**values) if base is None else replace(base, **values)
+
+
+@dataclass(frozen=True)
+class FromCards:
+    """A topology's top-level `[decode]` with from = "cards": each region derives its own
+    decode from its local profile's cards and its own lengths."""
+
+    l_out: float
+    tpot: float = DEFAULT_TPOT_S
+
+
+def _source(dec: Reader, default: str = "constants") -> str:
+    return dec.get("from", str, default, check=lambda x: None if x in SOURCES
+                   else f"must be {' or '.join(repr(s) for s in SOURCES)}, got {x!r}")
+
+
+def _no_constants(dec: Reader) -> None:
+    for key in ("t_decode", "bs_max"):
+        if dec.has(key):
+            raise dec.error(key, 'derived from the cards with from = "cards": drop one of the two')
+
+
+def parse_base_decode(dec: Reader) -> DecodeSpec | FromCards:
+    """A topology's top-level `[decode]`: the constants its regions inherit, or from = "cards"
+    (each region derives its own)."""
+    if _source(dec) == "constants":
+        if dec.has("tpot"):
+            raise dec.error("tpot", 'bounds a decode derived from the cards: add from = "cards" '
+                            "or drop it")
+        return parse_decode(dec)
+    _no_constants(dec)
+    return FromCards(dec.get("l_out", *_CHECKS["l_out"]),
+                     dec.get("tpot", parse_duration, DEFAULT_TPOT_S, check=tpot_problem))
 
 
 Cards = tuple[ModelCard, GpuCard, Setup]
@@ -63,31 +94,57 @@ def parse_pair_decode(dec: Reader, cards: Cards | None, mean_in: float,
     """A pair's `[decode]`: the constants, or (from = "cards") the decode the local profile's
     cards give at the mean decode context, with the step the emulator runs. `cards` is the local
     profile's (model, gpu, setup), None when that profile is no roofline."""
-    source = dec.get("from", str, "constants", check=lambda x: None if x in SOURCES
-                     else f"must be {' or '.join(repr(s) for s in SOURCES)}, got {x!r}")
+    base = parse_base_decode(dec)
+    if isinstance(base, DecodeSpec):
+        return base, None
+    return derive_decode(dec, cards, base, mean_in)
+
+
+def parse_region_decode(dec: Reader | None, top: Reader, base: DecodeSpec | FromCards,
+                        cards: Cards | None, mean_in: float, region: str,
+                        ) -> tuple[DecodeSpec, CardStep | None]:
+    """A topology region's decode: its own `[region.decode]` (`dec`, None if absent) over the
+    top-level's `base`. A region derives from its local profile's `cards` when either says
+    from = "cards" (the region's word wins); its tpot and l_out default to the top level's."""
+    inherited = "cards" if isinstance(base, FromCards) else "constants"
+    source = inherited if dec is None else _source(dec, inherited)
+    where = f"region {region!r}: "
     if source == "constants":
+        if dec is None:
+            assert isinstance(base, DecodeSpec)
+            return base, None
         if dec.has("tpot"):
             raise dec.error("tpot", 'bounds a decode derived from the cards: add from = "cards" '
                             "or drop it")
-        return parse_decode(dec), None
+        return parse_decode(dec, base if isinstance(base, DecodeSpec) else None), None
+    if dec is None:
+        assert isinstance(base, FromCards)
+        return derive_decode(top, cards, base, mean_in, where)
+    _no_constants(dec)
+    l_out = dec.get("l_out", *_CHECKS["l_out"]) if dec.has("l_out") else base.l_out
+    tpot = dec.get("tpot", parse_duration, getattr(base, "tpot", DEFAULT_TPOT_S),
+                   check=tpot_problem)
+    return derive_decode(dec, cards, FromCards(l_out, tpot), mean_in, where)
+
+
+def derive_decode(dec: Reader, cards: Cards | None, spec: FromCards, mean_in: float,
+                  where: str = "") -> tuple[DecodeSpec, CardStep]:
+    """BS_max and t_decode = T_step(BS_max) from `cards` at the mean decode context (mean_in +
+    l_out / 2), and the step the emulator runs; problems name `dec`'s keys (`where` says whose
+    cards they were)."""
     if cards is None:
-        raise dec.error("from", "the cards are the local profile's roofline = { model, gpu, ... }"
-                        ": that profile has none (give t_decode and bs_max instead)")
-    for key in ("t_decode", "bs_max"):
-        if dec.has(key):
-            raise dec.error(key, 'derived from the cards with from = "cards": drop one of the two')
-    l_out = dec.get("l_out", *_CHECKS["l_out"])
-    tpot = dec.get("tpot", parse_duration, DEFAULT_TPOT_S, check=tpot_problem)
+        raise dec.error("from", f"{where}the cards are the local profile's roofline = {{ model, "
+                        "gpu, ... }: that profile has none (give t_decode and bs_max instead)")
     card, gpu, setup = cards
-    context = mean_in + l_out / 2
+    context = mean_in + spec.l_out / 2
     if (msg := context_problem(card, context)) is not None:
-        raise dec.error("l_out", msg)
+        raise dec.error("l_out", where + msg)
     try:
-        lim = bs_max(card, gpu, setup, context, tpot)
+        lim = bs_max(card, gpu, setup, context, spec.tpot)
     except CardError as exc:
-        raise dec.error("tpot" if exc.key == "--tpot" else "from", exc.message) from None
-    step = CardStep(card, gpu, setup, tpot, context, lim)
-    return DecodeSpec(t_decode=lim.step.step_s, bs_max=lim.batch, l_out=l_out), step
+        raise dec.error("tpot" if exc.key == "--tpot" else "from", where + exc.message) from None
+    step = CardStep(card, gpu, setup, spec.tpot, context, lim)
+    return DecodeSpec(t_decode=lim.step.step_s, bs_max=lim.batch, l_out=spec.l_out), step
 
 
 @dataclass(eq=False)

@@ -212,7 +212,8 @@ def _topology_scenario(data: dict, path: str | Path | None) -> Scenario:
     name = root.get("name", str, Path(path).stem if path else "scenario")
     top = read_fields(Scenario, root)  # description, mode
     base_dir = Path(path).parent if path else Path.cwd()
-    profiles = _profiles(root.section("profiles", required=True), base_dir,
+    cards: dict[str, tuple] = {}  # roofline profiles' (model, gpu, setup): a region's decode
+    profiles = _profiles(root.section("profiles", required=True), base_dir, cards=cards,
                          batching=parse_batching(root))
     if root.has("deployment"):
         raise root.error("deployment", "a topology preset has no [deployment]: its sites, "
@@ -220,8 +221,11 @@ def _topology_scenario(data: dict, path: str | Path | None) -> Scenario:
     dec = root.section("decode", required=True)
     work = root.section("workload", required=True)
     lengths = parse_lengths(ls, base_dir) if (ls := work.section("lengths")) is not None else None
-    topo = parse_topology(root, profiles, dec, lengths, base_dir)
+    topo = parse_topology(root, profiles, dec, lengths, base_dir, cards)
     sim = parse_sim_config(root, work, dec, base_dir, lengths)
+    if sim.step is not None and any(r.step is not None for r in topo.regions):
+        raise dec.error("step", 'a step profile and from = "cards" both say how long a step '
+                        "lasts: keep one")
     if (why := replay_problem(topo, sim)) is not None:
         raise work.error("sessions", why)
     if sim.replay is not None:

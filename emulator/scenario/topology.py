@@ -17,7 +17,7 @@ import numpy as np
 from emulator.distributions import LengthDistribution
 from emulator.model import DecodeSpec
 from emulator.profiles import Profile
-from emulator.scenario.decode import parse_decode
+from emulator.scenario.decode import Cards, FromCards, parse_base_decode, parse_region_decode
 from emulator.scenario.knobs import (
     CONNECTIONS,
     KNOBS,
@@ -97,21 +97,23 @@ def _bandwidth(r: Reader, key: str, *default: float | None) -> float | None:
 
 
 def parse_topology(root: Reader, profiles: dict[str, Profile], decode: Reader,
-                   lengths: LengthDistribution | None, base_dir: Path) -> Topology:
+                   lengths: LengthDistribution | None, base_dir: Path,
+                   cards: dict[str, Cards] | None = None) -> Topology:
     """The topology of a preset whose top level holds [[site]]/[[region]]/[[link]] tables;
-    `decode` and `lengths` are the top-level defaults a region may override."""
+    `decode` and `lengths` are the top-level defaults a region may override; `cards` the
+    (model, gpu, setup) of each roofline profile, for a decode from the cards."""
     for table, cap in (("site", MAX_SITES), ("region", MAX_REGIONS), ("link", MAX_LINKS)):
         items = root.data.get(table, [])
         if isinstance(items, list) and len(items) > cap:
             raise root.error(table, f"{len(items)} [[{table}]] tables is more than {cap}")
     routing = root.get("routing", str, "threshold", check=one_of(*ROUTINGS))
-    base_decode = parse_decode(decode)
+    base_decode = parse_base_decode(decode)
     sites = tuple(_site(r, profiles) for r in root.sections("site"))
     region_readers = root.sections("region")
     if not region_readers:
         raise root.error("region", "define at least one [[region]] (a PD cluster with users)")
     given = [r.has("share") for r in region_readers]
-    regions = tuple(_region(r, profiles, base_decode, lengths, base_dir,
+    regions = tuple(_region(r, profiles, decode, base_decode, cards or {}, lengths, base_dir,
                             None if any(given) else 1.0 / len(region_readers))
                     for r in region_readers)
     link_readers = root.sections("link")
@@ -144,7 +146,8 @@ def _site(r: Reader, profiles: dict[str, Profile]) -> Site:
     return Site(name, profile, instances, egress, par, price)
 
 
-def _region(r: Reader, profiles: dict[str, Profile], base_decode: DecodeSpec,
+def _region(r: Reader, profiles: dict[str, Profile], top_decode: Reader,
+            base_decode: DecodeSpec | FromCards, cards: dict[str, Cards],
             lengths: LengthDistribution | None, base_dir: Path,
             default_share: float | None) -> Region:
     name = r.get("name", str)
@@ -177,14 +180,16 @@ def _region(r: Reader, profiles: dict[str, Profile], base_decode: DecodeSpec,
     if own is None:
         raise r.error("workload.lengths", "missing: no top-level [workload.lengths] to inherit")
     dec = r.section("decode")
-    decode = base_decode if dec is None else parse_decode(dec, base_decode)
+    decode, step = parse_region_decode(dec, top_decode, base_decode, cards.get(r.raw("profile")),
+                                       own.mean, name)
     if dec is not None:
         dec.finish()
     hi = own.support[1]
     t = r.get("threshold", KNOBS["t"].parse,
               check=lambda x: KNOBS["t"].problem(x, Limits(t_max=hi)))
     r.finish()
-    return Region(name, profile, pool, n_p, n_d, t, share, own, decode, par, rdma, price, replay)
+    return Region(name, profile, pool, n_p, n_d, t, share, own, decode, par, rdma, price, replay,
+                  step)
 
 
 def _link(r: Reader) -> Link:

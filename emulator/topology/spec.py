@@ -90,6 +90,9 @@ class Region:
     # a trace the emulator replays as this region's arrivals (its times rescaled to the region's
     # share of the offered rate, its own input and output lengths); `lengths` are its inputs'
     replay: str | None = None
+    # a decode from the cards: the step its emulated decode runs (a CardStep, built by
+    # emulator.scenario.decode); None: every step lasts decode.t_decode
+    step: object | None = None
 
     @property
     def gpus(self) -> int:

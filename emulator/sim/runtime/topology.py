@@ -86,7 +86,8 @@ class TopologyRuntime:
             dec = spec.decode
             trace = load_trace(spec.replay) if spec.replay is not None else None  # as loaded
             mean_out = dec.l_out if trace is None else float(np.mean(trace.output_lengths))
-            region.wire(sim, spec.profile, dec, spec.rdma_bandwidth, mean_out,
+            region.wire(sim if spec.step is None else replace(sim, step=spec.step), spec.profile,
+                        dec, spec.rdma_bandwidth, mean_out,
                         rdma=f"rdma:{spec.name}", pool=spec.name)
             region.local.resize(spec.pool)
             n_p, n_d = splits.get(spec.name, (spec.n_p, spec.n_d))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+from collections import deque
 from collections.abc import Callable
 from operator import attrgetter
 
@@ -28,9 +29,18 @@ _STEP_TOL = 1e-6  # a time within this fraction of a step from a boundary is on 
 _index = attrgetter("idx")
 
 
+def _finish_at(finish: deque, entry: tuple) -> None:
+    """Put a request's (finish step, rid, request) in order: at the end when it finishes last,
+    which is every request when the output length is fixed (a heap's pop cost more)."""
+    if not finish or finish[-1] < entry:
+        finish.append(entry)
+    else:
+        finish.insert(bisect.bisect(finish, entry), entry)
+
+
 class DecodeWorker(Worker):
     __slots__ = ("n", "kv", "phase", "reqs", "seg_start", "first", "grow", "next_k", "batch",
-                 "ctx", "finish", "pending", "timer", "k_total")
+                 "ctx", "finish", "pending", "timer", "due", "k_total")
 
     def __init__(self, idx: int, machine):
         super().__init__(idx, machine)
@@ -45,9 +55,10 @@ class DecodeWorker(Worker):
         self.k_total = 0  # ...after this many steps since the instance started
         self.batch = 0  # requests stepping now
         self.ctx = 0.0  # context tokens they hold at seg_start
-        self.finish: list = []  # heap of (finish step, rid, request)
+        self.finish: deque = deque()  # (finish step, rid, request), in order (`_finish_at`)
         self.pending: list[Request] = []  # joining at the next boundary
-        self.timer = None
+        self.timer = None  # fires at `due` or before it (a join moved `due` later)
+        self.due = math.inf  # when the next batch change is due
 
     @property
     def busy(self) -> bool:
@@ -206,12 +217,9 @@ class DecodeStage(Stage):
                 "mean_context": self.context_steps / self.batch_steps}
 
     @staticmethod
-    def _time_of(k: int, first: float, grow: float) -> float:
-        return k * first + grow * k * (k - 1) / 2
-
-    @staticmethod
     def _steps_by(elapsed: float, first: float, grow: float) -> int:
-        """Whole steps finished `elapsed` seconds into a segment."""
+        """Whole steps finished `elapsed` seconds into a segment (k steps last
+        k x first + grow x k(k - 1)/2, written out where it is used: it runs per event)."""
         if grow <= 0:
             return int(math.floor(elapsed / first + _STEP_TOL))
         # grow/2 k^2 + (first - grow/2) k - elapsed = 0
@@ -221,23 +229,30 @@ class DecodeStage(Stage):
 
     def _next_boundary(self, w: DecodeWorker, now: float) -> tuple[int, float]:
         """(steps into the segment, time) of its first step boundary at or after `now`."""
-        first, grow = w.first, w.grow
-        k = self._steps_by(now - w.seg_start, first, grow)
-        t = w.seg_start + self._time_of(k, first, grow)
+        first, grow, start = w.first, w.grow, w.seg_start
+        k = self._steps_by(now - start, first, grow)
+        t = start + (k * first + grow * k * (k - 1) / 2)
         if t < now - _STEP_TOL * first:
             k += 1
-            t = w.seg_start + self._time_of(k, first, grow)
+            t = start + (k * first + grow * k * (k - 1) / 2)
         return k, t
 
     def _admit_stepped(self, w: DecodeWorker, req: Request, now: float) -> None:
         """Join at the next step boundary. Without a completion or refit there the segment is
         re-based to it at once (its start may lie ahead of now) and no event is spent on the
-        join; with one, the request waits in `pending` for that boundary's event."""
+        join; with one, the request waits in `pending` for that boundary's event. The common
+        path (a re-based join, a batch whose chord is cached, a timer that may stay) is written
+        out: it runs once per request."""
         self._take(w, req)
         if w.batch == 0 and not w.pending:  # an idle instance starts stepping at once
             w.seg_start = now
         elif now > w.seg_start:  # else the segment starts ahead (a re-based join): join there
-            k, t = self._next_boundary(w, now)
+            first, grow, start = w.first, w.grow, w.seg_start
+            k = self._steps_by(now - start, first, grow)  # `_next_boundary`, written out
+            t = start + (k * first + grow * k * (k - 1) / 2)
+            if t < now - _STEP_TOL * first:
+                k += 1
+                t = start + (k * first + grow * k * (k - 1) / 2)
             if w.pending or w.next_k <= w.k_total + k:
                 w.pending.append(req)  # the boundary's event takes it in
                 self._schedule(w)
@@ -245,19 +260,32 @@ class DecodeStage(Stage):
             if k:
                 self._advance(w, k)
             w.seg_start = t if t > now else now
-        w.batch += 1
-        w.ctx += req.length
-        heapq.heappush(w.finish, (w.k_total + req.out_len, req.rid, req))
-        self._refit(w)
-        req.t_first = w.seg_start + w.first
-        self._schedule(w)
+        w.batch = batch = w.batch + 1
+        w.ctx = ctx = w.ctx + req.length
+        _finish_at(w.finish, (w.k_total + req.out_len, req.rid, req))
+        line = self._lines.get(batch)
+        if line is None or w.pending:
+            self._refit(w)
+            req.t_first = w.seg_start + w.first
+            self._schedule(w)
+            return
+        a, c = line
+        w.first = first = a + c * ctx
+        w.grow = grow = c * batch
+        w.next_k = next_k = w.finish[0][0]
+        req.t_first = w.seg_start + first
+        k = next_k - w.k_total
+        w.due = when = w.seg_start + (k * first + grow * k * (k - 1) / 2)
+        timer = w.timer
+        if timer is None or timer._when > when:  # else it fires early and `_boundary` waits
+            self._schedule(w)
 
     def _advance(self, w: DecodeWorker, k: int) -> None:
         """Count k steps of the current segment."""
         batch = w.batch
         self.steps += k
         self.batch_steps += k * batch
-        self.step_seconds += self._time_of(k, w.first, w.grow)
+        self.step_seconds += k * w.first + w.grow * k * (k - 1) / 2
         self.context_steps += k * w.ctx + batch * k * (k - 1) / 2
         w.k_total += k
         w.ctx += k * batch
@@ -289,31 +317,36 @@ class DecodeStage(Stage):
         """At a step boundary: count the steps, let finished requests go, let waiting ones in,
         start a new segment."""
         now = self.loop.now
+        if now < w.due:  # a join moved the next change later than this timer: wait for it
+            w.timer = self.loop.call_at(w.due, self._boundary, w)
+            return
         self._account(now)
         w.timer = None
+        joined = w.pending
         if w.batch:  # the timer was for step next_k unless it let a pending request in
-            k = self._steps_by(now - w.seg_start, w.first, w.grow) if w.pending \
+            k = self._steps_by(now - w.seg_start, w.first, w.grow) if joined \
                 else w.next_k - w.k_total
             if k:
                 self._advance(w, k)
         done = []
         finish = w.finish
-        while finish and finish[0][0] <= w.k_total:
-            req = heapq.heappop(finish)[2]
+        k_total = w.k_total
+        while finish and finish[0][0] <= k_total:
+            req = finish.popleft()[2]
             w.batch -= 1
             w.ctx -= req.length + req.out_len
             done.append(req)
         w.seg_start = now
-        joined = w.pending
         if joined:
             w.pending = []
             for req in joined:
                 w.batch += 1
                 w.ctx += req.length
-                heapq.heappush(finish, (w.k_total + req.out_len, req.rid, req))
+                _finish_at(finish, (k_total + req.out_len, req.rid, req))
         self._refit(w)
-        for req in joined:
-            req.t_first = now + w.first
+        if joined:
+            for req in joined:
+                req.t_first = now + w.first
         for req in done:
             self._release(w, req)
             self.complete(req, now)
@@ -322,20 +355,24 @@ class DecodeStage(Stage):
         self._schedule(w)
 
     def _schedule(self, w: DecodeWorker) -> None:
-        """One timer per instance: its next completion (or the end of its chord, where a card
-        step refits), or the next boundary if some request waits to join."""
+        """One timer per instance, due at its next completion (or the end of its chord, where a
+        card step refits), or the next boundary if some request waits to join."""
         when = math.inf
         if w.batch:
-            when = w.seg_start + self._time_of(w.next_k - w.k_total, w.first, w.grow)
+            k = w.next_k - w.k_total
+            when = w.seg_start + (k * w.first + w.grow * k * (k - 1) / 2)
             if w.pending:
                 now = self.loop.now
                 t = self._next_boundary(w, now)[1]
                 when = min(when, t if t > now else now)
         elif w.pending:
             when = self.loop.now
+        w.due = when
         timer = w.timer
         if timer is not None:
-            if timer.when() == when:
+            # One that fires no later stays: `_boundary` sends it on to `due` (a join moves the
+            # next completion later, and a cancelled timer cost more than a spare one)
+            if timer._when <= when:
                 return
             timer.cancel()
             w.timer = None
@@ -376,10 +413,11 @@ class DecodeStage(Stage):
         w.reqs.clear()
         w.n, w.kv, w.batch, w.ctx = 0, 0.0, 0, 0.0
         self._load_changed(w)
-        w.finish, w.pending = [], []
+        w.finish, w.pending = deque(), []
         if w.timer is not None:
             w.timer.cancel()
             w.timer = None
+        w.due = math.inf
         self._update(w)
         if not w.accepting:
             self._idle(w)
