@@ -26,7 +26,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from emulator.latency.queueing import erlang_c
 from emulator.profiles import Profile, StepCost
 
 FILL_ITERATIONS = 40  # the fill's fixed point: monotone, converged well before this
@@ -72,10 +71,10 @@ class Steps:
         """D(N): a step of N tokens of the side's mean mix."""
         return np.asarray(self.cost.fixed(n)) + self.cost.per_step + self.per_other * n
 
-    def at_rate(self, lam: np.ndarray, c: np.ndarray,
-                pw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(P(an arrival finds every instance stepping), its time from then to its last chunk,
-        nodes) at the path's offered rate `lam`, `pw` the queue's P(wait)."""
+    def at_rate(self, lam: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(u, the fraction of time the instances step; for an arrival that finds them all
+        stepping, its time to the next boundary and through its last chunk, nodes) at the
+        path's offered rate `lam` on `c` instances."""
         tokens = lam * self.mean_len
         cs = np.maximum(c, 1.0)
         n = np.broadcast_to(self.first, np.broadcast(tokens, cs, self.first).shape)
@@ -84,8 +83,8 @@ class Steps:
         d = self.step_time(n)
         with np.errstate(divide="ignore", invalid="ignore"):
             u = np.where(n > 0, tokens * d / (n * cs), 0.0)
-        pb = np.maximum(erlang_c(cs, cs * np.minimum(u, 1.0)), pw)
         gap = (d / (cs + 1.0))[..., None]
         others = np.asarray(tokens)[..., None] * gap
-        ride = self.cost.ride(self.lengths, self.budget, others, np.asarray(self.per_other)[..., None])
-        return pb, ride + gap
+        ride = self.cost.ride(self.lengths, self.budget, others,
+                              np.asarray(self.per_other)[..., None])
+        return u, ride + gap

@@ -12,7 +12,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from emulator.latency.queueing import Layout, Path, PathState, _decode_terms, path_state
+from emulator.latency.queueing import (
+    Layout,
+    Path,
+    PathState,
+    _decode_terms,
+    erlang_c,
+    path_state,
+)
 from emulator.latency.quiet import _quiet
 
 
@@ -39,7 +46,10 @@ def _state(p: Path, lam: np.ndarray) -> PathState:
     st = path_state(p, lam)
     if p.steps is None:
         return st
-    stepping, ride = p.steps.at_rate(lam * p.share, np.asarray(p.servers, dtype=float), st.pw)
+    c = np.asarray(p.servers, dtype=float)
+    u, ride = p.steps.at_rate(lam * p.share, c)
+    cs = np.maximum(c, 1.0)  # all stepping: Erlang C at c u busy, at least the queue's P(wait)
+    stepping = np.maximum(erlang_c(cs, cs * np.minimum(u, 1.0)), st.pw)
     return replace(st, stepping=stepping, ride=ride)
 
 
