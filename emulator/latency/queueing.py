@@ -143,7 +143,8 @@ class PathState:
     busy: np.ndarray
     paced: bool = True  # False: free and busy are all 1 (no stretch)
     stepping: np.ndarray | None = None  # a step-timed path: P(all instances stepping) >= pw
-    ride: np.ndarray | None = None  # ... and the time from then to the last chunk (nodes)
+    ride: np.ndarray | None = None  # ... its time from the boundary to its last chunk (nodes)
+    gap: np.ndarray | None = None  # ... and its mean time to the boundary
 
     def mean_wait(self) -> np.ndarray:
         return np.where(self.pw > 0, self.pw * self.cond, 0.0)

@@ -16,8 +16,8 @@ max(E[min(L, budget)], lambda E[L] D(N) / c)), D(N) = fixed(N) + overhead per st
 (overhead per request + E[attention]) / E[L]. The instances step a fraction u = lambda E[L]
 D(N) / (N c) of the time; an arrival finds them all stepping with the Erlang C probability at
 c u servers busy (1 once u reaches 1, at least the wait's). With c instances in random phase
-the next boundary is D(N) / (c + 1) away, and that step carries the tokens that arrived over
-as long. Exact as the load goes to 0; measured against the emulator in
+the next boundary is D(N) / (c + 1) away on average (the latency layer spreads it uniformly
+over twice that), and that step carries the tokens that arrived over as long. Exact as the load goes to 0; measured against the emulator in
 docs/prefill-batching.md."""
 
 from __future__ import annotations
@@ -71,10 +71,11 @@ class Steps:
         """D(N): a step of N tokens of the side's mean mix."""
         return np.asarray(self.cost.fixed(n)) + self.cost.per_step + self.per_other * n
 
-    def at_rate(self, lam: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def at_rate(self, lam: np.ndarray,
+                c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(u, the fraction of time the instances step; for an arrival that finds them all
-        stepping, its time to the next boundary and through its last chunk, nodes) at the
-        path's offered rate `lam` on `c` instances."""
+        stepping, its time from the next boundary through its last chunk, nodes; its mean time
+        to that boundary) at the path's offered rate `lam` on `c` instances."""
         tokens = lam * self.mean_len
         cs = np.maximum(c, 1.0)
         n = np.broadcast_to(self.first, np.broadcast(tokens, cs, self.first).shape)
@@ -83,8 +84,8 @@ class Steps:
         d = self.step_time(n)
         with np.errstate(divide="ignore", invalid="ignore"):
             u = np.where(n > 0, tokens * d / (n * cs), 0.0)
-        gap = (d / (cs + 1.0))[..., None]
-        others = np.asarray(tokens)[..., None] * gap
+        gap = d / (cs + 1.0)
+        others = np.asarray(tokens * gap)[..., None]
         ride = self.cost.ride(self.lengths, self.budget, others,
                               np.asarray(self.per_other)[..., None])
-        return u, ride + gap
+        return u, ride, gap

@@ -22,6 +22,8 @@ from emulator.latency.queueing import (
 )
 from emulator.latency.quiet import _quiet
 
+GAP_POINTS = 8  # points of a batched arrival's time to the step boundary
+
 
 @dataclass(frozen=True)
 class RateState:
@@ -47,10 +49,10 @@ def _state(p: Path, lam: np.ndarray) -> PathState:
     if p.steps is None:
         return st
     c = np.asarray(p.servers, dtype=float)
-    u, ride = p.steps.at_rate(lam * p.share, c)
+    u, ride, gap = p.steps.at_rate(lam * p.share, c)
     cs = np.maximum(c, 1.0)  # all stepping: Erlang C at c u busy, at least the queue's P(wait)
     stepping = np.maximum(erlang_c(cs, cs * np.minimum(u, 1.0)), st.pw)
-    return replace(st, stepping=stepping, ride=ride)
+    return replace(st, stepping=stepping, ride=ride, gap=gap)
 
 
 def _avg(p: Path, a: np.ndarray) -> np.ndarray:
@@ -70,9 +72,13 @@ def tails_at(lay: Layout, rs: RateState, x: np.ndarray) -> list[np.ndarray]:
         rate = np.where(np.isfinite(st.cond) & (st.cond > 0), -1.0 / st.cond, 0.0)[..., None]
         if st.ride is not None:  # idle instance: its own steps; else the boundary, a shared
             ride = st.ride * st.busy[..., None]  # step and, with a queue, the wait
-            expo = np.exp(np.maximum(base - ride, 0.0) * rate)
+            late = expo = 0.0
+            for k in range(GAP_POINTS):  # the boundary is uniformly 0 to 2 gaps away
+                at = ride + st.gap[..., None] * (2 * k + 1) / GAP_POINTS
+                late = late + _avg(p, base - at <= 0) / GAP_POINTS
+                expo = expo + _avg(p, np.exp(np.maximum(base - at, 0.0) * rate)) / GAP_POINTS
             out.append((1 - st.stepping) * _avg(p, base - p.nodes * st.free[..., None] <= 0)
-                       + (st.stepping - st.pw) * _avg(p, base - ride <= 0) + st.pw * _avg(p, expo))
+                       + (st.stepping - st.pw) * late + st.pw * expo)
             continue
         if paced:
             late = base - p.nodes * st.free[..., None] <= 0  # late even without a wait
@@ -115,7 +121,7 @@ def mean_ttft(lay: Layout, lam: np.ndarray,
     for p, st in zip(lay.paths, rs.paths, strict=True):
         if st.ride is not None:
             service = ((1 - st.stepping) * _avg(p, p.nodes) * st.free
-                       + st.stepping * _avg(p, st.ride) * st.busy)
+                       + st.stepping * (_avg(p, st.ride) * st.busy + st.gap))
         else:
             service = (p.es if p.ex is None else p.ex) * ((1 - st.pw) * st.free + st.pw * st.busy)
         m = st.mean_wait() + service + p.delay + rs.wd + rs.first
