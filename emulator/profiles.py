@@ -115,6 +115,21 @@ class StepCost:
         return StepCost(self.fixed.affine(0.0, b), self.mixer.affine(0.0, b),
                         b * self.per_step, a + b * self.per_request)
 
+    def ride(self, length: ArrayLike, budget: float, others: ArrayLike = 0.0,
+             per_other: ArrayLike = 0.0) -> np.ndarray:
+        """Seconds of a prompt's own steps: its full chunks of `budget` tokens, then its last
+        chunk in a step shared with up to `others` tokens of other prompts, which cost the
+        fixed part at their count plus `per_other` a token (their overhead and attention). With
+        no others: the prompt on an idle instance."""
+        length = np.asarray(length, dtype=float)
+        full = np.floor(length / budget)
+        rest = length - full * budget
+        share = np.where(rest > 0, np.minimum(others, budget - rest), 0.0)
+        last = np.where(rest > 0, np.asarray(self.fixed(rest + share)) + self.per_step
+                        + share * per_other, 0.0)
+        return (full * (np.asarray(self.fixed(budget)) + self.per_step) + last
+                + self.per_request + np.asarray(self.mixer(length)))
+
 
 @dataclass(frozen=True, eq=False)
 class Profile:
@@ -139,17 +154,20 @@ class Profile:
         return self.kv_size(length)
 
     def latency_time(self, length: ArrayLike) -> ArrayLike:
-        """Seconds from a request's start of prefill to its last token prefilled. One request at
-        a time: T_prefill. Batched (token_budget): T_prefill is the request's share of full
-        steps, not its latency; it rides in at least one full step, T(budget), a longer prompt
-        in the steps of its chunks, T(l), and it joins at a step boundary, half a step later on
-        average: max(T(l), T(budget)) + T(budget) / 2. Exact for a saturated instance, an upper
-        bound by up to a step and a half when steps run part-empty (light load)."""
+        """Seconds from a request's start of prefill to its last token prefilled on an idle
+        instance. One request at a time: T_prefill. Batched (token_budget): T_prefill is the
+        request's share of full steps, not its latency; alone, a prompt rides steps of its own
+        chunks (StepCost.ride), which pay the fixed part and the per-step overhead in full.
+        Without a step cost to split: a full step, T(budget), or the steps of its chunks,
+        T(l), joined at a step boundary half a step later on average."""
         t = self.prefill_time(length)
         if self.token_budget is None:
             return t
-        step = self.prefill_time(self.token_budget)
-        out = np.maximum(t, step) + step / 2
+        if self.step is not None:
+            out = self.step.ride(length, self.token_budget)
+        else:
+            step = self.prefill_time(self.token_budget)
+            out = np.maximum(t, step) + step / 2
         return float(out) if np.ndim(out) == 0 else out
 
     def phi_kv(self, length: ArrayLike) -> ArrayLike:

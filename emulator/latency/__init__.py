@@ -13,8 +13,8 @@ definition (docs/emulator-api.md): arrival to the end of the first decode step. 
   partial moments; a profile is piecewise polynomial, so T^2 is too):
   P(W > 0) = C(c, a) (Erlang C), E[W] = C / (c mu - lambda) * (1 + Cs^2) / 2. It is exact for
   M/M/c and, with c = 1, for every M/G/1 (Pollaczek-Khinchine).
-- X: prefill time T(L); on a batched profile (token_budget) the steps the request rides in,
-  Profile.latency_time (W's moments stay T's: the instance's capacity). An instance is held
+- X: prefill time T(L); on a batched profile (token_budget) the steps the request rides in at
+  the offered rate, `steps` (W's moments stay T's: the instance's capacity). An instance is held
   until its KV has left (layer-wise pipelining: with ample bandwidth the transfer ends with prefill, so there is no tail); when the link binds
   (Theta_b < Theta_c in Eq. 3) the instances are paced: X = T(L) * Theta_c / Theta_b, which makes
   the stage saturate at Theta_prfaas as the emulator's does.
@@ -34,7 +34,7 @@ bisection on the rate done for the whole grid at once, checking P(TTFT > target)
 
 Modules, each using only those below it: `search` (the SLO optimum over the grid), `point` (one
 operating point's prediction and SLO-bound rate), `tails` (the TTFT distribution at a rate) and
-`layout` (operating points as arrays), `queueing` (Erlang / M/G/c, link pacing, decode slots),
+`layout` (operating points as arrays), `steps` (a batched path's steps at a rate), `queueing` (Erlang / M/G/c, link pacing, decode slots),
 `moments` (exact service moments and nodes), `quiet` (numpy's warnings off).
 """
 

@@ -7,6 +7,7 @@ import numpy as np
 
 from emulator.latency.moments import length_nodes, service_moments
 from emulator.latency.queueing import Layout, Path
+from emulator.latency.steps import Steps
 from emulator.model import Knobs, SplitStats, System, ceilings, split_stats
 from emulator.profiles import Profile
 
@@ -74,8 +75,12 @@ def _layout(system: System, prfaas: Profile, local: Profile, t: np.ndarray, n_pr
         share_b = col(np.where(share > 0, share, 0.0))
         xn_b = np.nan_to_num(xn[:, None, :] if outer else xn)
         srv = np.broadcast_to(np.asarray(servers, dtype=float), np.broadcast(es_b, servers).shape)
-        ex = None if prof.token_budget is None else xn_b.mean(axis=-1)
-        sides.append(Path(share_b, srv, es_b, es2_b, xn_b, pace, delay, ex=ex))
+        steps = None
+        if prof.step is not None and prof.token_budget is not None:
+            ln = np.asarray(length_nodes(dist, uniq, above, nodes))[inv]
+            steps = Steps.of(prof, ln[:, None, :] if outer else ln)
+        ex = None if prof.token_budget is None or steps is not None else xn_b.mean(axis=-1)
+        sides.append(Path(share_b, srv, es_b, es2_b, xn_b, pace, delay, ex=ex, steps=steps))
     dec = system.decode
     n_d_arr = np.asarray(n_d, dtype=float)
     lay = Layout((sides[0], sides[1]), n_d_arr * dec.bs_max, dec.l_out * dec.t_decode,
@@ -105,7 +110,10 @@ def _per_rate(lay: Layout) -> Layout:
     paths = tuple(Path(col(p.share), col(p.servers), col(p.es), col(p.es2), p.nodes[:, None, :],
                        col(p.pace), p.delay, p.weights, *(None if v is None else col(v)
                                                           for v in (p.ac, p.busy, p.drain)),
-                       p.paced, None if p.ex is None else col(p.ex)) for p in lay.paths)
+                       p.paced, None if p.ex is None else col(p.ex),
+                       None if p.steps is None else p.steps.pick(
+                           lambda a, nodes: a[:, None, :] if nodes else col(a)))
+                  for p in lay.paths)
     return Layout(paths, col(lay.decode_slots), lay.decode_service, lay.t_decode, col(lay.n_d))
 
 
@@ -116,5 +124,7 @@ def _take(lay: Layout, idx: np.ndarray) -> Layout:
     paths = tuple(Path(pick(p.share), pick(p.servers), pick(p.es), pick(p.es2), p.nodes[idx],
                        pick(p.pace), p.delay, p.weights, *(None if v is None else pick(v)
                                                            for v in (p.ac, p.busy, p.drain)),
-                       p.paced, None if p.ex is None else pick(p.ex)) for p in lay.paths)
+                       p.paced, None if p.ex is None else pick(p.ex),
+                       None if p.steps is None else p.steps.pick(lambda a, _: pick(a)))
+                  for p in lay.paths)
     return Layout(paths, pick(lay.decode_slots), lay.decode_service, lay.t_decode, pick(lay.n_d))

@@ -5,11 +5,15 @@ Allen-Cunneen M/G/c wait, link pacing of the PrfaaS path, and the decode stage's
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.special import gammaln, pdtr
 
 from emulator.latency.quiet import _quiet
+
+if TYPE_CHECKING:
+    from emulator.latency.steps import Steps
 
 SMALL_C = 16  # up to this many servers Erlang B comes from its recurrence, not from pdtr
 
@@ -91,6 +95,8 @@ class Path:
     paced: bool | None = None
     ex: np.ndarray | None = None  # the mean of the nodes where they are not T's (a batched
     # profile's step latency, Profile.latency_time); None: E[T]
+    steps: Steps | None = None  # a step-timed batched path's terms (its nodes: idle-instance
+    # times); None: the nodes are the request's whole prefill time
 
 
 def _scv(p: Path) -> np.ndarray:
@@ -136,6 +142,9 @@ class PathState:
     free: np.ndarray
     busy: np.ndarray
     paced: bool = True  # False: free and busy are all 1 (no stretch)
+    stepping: np.ndarray | None = None  # a step-timed path: P(all instances stepping) >= pw
+    ride: np.ndarray | None = None  # ... its time from the boundary to its last chunk (nodes)
+    gap: np.ndarray | None = None  # ... and its mean time to the boundary
 
     def mean_wait(self) -> np.ndarray:
         return np.where(self.pw > 0, self.pw * self.cond, 0.0)

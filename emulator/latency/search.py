@@ -16,6 +16,7 @@ from emulator.latency.moments import _cdf, _grid_stats, _quantile, length_nodes
 from emulator.latency.point import RATE_STEPS, slo_rate
 from emulator.latency.queueing import Layout, Path, _prepare
 from emulator.latency.quiet import _quiet
+from emulator.latency.steps import Steps
 from emulator.latency.tails import tail
 from emulator.model import Knobs, SplitStats, System, ceilings
 from emulator.profiles import Curve, Profile
@@ -153,20 +154,21 @@ class _GridLayouts:
 
     def _nodes(self, prof: Profile, t: np.ndarray, f_t: np.ndarray, above: bool, nodes: int,
                coarse: bool, rising: bool) -> np.ndarray:
-        """Service nodes per threshold (nan-free); `coarse`: the groups' minima."""
+        """Service nodes per threshold (nan-free); `coarse`: the groups' minima. A step-timed
+        profile's are length nodes (its times depend on the rate: `Steps`)."""
         dist = self.system.lengths
+        time = prof.latency_time if _timed_alone(prof) else _same
         if not coarse:
-            xn = prof.latency_time(length_nodes(dist, t, above, nodes, f_t=f_t))
+            xn = time(length_nodes(dist, t, above, nodes, f_t=f_t))
             return np.nan_to_num(np.asarray(xn))
         sizes = _groups(nodes)
         first = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        if rising:
+        if rising or not _timed_alone(prof):
             f = f_t[:, None]
             u = (first + 0.5) / nodes
-            xn = np.asarray(prof.latency_time(_quantile(dist, f + u * (1 - f) if above
-                                                       else u * f)))
+            xn = np.asarray(time(_quantile(dist, f + u * (1 - f) if above else u * f)))
         else:
-            full = np.asarray(prof.latency_time(length_nodes(dist, t, above, nodes, f_t=f_t)))
+            full = np.asarray(time(length_nodes(dist, t, above, nodes, f_t=f_t)))
             xn = np.sort(full, axis=-1)[:, first]
         return np.nan_to_num(xn)
 
@@ -181,9 +183,13 @@ class _GridLayouts:
                                                                         strict=True):
             srv = np.full(idx.shape, servers) if above else ip.astype(float)
             nodes_it = table[it]
-            ex = None if prof.token_budget is None else np.average(nodes_it, axis=-1, weights=w)
+            steps = None if _timed_alone(prof) else Steps.of(prof, nodes_it, w)
+            if steps is not None:
+                nodes_it = np.asarray(prof.latency_time(nodes_it))
+            ex = (None if prof.token_budget is None or steps is not None
+                  else np.average(nodes_it, axis=-1, weights=w))
             paths.append(Path(share[it], srv, es[it], es2[it], nodes_it,
-                              self.pace[it] if above else 0.0, delay, w, ex=ex))
+                              self.pace[it] if above else 0.0, delay, w, ex=ex, steps=steps))
         dec = self.system.decode
         n_d = (self.pool - ip).astype(float) if n_d is None else np.asarray(n_d, dtype=float)
         return Layout((paths[0], paths[1]), n_d * dec.bs_max, dec.l_out * dec.t_decode,
@@ -206,6 +212,16 @@ class _GridLayouts:
         np.maximum.at(most_d, inv, self.pool - ip)
         virtual = np.ravel_multi_index((ut, most_p), (self.grid.size, self.pool + 1))
         return self(virtual, coarse=True, n_d=most_d), inv
+
+
+def _timed_alone(prof: Profile) -> bool:
+    """Whether a request's prefill time does not depend on the rate (not a step-timed batched
+    profile)."""
+    return prof.token_budget is None or prof.step is None
+
+
+def _same(x: np.ndarray) -> np.ndarray:
+    return x
 
 
 def _top(values: np.ndarray, k: int) -> np.ndarray:

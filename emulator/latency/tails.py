@@ -8,12 +8,21 @@ are independent (FIFO)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from emulator.latency.queueing import Layout, PathState, _decode_terms, path_state
+from emulator.latency.queueing import (
+    Layout,
+    Path,
+    PathState,
+    _decode_terms,
+    erlang_c,
+    path_state,
+)
 from emulator.latency.quiet import _quiet
+
+GAP_POINTS = 8  # points of a batched arrival's time to the step boundary
 
 
 @dataclass(frozen=True)
@@ -31,7 +40,24 @@ def rate_state(lay: Layout, lam: np.ndarray) -> RateState:
     """Decode wait, first-token time and both paths' queue states at offered rate lam."""
     lam = np.asarray(lam, dtype=float)
     wd, first = _decode_terms(lay, lam)
-    return RateState(wd, first, (path_state(lay.paths[0], lam), path_state(lay.paths[1], lam)))
+    return RateState(wd, first, (_state(lay.paths[0], lam), _state(lay.paths[1], lam)))
+
+
+def _state(p: Path, lam: np.ndarray) -> PathState:
+    """The path's queue state, with a step-timed path's steps at that rate."""
+    st = path_state(p, lam)
+    if p.steps is None:
+        return st
+    c = np.asarray(p.servers, dtype=float)
+    u, ride, gap = p.steps.at_rate(lam * p.share, c)
+    cs = np.maximum(c, 1.0)  # all stepping: Erlang C at c u busy, at least the queue's P(wait)
+    stepping = np.maximum(erlang_c(cs, cs * np.minimum(u, 1.0)), st.pw)
+    return replace(st, stepping=stepping, ride=ride, gap=gap)
+
+
+def _avg(p: Path, a: np.ndarray) -> np.ndarray:
+    """The mean over a path's nodes."""
+    return a.mean(axis=-1) if p.weights is None else a @ p.weights
 
 
 @_quiet
@@ -44,6 +70,16 @@ def tails_at(lay: Layout, rs: RateState, x: np.ndarray) -> list[np.ndarray]:
         base = (x - rs.wd - rs.first - p.delay)[..., None]
         paced = st.paced and not ((st.free == 1.0).all() and (st.busy == 1.0).all())
         rate = np.where(np.isfinite(st.cond) & (st.cond > 0), -1.0 / st.cond, 0.0)[..., None]
+        if st.ride is not None:  # idle instance: its own steps; else the boundary, a shared
+            ride = st.ride * st.busy[..., None]  # step and, with a queue, the wait
+            late = expo = 0.0
+            for k in range(GAP_POINTS):  # the boundary is uniformly 0 to 2 gaps away
+                at = ride + st.gap[..., None] * (2 * k + 1) / GAP_POINTS
+                late = late + _avg(p, base - at <= 0) / GAP_POINTS
+                expo = expo + _avg(p, np.exp(np.maximum(base - at, 0.0) * rate)) / GAP_POINTS
+            out.append((1 - st.stepping) * _avg(p, base - p.nodes * st.free[..., None] <= 0)
+                       + (st.stepping - st.pw) * late + st.pw * expo)
+            continue
         if paced:
             late = base - p.nodes * st.free[..., None] <= 0  # late even without a wait
             expo = base - p.nodes * st.busy[..., None]
@@ -83,7 +119,11 @@ def mean_ttft(lay: Layout, lam: np.ndarray,
     rs = rate_state(lay, lam) if rs is None else rs
     per, total = [], 0.0
     for p, st in zip(lay.paths, rs.paths, strict=True):
-        service = (p.es if p.ex is None else p.ex) * ((1 - st.pw) * st.free + st.pw * st.busy)
+        if st.ride is not None:
+            service = ((1 - st.stepping) * _avg(p, p.nodes) * st.free
+                       + st.stepping * (_avg(p, st.ride) * st.busy + st.gap))
+        else:
+            service = (p.es if p.ex is None else p.ex) * ((1 - st.pw) * st.free + st.pw * st.busy)
         m = st.mean_wait() + service + p.delay + rs.wd + rs.first
         per.append(m)
         total = total + np.where(p.share > 0, p.share * np.nan_to_num(m, nan=0.0, posinf=np.inf), 0.0)
