@@ -134,5 +134,5 @@ def set_link(emu, link: str, bandwidth: float) -> None:
     if bandwidth == lk.bandwidth:
         return
     lk.bandwidth = float(bandwidth)
-    lk.egress.rebalance()
+    lk.group.rebalance()  # its site's egress, or the link alone
     emu.note(f"{link}: bandwidth -> {to_gbps(bandwidth):.2f} Gbps")

@@ -78,13 +78,30 @@ class Egress:
                 lk.set_capacity(min(lk.nominal, max(left, self.capacity / (len(busy) + 1))))
 
 
+class LinkEgress:
+    """The egress of a site with no cap of its own and one link: that link (a plain `Link`,
+    whose capacity is its nominal rate; the single pair's site)."""
+
+    def __init__(self) -> None:
+        self.links: list[Link] = []  # its one link, once built
+
+    @property
+    def capacity(self) -> float:
+        return self.links[0].capacity
+
+    def rebalance(self) -> None:
+        for lk in self.links:
+            lk.rebalance()
+
+
 class SiteStage(PrefillStage):
     """A site's prefill instances and its one queue, shared by every region it serves."""
 
-    def __init__(self, loop, name: str, costs: Costs, egress: Egress):
+    def __init__(self, loop, name: str, costs: Costs, egress: Egress | LinkEgress):
+        # `link`: its one link when that is its egress (else each request's, by region)
         super().__init__(loop, name, costs, None, _to_region)  # type: ignore[arg-type]
         self.egress = egress
-        self.links: dict[str, SiteLink] = {}  # region name -> link
+        self.links: dict[str, Link] = {}  # region name -> link
         self.held: dict[str, int] = {}  # region name -> its requests queued or in service here
 
     def link_for(self, req: Request) -> Link:
@@ -114,12 +131,13 @@ def _to_region(req: Request) -> None:
 
 
 class Site:
-    """A site's runtime: its stage, its pool of instances and its egress."""
+    """A site's runtime: its stage, its pool of instances and its egress (a cap shared by its
+    links, or its one link)."""
 
-    def __init__(self, loop, name: str, costs: Costs, instances: int, egress: float,
-                 reroute: Callable[[list[Request]], None]):
+    def __init__(self, loop, name: str, costs: Costs, instances: int,
+                 egress: Egress | LinkEgress, reroute: Callable[[list[Request]], None]):
         self.name = name
-        self.egress = Egress(egress)
+        self.egress = egress
         self.stage = SiteStage(loop, name, costs, self.egress)
         self.pool = Pool(loop, name, {"prfaas": self.stage}, reroute=reroute)
         self.pool.resize(instances)
