@@ -29,6 +29,7 @@ def test_the_pairs_attributes_are_the_runtimes_elements():
         assert emu.prfaas is site.stage and emu.remote is site.pool
         assert emu.link is rt.links[PAIR_LINK] and type(emu.link) is Link
         assert isinstance(site.egress, LinkEgress) and site.egress.links == [emu.link]
+        assert type(emu.prfaas) is type(emu.pdp)  # one stage type on the hot path
         assert emu.region is rt.regions[PAIR_REGION] and emu.router is emu.region.policy
         assert (emu.link.name, emu.local.name, emu.rdma.name) == ("link", "local", "rdma")
         emu.change(bandwidth=emu.bandwidth / 2)  # the pair's knob moves the site's egress too

@@ -139,13 +139,13 @@ class TopologyRuntime:
                 if sole[k.site]:
                     link: Link = Link(loop, name, k.bandwidth, burst=sim.link_burst,
                                       peak=sim.link_peak, latency=k.rtt)
-                    site.stage.link = link
+                    site.stage.link, site.stage.deliver = link, region.kv_in
                 else:
                     assert isinstance(site.egress, Egress)
                     link = SiteLink(loop, name, k.bandwidth, site.egress, burst=sim.link_burst,
                                     latency=k.rtt)
                 site.egress.links.append(link)
-                site.stage.links[spec.name] = link
+                site.links[spec.name] = link
                 region.links[k.site] = link
                 self.links[k.name] = link
             if (trace is not None and ft.replay is None and sim.cache is not None
@@ -175,7 +175,7 @@ class TopologyRuntime:
             for r in topo.regions:
                 cache.add_cluster(r.name, "region", self.regions[r.name].pdp, r.profile)
             for name, site in self.sites.items():
-                for region_name, fwd in site.stage.links.items():
+                for region_name, fwd in site.links.items():
                     k = topo.link(name, region_name)
                     cache.add_link(name, region_name, fwd,
                                    ft.name(f"reverse:{k.name}", f"{region_name}->{name}"))
@@ -259,7 +259,7 @@ class TopologyRuntime:
         queues and instances, its links' wires (counted, not derived)."""
         n = region.pdp.holding + region.pdd.holding + region.rdma.propagating_flows
         for site, link in region.links.items():
-            n += self.sites[site].stage.held_by(region.name) + link.propagating_flows
+            n += self.sites[site].held_by(region.name) + link.propagating_flows
         if self.cache is not None:
             n += self.cache.held_by(region)
         return n

@@ -7,6 +7,10 @@ links (the links carrying KV now): each gets an equal share, never more than its
 (bandwidth x its incidents' factors), and what a link cannot use goes to the others
 (water-filling). The shares are recomputed whenever a link turns busy or idle or a capacity
 changes, so an idle link never holds egress another one could use.
+
+A site with no egress cap of its own and one link has that link as its egress (`LinkEgress`)
+and a plain `PrefillStage` on it, which serves that link's region only (the single pair's site):
+the hot path then meets one stage type, as Python's attribute caches like it.
 """
 
 from __future__ import annotations
@@ -97,11 +101,10 @@ class LinkEgress:
 class SiteStage(PrefillStage):
     """A site's prefill instances and its one queue, shared by every region it serves."""
 
-    def __init__(self, loop, name: str, costs: Costs, egress: Egress | LinkEgress):
-        # `link`: its one link when that is its egress (else each request's, by region)
+    def __init__(self, loop, name: str, costs: Costs, egress: Egress):
         super().__init__(loop, name, costs, None, _to_region)  # type: ignore[arg-type]
         self.egress = egress
-        self.links: dict[str, Link] = {}  # region name -> link
+        self.links: dict[str, SiteLink] = {}  # region name -> link
         self.held: dict[str, int] = {}  # region name -> its requests queued or in service here
 
     def link_for(self, req: Request) -> Link:
@@ -138,11 +141,24 @@ class Site:
                  egress: Egress | LinkEgress, reroute: Callable[[list[Request]], None]):
         self.name = name
         self.egress = egress
-        self.stage = SiteStage(loop, name, costs, self.egress)
+        self.stage: PrefillStage
+        if isinstance(egress, LinkEgress):  # its link and region are set as they are built
+            self.stage = PrefillStage(loop, name, costs, None, _to_region)  # type: ignore[arg-type]
+            self.links: dict[str, Link] = {}
+        else:
+            self.stage = stage = SiteStage(loop, name, costs, egress)
+            self.links = stage.links  # type: ignore[assignment]
         self.pool = Pool(loop, name, {"prfaas": self.stage}, reroute=reroute)
         self.pool.resize(instances)
         self.instances = instances
         self.pool.set_counts({"prfaas": instances}, immediate=True)
+
+    def held_by(self, region: str) -> int:
+        """Requests of `region` queued or in service here."""
+        stage = self.stage
+        if isinstance(stage, SiteStage):
+            return stage.held_by(region)
+        return stage.holding if region in self.links else 0
 
     def live(self) -> list[int]:
         return [m.idx for m in self.pool.machines if m.alive and m.target == "prfaas"]
