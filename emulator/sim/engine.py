@@ -163,20 +163,14 @@ class Emulation:
                                             instances=paradigm.n_prfaas(system.n_prfaas)),),
                        regions=(replace(pair.regions[0], profile=paradigm.local_profile(system),
                                         pool=paradigm.pool(system)),))
-        self.runtime = rt = TopologyRuntime(self.loop, pair, sim, self.seed, "threshold",
-                                            note=self.note, features=RunFeatures(
-                                                root_streams=True, names=PAIR_NAMES, replay=tr,
-                                                paradigm=paradigm, cached_prefix=cached_prefix,
-                                                transfer_cache=True, torch=torch))
-        # the pair's views onto the runtime's elements (the UI and commands read them)
-        self.torch = torch
-        self.regions = rt.regions
-        self.region = region = rt.regions[PAIR_REGION]
-        self.links = rt.links
+        rt = TopologyRuntime(self.loop, pair, sim, self.seed, "threshold", note=self.note,
+                             features=RunFeatures(root_streams=True, names=PAIR_NAMES, replay=tr,
+                                                  paradigm=paradigm, cached_prefix=cached_prefix,
+                                                  transfer_cache=True, torch=torch))
+        self._views(rt)  # and the pair's own, onto its one site, region and link
+        region = self.region
         self.link = rt.links[PAIR_LINK]
-        site = rt.sites[PAIR_SITE]
-        self.prfaas, self.remote = site.stage, site.pool
-        self.site_pools = {PAIR_SITE: site.pool}
+        self.prfaas, self.remote = rt.sites[PAIR_SITE].stage, rt.sites[PAIR_SITE].pool
         self.rdma, self.pdp, self.pdd, self.local = region.rdma, region.pdp, region.pdd, \
             region.local
         self.stages = {"prfaas": self.prfaas, "pd-p": self.pdp, "pd-d": self.pdd}
@@ -207,14 +201,8 @@ class Emulation:
             self.duration = max(span * (1 + 1e-9) + 1e-9, sim.sample_interval)
         if not self.duration > 0:
             raise ValueError(f"duration must be > 0 seconds, got {self.duration!r}")
-        rt.arrivals(rate, self.duration)
-        self.workload = region.workload
-        self.workload.limit = CAPS.requests  # a command sets its own cap (set_arrival_cap)
-        self.workload.on_cap = lambda: self.note(  # live: arrivals stop; run() raises instead
-            f"arrivals stopped at the cap of {self.workload.emitted:,} requests")
-        self._rid = 0
-        rt.start(sim)
         self.latencies = region.latencies
+        self._arrivals(rt, rate)
 
     def _init_topology(self, scenario: Scenario, rate: float | None, load: float | None,
                        routing: str | None, bound: RoutingBound | None,
@@ -254,24 +242,36 @@ class Emulation:
             raise ValueError(f"duration must be > 0 seconds, got {self.duration!r}")
         self.paradigm = Paradigm.PRFAAS_PD
         self.bandwidth = math.fsum(k.bandwidth for k in topo.links)
-        self.cache = self.reverse_link = self.torch = None
-        self.topology = self.runtime = rt = TopologyRuntime(self.loop, topo, sim, self.seed,
-                                                            routing, bound, self.note)
-        rt.arrivals(rate, self.duration)
+        self.cache = self.reverse_link = None
+        self.topology = rt = TopologyRuntime(self.loop, topo, sim, self.seed, routing, bound,
+                                             self.note)
+        self._views(rt)
         # each request is recorded once, in its region; the totals merge them when read
         self.latencies = LatencyGroup([r.latencies for r in rt.regions.values()])
+        self._arrivals(rt, rate)
+        self.start_marks = self._half_marks = marks(rt, 0.0)
+
+    def _views(self, rt: TopologyRuntime) -> None:
+        """The runtime's elements as the engine reads them (the pair's: its one of each)."""
+        self.runtime = rt
         self.regions = rt.regions
         self.region = next(iter(rt.regions.values()))
         self.sites = rt.sites
         self.links = rt.links
         self.site_pools = {name: site.pool for name, site in rt.sites.items()}
+        self.torch = rt.features.torch
+
+    def _arrivals(self, rt: TopologyRuntime, rate: float) -> None:
+        """Each region's arrivals at its share of `rate`, capped, started (in file order)."""
+        rt.arrivals(rate, self.duration)
         self.workload = self.region.workload  # the first region's (the UI's pair view)
         self.set_arrival_cap(CAPS.requests)  # a command sets its own (set_arrival_cap)
+        where = {r.name: "" if self.topology is None else f" in {r.name}" for r in
+                 rt.regions.values()}
         for r in rt.regions.values():  # live: arrivals stop; run() raises instead
             r.workload.on_cap = lambda r=r: self.note(
-                f"arrivals in {r.name} stopped at the cap of {r.workload.emitted:,} requests")
-        rt.start(sim)
-        self.start_marks = self._half_marks = marks(rt, 0.0)
+                f"arrivals{where[r.name]} stopped at the cap of {r.workload.emitted:,} requests")
+        rt.start(self.scenario.sim)
 
     @staticmethod
     def _trace(trace: str | Trace | None, sim) -> Trace | None:
