@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from emulator.scenario.presets import from_dict, load
 from emulator.scenario.reader import read_toml
@@ -74,3 +75,21 @@ def test_a_site_with_no_egress_cap_and_one_link_has_that_link_as_its_egress():
     with Emulation(edge_site("800 MB/s"), rate=2.0, duration=60) as emu:
         link = emu.topology.links["edge->west"]
         assert isinstance(link, SiteLink) and link.capacity == 800 * MB  # its cap binds
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_the_torch_backend_runs_on_a_topologys_sites():
+    pytest.importorskip("torch")
+    data = read_toml(TOY2)
+    data["prefill"] = {"backend": "torch", "model": "hybrid-tiny", "device": "cpu",
+                       "length_scale": 0.01, "stages": ["prfaas"]}
+    data["emulator"]["duration"] = "20 s"
+    with Emulation(from_dict(data, TOY2, topology=True), rate=1.0) as emu:
+        hub = emu.topology.sites["hub"].stage
+        assert hub.on_start is not None  # "prfaas" names every site's stage
+        assert all(r.pdp.on_start is None for r in emu.regions.values())  # not listed
+        result = emu.run()
+    out = result.to_json()
+    assert result.accounting.lost == 0
+    assert out["prefill_backend"]["prefills"] == emu.torch.prefills == hub.started > 0

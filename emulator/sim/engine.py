@@ -209,12 +209,13 @@ class Emulation:
                        trace: str | Trace | None, paradigm: Paradigm,
                        cached_prefix: PrefixLookup | None) -> None:
         """Every site, region and link of the declared topology on this loop (see
-        emulator.sim.runtime.topology); the pair-only features are refused in one line each."""
+        emulator.sim.runtime.topology), with the torch prefill backend when the preset names
+        one (on every site's stage and region's PD-P that `[prefill] stages` lists); the
+        pair-only features are refused in one line each."""
         sim = scenario.sim
         topo = scenario.declared_topology
         for what, given in (("--trace / workload.replay", trace is not None or sim.replay),
                             ("a cached_prefix hook", cached_prefix is not None),
-                            ("[prefill] backend", sim.prefill is not None),
                             ("--paradigm", paradigm != Paradigm.PRFAAS_PD)):
             if given:
                 raise KnobError("topology", f"{what}: runs on single-pair presets only")
@@ -243,8 +244,9 @@ class Emulation:
         self.paradigm = Paradigm.PRFAAS_PD
         self.bandwidth = math.fsum(k.bandwidth for k in topo.links)
         self.cache = self.reverse_link = None
+        torch = TorchService(sim.prefill, self.seed) if sim.prefill is not None else None
         self.topology = rt = TopologyRuntime(self.loop, topo, sim, self.seed, routing, bound,
-                                             self.note)
+                                             self.note, RunFeatures(torch=torch))
         self._views(rt)
         # each request is recorded once, in its region; the totals merge them when read
         self.latencies = LatencyGroup([r.latencies for r in rt.regions.values()])

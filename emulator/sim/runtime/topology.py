@@ -21,6 +21,7 @@ from typing import Protocol, TypeVar
 
 import numpy as np
 
+from emulator.model import Stage
 from emulator.paradigm import Paradigm
 from emulator.scenario.cache import SessionWorkload
 from emulator.scenario.knobs import KnobError
@@ -181,10 +182,10 @@ class TopologyRuntime:
                                    ft.name(f"reverse:{k.name}", f"{region_name}->{name}"))
             for region in self.regions.values():
                 region.cache = cache
-        stages = [site.stage for site in self.sites.values()] + [
-            region.pdp for region in self.regions.values()]
-        for stage in stages:  # sites first, as the cache lists them
-            stage.on_start = start_hook(stage, ft.torch, self.cache)
+        stages = [(site.stage, Stage.PRFAAS.value) for site in self.sites.values()] + [
+            (region.pdp, Stage.PD_P.value) for region in self.regions.values()]
+        for stage, role in stages:  # sites first, as the cache lists them
+            stage.on_start = start_hook(stage, ft.torch, self.cache, role)
         if self.cache is not None and not ft.transfer_cache:
             self.cache.start()
         for spec in topo.regions:
