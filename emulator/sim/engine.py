@@ -32,7 +32,7 @@ from emulator.scenario.knobs import Controls, KnobError, best_cache_problem
 from emulator.scenario.scenario import Scenario
 from emulator.scenario.topology import replay_problem
 from emulator.sim.arrivals.sessions import generate_sessions, to_trace
-from emulator.sim.arrivals.workload import SyntheticSource, TraceSource, Workload
+from emulator.sim.arrivals.workload import TraceSource, Workload
 from emulator.sim.books.accounting import Accounting
 from emulator.sim.books.metrics import LatencyGroup, Totals
 from emulator.sim.books.snapshot import LiveKnobs, Snapshot
@@ -44,19 +44,27 @@ from emulator.sim.core.request import Request
 from emulator.sim.reports.observe import NOTE_LOG, Observer
 from emulator.sim.reports.result import RunResult
 from emulator.sim.reports.topology_report import marks
-from emulator.sim.routing.cache_runtime import CacheRuntime
 from emulator.sim.routing.site_policy import PrefixLookup, ThresholdPolicy
-from emulator.sim.runtime.prefill_backend import TorchService, start_hook
-from emulator.sim.runtime.topology import RoutingBound, TopologyRuntime, keyed, named
+from emulator.sim.runtime.prefill_backend import TorchService
+from emulator.sim.runtime.topology import (
+    RoutingBound,
+    RunFeatures,
+    TopologyRuntime,
+    keyed,
+    named,
+)
 from emulator.sim.stages.link import Link
 from emulator.sim.stages.pool import Pool
 from emulator.sim.stages.prefill import PrefillStage
-from emulator.sim.stages.region import Region
-from emulator.topology.spec import PAIR_LINK
+from emulator.topology.spec import PAIR_LINK, PAIR_REGION, PAIR_SITE, Topology
 from emulator.topology.transport import PathChange
 from emulator.trace_formats import load_trace
 from emulator.traces import MOONCAKE_BLOCK_TOKENS, Trace
 from emulator.units import to_gbps
+
+# the pair's runtime names, as its reports and the UI have them (emulator.sim.runtime.topology)
+PAIR_NAMES = {f"link:{PAIR_LINK}": "link", f"reverse:{PAIR_LINK}": "link-reverse",
+              f"rdma:{PAIR_REGION}": "rdma", f"pool:{PAIR_REGION}": "local"}
 
 
 class Emulation:
@@ -116,71 +124,66 @@ class Emulation:
 
     def _init_pair(self, scenario: Scenario, rate, load, duration, paradigm: Paradigm, trace,
                    n_p, n_d, cached_prefix, routing) -> None:
-        """The 1x1 topology: one region (its PD-P, PD-D, policy, books), one site, one link."""
+        """The 1x1 topology (`Topology.pair`: site prfaas, region pd, their link) laid out for
+        the paradigm, built by the one runtime with the pair's features as data: its streams
+        and names, its top-level replay or sessions, its threshold rule's paradigm and prefix
+        hook, the transfer cache, the torch backend."""
         if routing is not None and routing != "threshold":
             raise KnobError("routing", "a single-pair preset routes by its threshold: the "
                             "site policies need a topology ([[site]], [[region]], [[link]])")
         sim = scenario.sim
         system = scenario.system
-        loop = self.loop
         self.bandwidth = float(system.bandwidth)
-        self.paradigm = paradigm  # set again by _deploy
+        self.paradigm = paradigm
         self._n_prfaas = system.n_prfaas  # the PrfaaS size the non-homogeneous paradigms use
         self._split = (scenario.n_p, scenario.n_d)
-
-        self.region = region = Region(Cluster.PD.value, loop)  # the 1x1 topology's names
-        self.regions: dict[str, Region] = {region.name: region}
-        self.link = Link(loop, "link", self.bandwidth, burst=sim.link_burst, peak=sim.link_peak,
-                         latency=sim.link_latency, line=scenario.line_bandwidth,
-                         transport=scenario.transport)
-        self.links: dict[str, Link] = {PAIR_LINK: self.link}
-        region.links = {Cluster.PRFAAS.value: self.link}
-        self.prfaas = PrefillStage(loop, "prfaas", Costs(system.prfaas), self.link, region.kv_in)
 
         tr = self._trace(trace, sim)
         replay = tr is not None  # a replay runs to its last arrival by default
         if tr is None and sim.sessions is not None:  # a fifth stream: the first four unchanged
             rng = np.random.default_rng(np.random.SeedSequence(self.seed).spawn(5)[4])
             tr = to_trace(generate_sessions(sim.sessions, rng, duration=self.duration))
-        dec = system.decode
-        mean_out = float(np.mean(tr.output_lengths)) if tr is not None else dec.l_out
-        region.wire(sim, system.local, dec, scenario.rdma_bandwidth, mean_out, rdma="rdma",
-                    pool="local")
-        self.rdma, self.pdp, self.pdd, self.local = region.rdma, region.pdp, region.pdd, \
-            region.local
-        self.stages = {"prfaas": self.prfaas, "pd-p": self.pdp, "pd-d": self.pdd}
-        self.remote = Pool(loop, "prfaas", {"prfaas": self.prfaas}, reroute=region.reroute)
-        self.site_pools = {Cluster.PRFAAS.value: self.remote}
-        self.cache: CacheRuntime | None = None
-        self.reverse_link: Link | None = None
         if sim.cache is not None:
-            cached_prefix = self._attach_cache(sim, tr if replay else None, cached_prefix)
-        self.router = ThresholdPolicy(scenario.t, self.pdp, [self.prfaas], [1.0], paradigm,
-                                      cached_prefix)
-        if self.cache is not None:
-            self.cache.attach(self.router)
-        self.torch = TorchService(sim.prefill, self.seed) if sim.prefill is not None else None
-        for st in (self.prfaas, self.pdp):
-            st.on_start = start_hook(st, self.torch, self.cache)
+            if cached_prefix is not None:
+                raise ValueError("give cached_prefix or a [cache] section, not both")
+            if replay and tr.hash_ids and sim.cache.block_tokens != MOONCAKE_BLOCK_TOKENS:
+                raise ValueError(f"the trace's hash_ids name {MOONCAKE_BLOCK_TOKENS}-token "
+                                 f"blocks: [cache] block_tokens must be {MOONCAKE_BLOCK_TOKENS}")
+        torch = TorchService(sim.prefill, self.seed) if sim.prefill is not None else None
         if (why := paradigm.unavailable(system)) is not None:
             raise KnobError("paradigm", why)
         split = self._split_of(paradigm)
         split = (split[0] if n_p is None else n_p, split[1] if n_d is None else n_d)
         replace(scenario.controls, n_p=split[0], n_d=split[1],
                 paradigm=paradigm).validate(system)
-        self._deploy(paradigm, split, immediate=True)
+        if paradigm.threshold_routing:
+            self._split = split
 
-        region.policy, region.cache = self.router, self.cache
+        pair = Topology.pair(system, scenario.t, split[0], split[1], sim.link_latency,
+                             scenario.transport, scenario.line_bandwidth)
+        pair = replace(pair, sites=(replace(pair.sites[0],
+                                            instances=paradigm.n_prfaas(system.n_prfaas)),),
+                       regions=(replace(pair.regions[0], profile=paradigm.local_profile(system),
+                                        pool=paradigm.pool(system)),))
+        rt = TopologyRuntime(self.loop, pair, sim, self.seed, "threshold", note=self.note,
+                             features=RunFeatures(root_streams=True, names=PAIR_NAMES, replay=tr,
+                                                  paradigm=paradigm, cached_prefix=cached_prefix,
+                                                  transfer_cache=True, torch=torch))
+        self._views(rt)  # and the pair's own, onto its one site, region and link
+        region = self.region
+        self.link = rt.links[PAIR_LINK]
+        self.prfaas, self.remote = rt.sites[PAIR_SITE].stage, rt.sites[PAIR_SITE].pool
+        self.rdma, self.pdp, self.pdd, self.local = region.rdma, region.pdp, region.pdd, \
+            region.local
+        self.stages = {"prfaas": self.prfaas, "pd-p": self.pdp, "pd-d": self.pdd}
+        self.router: ThresholdPolicy = region.policy
+        self.cache = rt.cache
+        self.reverse_link = None if rt.cache is None else rt.cache.links[self.link.name].reverse
 
-        # workload
-        streams = [np.random.default_rng(s) for s in np.random.SeedSequence(self.seed).spawn(4)]
-        if tr is not None:
-            source: SyntheticSource | TraceSource = TraceSource(tr)
-            native = source.native_rate / sim.replay_time_scale
-        else:
-            source = SyntheticSource(streams[:3], sim.arrival, sim.cv, system.lengths,
-                                     dec.l_out, sim.output_lengths)
-            native = None
+        # the offered rate: a replay's own by default, a load relative to the model
+        source = region.source
+        native = source.native_rate / sim.replay_time_scale if isinstance(
+            source, TraceSource) else None
         if rate is None:  # a load is relative to the model's Lambda_max in exact mode
             if load is not None:
                 rate = load * self.model_point("exact").lambda_max
@@ -195,32 +198,26 @@ class Emulation:
             raise ValueError(f"offered rate must be a finite number >= 0 req/s{how}, got {rate!r}")
         if replay and duration is None and rate > 0:  # replay the whole trace (the
             # slack covers the rounding of summed gaps, so the last arrivals are in)
+            assert isinstance(source, TraceSource) and tr is not None
             span = tr.duration * source.native_rate / rate
             self.duration = max(span * (1 + 1e-9) + 1e-9, sim.sample_interval)
         if not self.duration > 0:
             raise ValueError(f"duration must be > 0 seconds, got {self.duration!r}")
-        self.workload = region.workload = Workload(loop, region.arrive, source, rate)
-        self.workload.limit = CAPS.requests  # a command sets its own cap (set_arrival_cap)
-        self.workload.on_cap = lambda: self.note(  # live: arrivals stop; run() raises instead
-            f"arrivals stopped at the cap of {self.workload.emitted:,} requests")
-        self._rid = 0
-        self.workload.start()
-        if sim.arrival == "onoff" and tr is None:
-            self.workload.start_bursts(streams[3], sim.on_mean, sim.off_mean, sim.off_level)
-
         self.latencies = region.latencies
+        self._arrivals(rt, rate)
 
     def _init_topology(self, scenario: Scenario, rate: float | None, load: float | None,
                        routing: str | None, bound: RoutingBound | None,
                        trace: str | Trace | None, paradigm: Paradigm,
                        cached_prefix: PrefixLookup | None) -> None:
         """Every site, region and link of the declared topology on this loop (see
-        emulator.sim.runtime.topology); the pair-only features are refused in one line each."""
+        emulator.sim.runtime.topology), with the torch prefill backend when the preset names
+        one (on every site's stage and region's PD-P that `[prefill] stages` lists); the
+        pair-only features are refused in one line each."""
         sim = scenario.sim
         topo = scenario.declared_topology
         for what, given in (("--trace / workload.replay", trace is not None or sim.replay),
                             ("a cached_prefix hook", cached_prefix is not None),
-                            ("[prefill] backend", sim.prefill is not None),
                             ("--paradigm", paradigm != Paradigm.PRFAAS_PD)):
             if given:
                 raise KnobError("topology", f"{what}: runs on single-pair presets only")
@@ -248,41 +245,37 @@ class Emulation:
             raise ValueError(f"duration must be > 0 seconds, got {self.duration!r}")
         self.paradigm = Paradigm.PRFAAS_PD
         self.bandwidth = math.fsum(k.bandwidth for k in topo.links)
-        self.cache = self.reverse_link = self.torch = None
-        self.topology = rt = TopologyRuntime(self.loop, topo, sim, self.seed, rate, routing,
-                                             bound, self.duration, self.note)
+        self.cache = self.reverse_link = None
+        torch = TorchService(sim.prefill, self.seed) if sim.prefill is not None else None
+        self.topology = rt = TopologyRuntime(self.loop, topo, sim, self.seed, routing, bound,
+                                             self.note, RunFeatures(torch=torch))
+        self._views(rt)
         # each request is recorded once, in its region; the totals merge them when read
         self.latencies = LatencyGroup([r.latencies for r in rt.regions.values()])
+        self._arrivals(rt, rate)
+        self.start_marks = self._half_marks = marks(rt, 0.0)
+
+    def _views(self, rt: TopologyRuntime) -> None:
+        """The runtime's elements as the engine reads them (the pair's: its one of each)."""
+        self.runtime = rt
         self.regions = rt.regions
         self.region = next(iter(rt.regions.values()))
         self.sites = rt.sites
         self.links = rt.links
         self.site_pools = {name: site.pool for name, site in rt.sites.items()}
+        self.torch = rt.features.torch
+
+    def _arrivals(self, rt: TopologyRuntime, rate: float) -> None:
+        """Each region's arrivals at its share of `rate`, capped, started (in file order)."""
+        rt.arrivals(rate, self.duration)
         self.workload = self.region.workload  # the first region's (the UI's pair view)
         self.set_arrival_cap(CAPS.requests)  # a command sets its own (set_arrival_cap)
+        where = {r.name: "" if self.topology is None else f" in {r.name}" for r in
+                 rt.regions.values()}
         for r in rt.regions.values():  # live: arrivals stop; run() raises instead
             r.workload.on_cap = lambda r=r: self.note(
-                f"arrivals in {r.name} stopped at the cap of {r.workload.emitted:,} requests")
-        rt.start(sim)
-        self.start_marks = self._half_marks = marks(rt, 0.0)
-
-    def _attach_cache(self, sim, replayed: Trace | None,
-                      hook: PrefixLookup | None) -> PrefixLookup:
-        """Build the [cache]: a PrefixCache per cluster, and the reverse link (PD -> PrfaaS,
-        the forward link's capacity at all times) that cache moves towards PrfaaS take."""
-        if hook is not None:
-            raise ValueError("give cached_prefix or a [cache] section, not both")
-        if replayed is not None and replayed.hash_ids and sim.cache.block_tokens != \
-                MOONCAKE_BLOCK_TOKENS:
-            raise ValueError(f"the trace's hash_ids name {MOONCAKE_BLOCK_TOKENS}-token blocks: "
-                             f"[cache] block_tokens must be {MOONCAKE_BLOCK_TOKENS}")
-        system = self.scenario.system
-        self.cache = cache = CacheRuntime(self.loop, sim.cache, self.note, transfer_cache=True)
-        cache.add_cluster(Cluster.PRFAAS.value, "site", self.prfaas, system.prfaas)
-        cache.add_cluster(self.region.name, "region", self.pdp, system.local)
-        self.reverse_link = cache.add_link(Cluster.PRFAAS.value, self.region.name, self.link,
-                                           "link-reverse")
-        return self.cache.lookup
+                f"arrivals{where[r.name]} stopped at the cap of {r.workload.emitted:,} requests")
+        rt.start(self.scenario.sim)
 
     @staticmethod
     def _trace(trace: str | Trace | None, sim) -> Trace | None:

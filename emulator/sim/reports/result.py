@@ -138,6 +138,8 @@ class RunResult:
             "lost": accounting.lost,
             **objs,
             "cache": rt.cache.to_json() if rt.cache is not None else None,
+            # the torch backend's record, when the preset runs one (profile-timed runs: none)
+            **({"prefill_backend": emu.torch.to_json()} if emu.torch is not None else {}),
         }
 
     def _totals(self, emu, accounting: Accounting, whole, late) -> dict:

@@ -83,7 +83,7 @@ def objects(rt: TopologyRuntime, a: Marks, b: Marks, *, whole: bool) -> dict:
             "target_rate": r.workload.mean_rate,
             "ttft": _ttft(r.latencies.ttft) if whole else _ttft(r.latencies.ttft, ma, mb),
             "n_p": r.local.count("pd-p"), "n_d": r.local.count("pd-d"),
-            "queue": pd_queue + sum(rt.sites[s].stage.held_by(name) for s in r.links),
+            "queue": pd_queue + sum(rt.sites[s].held_by(name) for s in r.links),
             "routing": rt.routing,
         }
     sites = {}

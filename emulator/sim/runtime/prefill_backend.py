@@ -77,10 +77,11 @@ class StartHook:
         return self.cache.started(self.stage, w, req, kv, per_token)
 
 
-def start_hook(stage: PrefillStage, torch: TorchService | None,
-               cache: CacheRuntime | None) -> Callable[[PrefillWorker, Request], float] | None:
-    """The stage's hook, or None when the profile alone decides (the fast path)."""
-    if torch is not None and stage.name not in torch.cfg.stages:
+def start_hook(stage: PrefillStage, torch: TorchService | None, cache: CacheRuntime | None,
+               role: str | None = None) -> Callable[[PrefillWorker, Request], float] | None:
+    """The stage's hook, or None when the profile alone decides (the fast path). `role`: the
+    stage's kind as `[prefill] stages` names it ("prfaas" for any site's; default its name)."""
+    if torch is not None and (role or stage.name) not in torch.cfg.stages:
         torch = None
     if torch is None and cache is None:
         return None

@@ -147,5 +147,5 @@ def set_link(emu, link: str, bandwidth: float | None = None, loss: float | None 
         lk.egress.rebalance()
         return
     lk.bandwidth = float(bandwidth)
-    lk.egress.rebalance()
+    lk.group.rebalance()  # its site's egress, or the link alone
     emu.note(f"{link}: bandwidth -> {to_gbps(bandwidth):.2f} Gbps")

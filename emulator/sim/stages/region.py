@@ -13,10 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+import numpy as np
+
 from emulator.model import DecodeSpec
 from emulator.profiles import Profile
 from emulator.scenario.sim import SimConfig
-from emulator.sim.arrivals.workload import Workload
+from emulator.sim.arrivals.workload import SyntheticSource, TraceSource, Workload
 from emulator.sim.books.metrics import Latencies
 from emulator.sim.core.costs import Costs
 from emulator.sim.core.request import Request
@@ -53,6 +55,8 @@ class Region:
         self.rdma: Link = None  # type: ignore[assignment]
         self.local: Pool = None  # type: ignore[assignment]
         self.workload: Workload = None  # type: ignore[assignment]
+        self.source: SyntheticSource | TraceSource | None = None  # what its workload draws
+        self.burst_rng: np.random.Generator | None = None  # on/off bursts (None: none)
         self.latencies: Latencies = None  # type: ignore[assignment]
         self.links: dict[str, Link] = {}  # site name -> the link from it to this region
         self.cache = None  # the 1x1 prefix cache (CacheRuntime), when the preset has one

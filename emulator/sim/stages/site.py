@@ -7,6 +7,10 @@ links (the links carrying KV now): each gets an equal share, never more than its
 (bandwidth x its incidents' factors), and what a link cannot use goes to the others
 (water-filling). The shares are recomputed whenever a link turns busy or idle or a capacity
 changes, so an idle link never holds egress another one could use.
+
+A site with no egress cap of its own and one link has that link as its egress (`LinkEgress`)
+and a plain `PrefillStage` on it, which serves that link's region only (the single pair's site):
+the hot path then meets one stage type, as Python's attribute caches like it.
 """
 
 from __future__ import annotations
@@ -81,6 +85,22 @@ class Egress:
                 lk.set_capacity(min(lk.nominal, max(left, self.capacity / (len(busy) + 1))))
 
 
+class LinkEgress:
+    """The egress of a site with no cap of its own and one link: that link (a plain `Link`,
+    whose capacity is its nominal rate; the single pair's site)."""
+
+    def __init__(self) -> None:
+        self.links: list[Link] = []  # its one link, once built
+
+    @property
+    def capacity(self) -> float:
+        return self.links[0].capacity
+
+    def rebalance(self) -> None:
+        for lk in self.links:
+            lk.rebalance()
+
+
 class SiteStage(PrefillStage):
     """A site's prefill instances and its one queue, shared by every region it serves."""
 
@@ -120,17 +140,31 @@ def _to_region(req: Request) -> None:
 
 
 class Site:
-    """A site's runtime: its stage, its pool of instances and its egress."""
+    """A site's runtime: its stage, its pool of instances and its egress (a cap shared by its
+    links, or its one link)."""
 
-    def __init__(self, loop, name: str, costs: Costs, instances: int, egress: float,
-                 reroute: Callable[[list[Request]], None]):
+    def __init__(self, loop, name: str, costs: Costs, instances: int,
+                 egress: Egress | LinkEgress, reroute: Callable[[list[Request]], None]):
         self.name = name
-        self.egress = Egress(egress)
-        self.stage = SiteStage(loop, name, costs, self.egress)
+        self.egress = egress
+        self.stage: PrefillStage
+        if isinstance(egress, LinkEgress):  # its link and region are set as they are built
+            self.stage = PrefillStage(loop, name, costs, None, _to_region)  # type: ignore[arg-type]
+            self.links: dict[str, Link] = {}
+        else:
+            self.stage = stage = SiteStage(loop, name, costs, egress)
+            self.links = stage.links  # type: ignore[assignment]
         self.pool = Pool(loop, name, {"prfaas": self.stage}, reroute=reroute)
         self.pool.resize(instances)
         self.instances = instances
         self.pool.set_counts({"prfaas": instances}, immediate=True)
+
+    def held_by(self, region: str) -> int:
+        """Requests of `region` queued or in service here."""
+        stage = self.stage
+        if isinstance(stage, SiteStage):
+            return stage.held_by(region)
+        return stage.holding if region in self.links else 0
 
     def live(self) -> list[int]:
         return [m.idx for m in self.pool.machines if m.alive and m.target == "prfaas"]
