@@ -7,10 +7,30 @@ wraps at its width. Tables lay out as rich sizes them either way."""
 
 from __future__ import annotations
 
+import copy
 import os
 import sys
 
 from rich.console import Console
+from rich.table import Table
+
+
+class _Console(Console):
+    """Prints a table's title and caption as lines of their own: rich wraps them to the
+    table's width, which cuts a narrow table's caption mid-word ("prefill_ / batch.py")."""
+
+    def print(self, *objects, **kwargs) -> None:  # type: ignore[override]
+        if len(objects) == 1 and isinstance(t := objects[0], Table) and (t.title or t.caption):
+            title, caption = t.title, t.caption
+            t = copy.copy(t)
+            t.title = t.caption = None
+            if title:
+                super().print(title, style="table.title", highlight=False)
+            super().print(t, **kwargs)
+            if caption:
+                super().print(caption, style="table.caption", highlight=False)
+            return
+        super().print(*objects, **kwargs)
 
 
 def make_console(stderr: bool = False) -> Console:
@@ -21,4 +41,4 @@ def make_console(stderr: bool = False) -> Console:
         tty = stream.isatty()
     except (AttributeError, ValueError):  # a closed or odd stream
         tty = False
-    return Console(stderr=stderr, soft_wrap=not tty and not os.environ.get("COLUMNS"))
+    return _Console(stderr=stderr, soft_wrap=not tty and not os.environ.get("COLUMNS"))

@@ -196,7 +196,8 @@ def _models(*args) -> tuple[int, str]:
     return rc, out.getvalue() + err.getvalue()
 
 
-def test_models_prefill_batches_json():
+def test_models_prefill_batches_json(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "160")  # the table's title on one line (xdist sets 80)
     rc, out = _models("--config", str(CARD["qwen3-30b-a3b"]), "--gpu", "h200", "--parallelism",
                       "4", "--prefill-batches", "1,4,16", "--lengths", "1K,4K", "--json")
     assert rc == 0
