@@ -44,6 +44,31 @@ def printable(text: str) -> str:
         c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
+def short_path(path: str | Path, width: int = 80) -> str:
+    """A path as an error quotes it: printable, and cut in the middle past `width` characters
+    (a 5,000-character name still leaves its error one readable line)."""
+    text = printable(str(path))
+    return text if len(text) <= width else f"{text[:width - 21]}...{text[-18:]}"
+
+
+def os_error_text(exc: OSError) -> str:
+    """An OSError on a file the user named as the one line they see: `PATH: reason`."""
+    reason = exc.strerror or str(exc)
+    return f"{short_path(exc.filename)}: {reason.lower()}" if exc.filename is not None else reason
+
+
+def undecodable(argv: list[str]) -> str | None:
+    """Why an argument cannot be used (bytes that are not UTF-8 reach Python as lone
+    surrogates, which no file, TOML or terminal write can encode); None when all are text."""
+    for i, arg in enumerate(argv):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            flag = argv[i - 1] if i and argv[i - 1].startswith("-") else f"argument {i + 1}"
+            return f"{flag}: {short_path(arg)} is not UTF-8 text (re-type it, or rename the file)"
+    return None
+
+
 def size_text(n: int) -> str:
     """'8 MiB', '2 GiB': how a cap reads in messages and --help."""
     return f"{n // (1 << 30)} GiB" if n >= 1 << 30 and n % (1 << 30) == 0 else \

@@ -163,9 +163,10 @@ class Knob:
         why = self.problem(value, limits)
         if why is None or not why.startswith("must"):
             return why
+        # abs() < 1e300, not isfinite(): an integer of 400 digits is finite but overflows a float
         got = self.show(value) if isinstance(value, int | float) and not isinstance(
-            value, bool) and math.isfinite(value) and why != "must be a whole number" else \
-            repr(value)
+            value, bool) and abs(value) < 1e300 and why != "must be a whole number" else \
+            repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:20]}... ({len(repr(value))} characters)"
         return f"{why} (got {got})"
 
     def read(self, raw: Any, limits: Limits | None = None, *,

@@ -21,6 +21,7 @@ from pathlib import Path
 from emulator import budget, torch_prefill
 from emulator.budget import caps_for
 from emulator.cards import CardError
+from emulator.files import os_error_text
 from emulator.scenario.knobs import number
 from emulator.scenario.reader import MAX_SEED
 from emulator.torch_prefill.config import MODEL_NAMES, counterpart, get_config
@@ -264,10 +265,20 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
     except (UsageError, torch_prefill.TorchUnavailable, TraceError, CardError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
-    except (RuntimeError, MemoryError, OSError) as exc:  # e.g. CUDA out of memory
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        print(f"{PROG}: profile failed: {first}", file=sys.stderr)
-        return 1
+    except OSError as exc:
+        if exc.filename is None:
+            return _failed(exc)
+        print(f"{PROG}: {os_error_text(exc)}", file=sys.stderr)  # a path the user named
+        return 2
+    except (RuntimeError, MemoryError) as exc:  # e.g. CUDA out of memory
+        return _failed(exc)
+
+
+def _failed(exc: BaseException) -> int:
+    """A run that failed on this machine (not the input): its first line, exit 1."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    print(f"{PROG}: profile failed: {first}", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":
