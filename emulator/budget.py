@@ -31,6 +31,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 
+from emulator.units import finite
+
 
 class BudgetError(ValueError):
     """A command whose estimated work is over a cap; str() is the one line to show."""
@@ -103,11 +105,11 @@ _WHAT = {"requests": "simulated requests", "events": "periodic events",
 
 
 def _finite(x: object) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+    return isinstance(x, int | float) and not isinstance(x, bool) and finite(x)
 
 
 def _fmt(x: float) -> str:
-    if _finite(x) and float(x).is_integer() and abs(x) < 1e15:
+    if _finite(x) and abs(x) < 1e15 and float(x).is_integer():
         return f"{int(x):,}"
     return f"{x:.3g}"
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +16,7 @@ from emulator.files import short_path
 from prfaas_tui.cli import main
 
 LONG = "x" * 5000
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _cli(argv: list[str]) -> tuple[int, str]:
@@ -77,3 +80,41 @@ def test_a_knob_of_hundreds_of_digits_is_refused_at_its_flag(command, flag):
     rc, err = _cli([command, "--preset", "toy", "--duration" if command == "run" else "--json",
                     *(["5"] if command == "run" else []), flag, "9" * 400])
     assert rc == 2 and len(err.strip().splitlines()) == 1 and flag in err, err
+
+
+NUMBER_LINE = re.compile(r'^(\s*)([A-Za-z_]+)(\s*=\s*)"?[0-9][^"\n]*"?\s*$', re.M)
+FILES = {"preset": ["presets/toy.toml", "presets/paper-case-study.toml",
+                    "presets/two-regions.toml"],
+         "drill": ["presets/drills/site-loss.toml"],
+         "gpu": ["emulator/cards/gpus/h200.toml"]}
+
+
+def _numeric_keys() -> list[tuple[str, str, int]]:
+    out = []
+    for kind, paths in FILES.items():
+        for path in paths:
+            text = (ROOT / path).read_text(encoding="utf-8")
+            out += [(kind, path, i) for i, _ in enumerate(NUMBER_LINE.finditer(text))]
+    return out
+
+
+@pytest.mark.parametrize("big", [10**19, 10**400], ids=["20-digits", "401-digits"])
+@pytest.mark.parametrize("kind, path, i", _numeric_keys())
+def test_an_integer_past_64_bits_in_any_numeric_key_is_refused_at_the_key(tmp_path, kind,
+                                                                           path, i, big):
+    """TOML integers are 64-bit, Python reads any length: 10**19 or 10**400 where a number goes (a
+    duration, a count, a load, a GPU's FLOPS) is refused naming its key, never an
+    OverflowError from the arithmetic after it."""
+    text = (ROOT / path).read_text(encoding="utf-8")
+    m = list(NUMBER_LINE.finditer(text))[i]
+    dest = tmp_path / Path(path).name
+    dest.write_text(text[:m.start()] + f"{m[1]}{m[2]}{m[3]}{big}" + text[m.end():],
+                    encoding="utf-8")
+    argv = {"preset": ["solve", "--preset", str(dest), "--json"],
+            "drill": ["drill", str(dest), "--json"],
+            "gpu": ["new", "--model", "kimi-linear-48b-a3b", "--prefill-gpu", str(dest),
+                    "--out", str(tmp_path / "n.toml")]}[kind]
+    rc, err = _cli(argv)
+    assert rc in (0, 1, 2) and (rc != 1 or kind == "drill" and "missed" in err), err
+    if rc == 2:  # (1: a drill that ran and missed its [expect])
+        assert len(err.strip().splitlines()) == 1 and m[2] in err, err
