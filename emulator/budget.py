@@ -31,7 +31,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 
-from emulator.units import finite
+from emulator.units import finite, shown
 
 
 class BudgetError(ValueError):
@@ -111,7 +111,7 @@ def _finite(x: object) -> bool:
 def _fmt(x: float) -> str:
     if _finite(x) and abs(x) < 1e15 and float(x).is_integer():
         return f"{int(x):,}"
-    return f"{x:.3g}"
+    return f"{x:.3g}" if not _finite(x) or abs(x) < 1e300 else shown(x)  # 10**400: no float
 
 
 def _product(*xs: float) -> float:

@@ -118,3 +118,10 @@ def test_an_integer_past_64_bits_in_any_numeric_key_is_refused_at_the_key(tmp_pa
     assert rc in (0, 1, 2) and (rc != 1 or kind == "drill" and "missed" in err), err
     if rc == 2:  # (1: a drill that ran and missed its [expect])
         assert len(err.strip().splitlines()) == 1 and m[2] in err, err
+
+
+@pytest.mark.parametrize("flag", ["--n-prfaas", "--pool", "--homogeneous-pool", "--max-runs"])
+def test_a_plan_flag_of_hundreds_of_digits_is_refused_at_its_flag(flag):
+    rc, err = _cli(["plan", "--preset", "toy", "--duration", "5", "--seeds", "1", "--workers",
+                    "1", flag, "9" * 400])
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and flag in err, err
