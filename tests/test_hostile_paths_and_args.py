@@ -125,3 +125,23 @@ def test_a_plan_flag_of_hundreds_of_digits_is_refused_at_its_flag(flag):
     rc, err = _cli(["plan", "--preset", "toy", "--duration", "5", "--seeds", "1", "--workers",
                     "1", flag, "9" * 400])
     assert rc == 2 and len(err.strip().splitlines()) == 1 and flag in err, err
+
+
+DEEP = "[" * 100_000 + "]" * 100_000 + "\n"
+
+
+@pytest.mark.parametrize("name, argv", [
+    ("c.json", ["models", "--config", "{f}"]),
+    ("c.json", ["new", "--model", "{f}", "--out", "n.toml"]),
+    ("b.json", ["profile", "--import", "{f}", "--card", "kimi-linear-48b-a3b", "--out", "p.toml"]),
+    ("b.jsonl", ["profile", "--import", "{f}", "--card", "kimi-linear-48b-a3b", "--out", "p.toml"]),
+    ("t.jsonl", ["solve", "--preset", "toy", "--trace", "{f}"]),
+    ("plan.jsonl", ["plan", "--preset", "toy", "--out", "{f}", "--workers", "1"]),
+    ("s.json", ["snapshot", "--preset", "toy", "--at", "1", "--format", "json", "--check", "{f}"]),
+])
+def test_json_nested_past_the_recursion_limit_is_exit_2_on_every_reader(tmp_path, monkeypatch,
+                                                                          name, argv):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / name).write_text(DEEP, encoding="utf-8")
+    rc, err = _cli([a.replace("{f}", name) for a in argv])
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and name in err, err
