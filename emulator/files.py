@@ -155,9 +155,26 @@ def file_stem(name: str, fallback: str = "scenario") -> str:
     return stem or fallback
 
 
+def unusable(text: str) -> str | None:
+    """Why a typed path cannot name a file on any system (empty, a part over 255 bytes, over
+    4,096 bytes in all, a NUL, text that is not UTF-8); None when it can. Checked before the
+    path is stat()ed: exists() raises on a name too long instead of answering."""
+    try:
+        parts = [len(part.encode("utf-8")) for part in Path(text).parts]
+    except UnicodeEncodeError:
+        return f"{short_path(text)}: not UTF-8 text"
+    if not text.strip():
+        return "give a file name"
+    if "\0" in text or len(text.encode("utf-8")) > 4096 or max(parts, default=0) > 255:
+        return f"{short_path(text)}: not a usable file name (too long, or a NUL in it)"
+    return None
+
+
 def escapes(text: str) -> str | None:
     """Why a typed relative path would leave the working folder (absolute, `~`, or a `..`
-    part); None when it stays inside."""
+    part) or name no file (`unusable`); None when it stays inside."""
+    if (why := unusable(text)) is not None:
+        return why
     p = Path(text)
     if p.is_absolute() or text.startswith("~"):
         return f"{text}: give a name in this folder (a relative path), not {p.anchor or '~'}..."

@@ -145,3 +145,16 @@ def test_json_nested_past_the_recursion_limit_is_exit_2_on_every_reader(tmp_path
     (tmp_path / name).write_text(DEEP, encoding="utf-8")
     rc, err = _cli([a.replace("{f}", name) for a in argv])
     assert rc == 2 and len(err.strip().splitlines()) == 1 and name in err, err
+
+
+@pytest.mark.parametrize("typed", ["x" * 300 + ".toml", "a/" + "b" * 5000, "", "   ",
+                                   "bad\udcffname.toml"])
+def test_a_typed_file_name_no_system_can_hold_is_refused_not_raised(tmp_path, monkeypatch, typed):
+    """The dashboard's save, export-folder and new-preset prompts check a typed name before they
+    stat() it (exists() raises on a name too long instead of answering)."""
+    from emulator.files import unusable
+    from prfaas_tui.screens.dashboard import _new_file, _parent_exists
+
+    monkeypatch.chdir(tmp_path)
+    assert unusable(typed) is not None
+    assert _new_file(typed) is not None and _parent_exists(typed) is not None
