@@ -68,6 +68,14 @@ def test_an_argument_that_is_not_utf8_is_refused_before_anything_is_written(tmp_
     assert not (tmp_path / "p.toml").exists() and not (tmp_path / "n.toml").exists()
 
 
+@pytest.mark.parametrize("name", ["", "   "])
+def test_a_blank_profile_name_is_refused_not_replaced(tmp_path, monkeypatch, name):
+    monkeypatch.chdir(tmp_path)
+    rc, err = _cli(["profile", "--import", _bench(tmp_path), "--card", "kimi-linear-48b-a3b",
+                    "--out", "p.toml", "--name", name])
+    assert rc == 2 and "--name" in err and not (tmp_path / "p.toml").exists(), err
+
+
 def test_an_empty_out_is_refused_in_one_line(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     rc, err = _cli(["snapshot", "--preset", "toy", "--at", "1", "--format", "txt", "--out", ""])

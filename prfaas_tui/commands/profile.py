@@ -166,6 +166,8 @@ def _import(args: argparse.Namespace) -> int:
         raise UsageError("--card: --import needs the model card (NAME or config.json) for S_kv")
     if args.out is None:
         raise UsageError("--out: --import writes a profile file: give its path")
+    if args.name is not None and not args.name.strip():
+        raise UsageError("--name: give the profile a name (or leave --name out: the file's stem)")
     out = _out_path("--out", args.out)
     card = load_card(args.card)
     if args.kv_dtype:
