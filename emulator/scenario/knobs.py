@@ -84,7 +84,7 @@ def number(raw: Any) -> float:
     try:
         value = float(raw)
     except (TypeError, ValueError, OverflowError):  # OverflowError: an int of 400 digits
-        raise ValueError(f"must be a finite number, got {shown(raw)}") from None
+        raise ValueError(f"must be a number, got {shown(raw)}") from None
     if not math.isfinite(value):
         raise ValueError(f"must be finite, got {raw!r}")
     return value
