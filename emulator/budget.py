@@ -31,6 +31,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 
+from emulator.units import finite, shown
+
 
 class BudgetError(ValueError):
     """A command whose estimated work is over a cap; str() is the one line to show."""
@@ -103,13 +105,13 @@ _WHAT = {"requests": "simulated requests", "events": "periodic events",
 
 
 def _finite(x: object) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+    return isinstance(x, int | float) and not isinstance(x, bool) and finite(x)
 
 
 def _fmt(x: float) -> str:
-    if _finite(x) and float(x).is_integer() and abs(x) < 1e15:
+    if _finite(x) and abs(x) < 1e15 and float(x).is_integer():
         return f"{int(x):,}"
-    return f"{x:.3g}"
+    return f"{x:.3g}" if not _finite(x) or abs(x) < 1e300 else shown(x)  # 10**400: no float
 
 
 def _product(*xs: float) -> float:

@@ -44,6 +44,31 @@ def printable(text: str) -> str:
         c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
+def short_path(path: str | Path, width: int = 80) -> str:
+    """A path as an error quotes it: printable, and cut in the middle past `width` characters
+    (a 5,000-character name still leaves its error one readable line)."""
+    text = printable(str(path))
+    return text if len(text) <= width else f"{text[:width - 21]}...{text[-18:]}"
+
+
+def os_error_text(exc: OSError) -> str:
+    """An OSError on a file the user named as the one line they see: `PATH: reason`."""
+    reason = exc.strerror or str(exc)
+    return f"{short_path(exc.filename)}: {reason.lower()}" if exc.filename is not None else reason
+
+
+def undecodable(argv: list[str]) -> str | None:
+    """Why an argument cannot be used (bytes that are not UTF-8 reach Python as lone
+    surrogates, which no file, TOML or terminal write can encode); None when all are text."""
+    for i, arg in enumerate(argv):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            flag = argv[i - 1] if i and argv[i - 1].startswith("-") else f"argument {i + 1}"
+            return f"{flag}: {short_path(arg)} is not UTF-8 text (re-type it, or rename the file)"
+    return None
+
+
 def size_text(n: int) -> str:
     """'8 MiB', '2 GiB': how a cap reads in messages and --help."""
     return f"{n // (1 << 30)} GiB" if n >= 1 << 30 and n % (1 << 30) == 0 else \
@@ -130,9 +155,26 @@ def file_stem(name: str, fallback: str = "scenario") -> str:
     return stem or fallback
 
 
+def unusable(text: str) -> str | None:
+    """Why a typed path cannot name a file on any system (empty, a part over 255 bytes, over
+    4,096 bytes in all, a NUL, text that is not UTF-8); None when it can. Checked before the
+    path is stat()ed: exists() raises on a name too long instead of answering."""
+    try:
+        parts = [len(part.encode("utf-8")) for part in Path(text).parts]
+    except UnicodeEncodeError:
+        return f"{short_path(text)}: not UTF-8 text"
+    if not text.strip():
+        return "give a file name"
+    if "\0" in text or len(text.encode("utf-8")) > 4096 or max(parts, default=0) > 255:
+        return f"{short_path(text)}: not a usable file name (too long, or a NUL in it)"
+    return None
+
+
 def escapes(text: str) -> str | None:
     """Why a typed relative path would leave the working folder (absolute, `~`, or a `..`
-    part); None when it stays inside."""
+    part) or name no file (`unusable`); None when it stays inside."""
+    if (why := unusable(text)) is not None:
+        return why
     p = Path(text)
     if p.is_absolute() or text.startswith("~"):
         return f"{text}: give a name in this folder (a relative path), not {p.anchor or '~'}..."

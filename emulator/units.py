@@ -32,10 +32,25 @@ class UnitError(ValueError):
     """A value that does not parse in the unit expected; the message says what was expected."""
 
 
+def shown(v: object) -> str:
+    """A value for a one-line message: short, whatever its size (a 400-digit number)."""
+    text = repr(v) if not isinstance(v, int) or abs(v) < 10**30 else \
+        f"a {len(str(abs(v))) if abs(v) < 10**4000 else 'many'}-digit number"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def finite(x: float) -> bool:
+    """math.isfinite for a value a user typed: an int is always finite, and may be too large
+    for a float (TOML and JSON read integers of any length; isfinite() would overflow)."""
+    return isinstance(x, int) or math.isfinite(x)
+
+
 def _split(value: str | float | int, what: str) -> tuple[float, str]:
     if isinstance(value, bool):
         raise UnitError(f"expected {what}, got {value!r}")
     if isinstance(value, int | float):
+        if isinstance(value, int) and abs(value) > 1e300:  # float() would overflow
+            raise UnitError(f"expected a finite {what.removeprefix('a ')}, got an integer too large")
         return float(value), ""
     if not isinstance(value, str):
         raise UnitError(f"expected {what}, got {value!r}")

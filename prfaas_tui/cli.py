@@ -14,7 +14,7 @@ from typing import NoReturn
 
 from emulator.budget import BudgetError
 from emulator.cards import CardError
-from emulator.files import FileRefused, printable
+from emulator.files import FileRefused, os_error_text, printable, undecodable
 from emulator.scenario.reader import PresetError
 from emulator.topology.errors import BoundError
 from emulator.torch_prefill import TorchUnavailable
@@ -96,6 +96,9 @@ def _parser(argv: list[str]) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if bad := undecodable(argv):
+        print(f"prfaas-tui: {bad}", file=sys.stderr)
+        return 2
     parser = _parser(argv)
     args, extra = parser.parse_known_args(argv)
     if extra:  # named by the subcommand that got them, like its other errors
@@ -124,6 +127,11 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a path the user named: too long, a folder, not writable
+        if exc.filename is None:
+            raise
+        print(f"prfaas-tui: {os_error_text(exc)}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -220,7 +220,7 @@ def draw_matrix(fig: Figures, width: int, selected: Element | None, bind: str = 
     topo = fig.topo
     sel = selected[1] if selected else None
     names = [r.name for r in topo.regions]
-    head_w = max(8, min(10, max(len(s.name) for s in topo.sites) + 1))
+    head_w = max(8, min(10, max((len(s.name) for s in topo.sites), default=0) + 1))
     cell = max(8, min(14, (width - head_w) // max(len(names), 1)))
     out = Text(no_wrap=True, overflow="crop")
     out.append("links".ljust(head_w), style="dim")

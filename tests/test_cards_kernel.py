@@ -189,7 +189,7 @@ def test_quantization_config_sets_the_defaults(q, weights, kv):
 
 def test_an_unmodelled_quantization_needs_the_flag():
     card = _with_quant({"quant_method": "awq", "bits": 4})
-    with pytest.raises(CardError, match="awq is not modelled.*--dtype"):
+    with pytest.raises(CardError, match="awq at 4 bits is not a modelled dtype.*--dtype.*nvfp4"):
         resolve_setup(card, load_gpu("h200"), 8)
     assert resolve_setup(card, load_gpu("h200"), 8, dtype="bf16").dtype == "bf16"
 

@@ -271,11 +271,29 @@ def test_mxfp4_and_nvfp4_checkpoints_get_their_own_weight_sizes():
 
 def test_an_unmodelled_quantization_is_named_and_the_hint_says_what_dtype_means(tmp_path, capsys):
     c = card(model_type="llama", quantization_config={"quant_method": "awq", "bits": 4})
-    assert c.weight_dtype == "" and "awq is not modelled" in c.weight_dtype_problem
-    assert "not this checkpoint" in c.weight_dtype_problem
+    assert c.weight_dtype == "" and "awq at 4 bits is not a modelled dtype" in c.weight_dtype_problem
+    assert "here nvfp4 (4-bit weights in every GEMM" in c.weight_dtype_problem
     p = write(tmp_path, model_type="llama", quantization_config={"quant_method": "awq"})
     assert main(["models", "--config", str(p), "--gpu", "h200"]) == 2
-    assert "awq is not modelled" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "awq is not a modelled dtype" in err and "--dtype" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("q, dtype", [
+    ({"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True}, "nvfp4"),
+    ({"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False}, "nvfp4"),
+    ({"quant_method": "gptq", "bits": 8}, "fp8"),
+    ({"quant_method": "bitsandbytes", "load_in_4bit": True}, "nvfp4"),
+])
+def test_a_weight_only_quantized_checkpoint_names_the_dtype_that_serves_it(tmp_path, capsys, q,
+                                                                          dtype):
+    """AWQ, GPTQ and bitsandbytes checkpoints: one line naming the --dtype nearest to how they
+    store their weights, and that --dtype reads them."""
+    p = write(tmp_path, model_type="llama", quantization_config=q)
+    assert main(["models", "--config", str(p), "--gpu", "h200"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and f"here {dtype} (" in err, err
+    assert main(["models", "--config", str(p), "--gpu", "h200", "--dtype", dtype]) == 0
 
 
 # -- prefill cost of the new kinds ------------------------------------------------------------------

@@ -12,16 +12,11 @@ import math
 from collections.abc import Iterable
 
 from emulator.cards import CardError
+from emulator.units import finite, shown
 
 MAX_DIM = 1 << 24  # any head count, dimension or layer count beyond this is a typo
 DTYPE_BYTES = {"bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "half": 2, "float32": 4,
                "fp32": 4, "float": 4, "float8_e4m3fn": 1, "float8_e5m2": 1, "fp8": 1}
-
-
-def shown(v: object) -> str:
-    """A value for a one-line message: short, whatever its size (a 400-digit number)."""
-    text = repr(v) if not isinstance(v, int) or abs(v) < 10**30 else f"a {len(str(abs(v)))}-digit number"
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 class Fields:
@@ -73,7 +68,7 @@ class Fields:
         if not self.has(name):
             return default
         v = self.data[name]
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) \
+        if isinstance(v, bool) or not isinstance(v, int | float) or not finite(v) \
                 or not 0 < v <= MAX_DIM:
             raise self.error(name, f"must be a positive finite number, got {shown(v)}")
         return float(v)

@@ -231,9 +231,14 @@ def _quant_dtype(f: Fields, torch_dtype: str) -> tuple[str, str]:
                      for x in w):
             return "nvfp4", ""
     what = method or algo or "this quantization"
-    return "", (f"quantization_config: {what} is not modelled (bf16, fp8, int4, mxfp4, nvfp4): "
-                f"its weight sizes are unknown; --dtype serves a copy of the weights in that dtype, "
-                f"not this checkpoint")
+    bits = q.get("bits", q.get("w_bit", 4 if q.get("load_in_4bit") is True else
+                                8 if q.get("load_in_8bit") is True else None))
+    near = {4: "nvfp4 (4-bit weights in every GEMM, W4A16 math, as AWQ and GPTQ serve)",
+            8: "fp8 (8-bit weights)"}.get(bits) if type(bits) is int else None
+    return "", (f"quantization_config: {what}"
+                f"{f' at {bits} bits' if near else ''} is not a modelled dtype (bf16, fp8, int4, "
+                f"mxfp4, nvfp4): pick the nearest with --dtype (a preset: its roofline dtype)"
+                f"{f', here {near}' if near else ''}, or bf16 for the unquantized weights")
 
 
 def _kv_quant(f: Fields) -> str:

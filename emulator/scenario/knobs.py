@@ -38,7 +38,15 @@ from emulator.model import Knobs, System
 from emulator.paradigm import Paradigm
 from emulator.topology.spec import PAIR_LINK, PAIR_REGION, PAIR_SITE, ROUTINGS, Link, Topology
 from emulator.topology.transport import Goodput, Transport
-from emulator.units import GBPS, UnitError, format_tokens, parse_bandwidth, parse_tokens, to_gbps
+from emulator.units import (
+    GBPS,
+    UnitError,
+    format_tokens,
+    parse_bandwidth,
+    parse_tokens,
+    shown,
+    to_gbps,
+)
 
 MAX_INSTANCES = 100_000  # instances of one pool; the work cap (emulator.budget) is lower
 MIN_BANDWIDTH = 1e6 / 8  # bytes/s: 1 Mbps
@@ -76,8 +84,8 @@ def number(raw: Any) -> float:
     """A finite real number."""
     try:
         value = float(raw)
-    except (TypeError, ValueError):
-        raise ValueError(f"must be a number, got {raw!r}") from None
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int of 400 digits
+        raise ValueError(f"must be a number, got {shown(raw)}") from None
     if not math.isfinite(value):
         raise ValueError(f"must be finite, got {raw!r}")
     return value
@@ -168,9 +176,10 @@ class Knob:
         why = self.problem(value, limits)
         if why is None or not why.startswith("must"):
             return why
+        # abs() < 1e300, not isfinite(): an integer of 400 digits is finite but overflows a float
         got = self.show(value) if isinstance(value, int | float) and not isinstance(
-            value, bool) and math.isfinite(value) and why != "must be a whole number" else \
-            repr(value)
+            value, bool) and abs(value) < 1e300 and why != "must be a whole number" else \
+            shown(value)
         return f"{why} (got {got})"
 
     def read(self, raw: Any, limits: Limits | None = None, *,

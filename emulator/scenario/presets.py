@@ -6,7 +6,6 @@ Shipped presets live in the top-level `presets/` folder (installed as `emulator/
 
 from __future__ import annotations
 
-import math
 import tomllib
 from dataclasses import replace
 from pathlib import Path
@@ -44,6 +43,7 @@ from emulator.scenario.topology import (
 from emulator.scenario.topology import profile_ref as named_profile
 from emulator.topology.transport import goodput
 from emulator.units import (
+    finite,
     parse_bytes,
     parse_duration,
     parse_tokens,
@@ -276,7 +276,7 @@ def _profiles(sec: Reader, base_dir: Path, fits: dict | None = None,
                 scale = r.get("time_scale", float, 1.0, check=lambda x: positive(x) or at_most(
                     MAX_TIME_SCALE, f"{MAX_TIME_SCALE:g} x the parent profile")(x))
                 offset = r.get("time_offset", parse_duration, 0.0, check=lambda x: (
-                    "must be finite" if not math.isfinite(x) else None if abs(x) <= MAX_TIME_OFFSET
+                    "must be finite" if not finite(x) else None if abs(x) <= MAX_TIME_OFFSET
                     else f"is absurd: more than {MAX_TIME_OFFSET:g} s either way"))
                 prof = out[parent].derived(pname, time_scale=scale, time_offset=offset,
                                            description=r.get("description", str, ""))

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from emulator.files import MAX_DEPTH, FileRefused, printable, read_text, too_deep
-from emulator.units import UnitError
+from emulator.units import UnitError, finite, shown
 
 T = TypeVar("T")
 _MISSING = object()
@@ -123,6 +123,9 @@ def _suggest(name: str, known: set[str]) -> str:
 
 
 def _convert(conv: Callable[[Any], T], value: Any) -> T:
+    if conv in (int, float) and isinstance(value, int) and not -2**63 <= value < 2**63:
+        # TOML integers are 64-bit; Python reads any length, which overflows float arithmetic
+        raise ValueError(f"must be a 64-bit integer (TOML's range), got {shown(value)}")
     if conv is int:
         if isinstance(value, bool) or not isinstance(value, int):
             if isinstance(value, float) and value.is_integer():
@@ -184,11 +187,11 @@ def default_of(cls: type, name: str) -> Any:
 
 # common checks: one rule for every number, finite first --------------------------------------
 def positive(x: float) -> str | None:
-    return "must be finite" if not math.isfinite(x) else None if x > 0 else "must be > 0"
+    return "must be finite" if not finite(x) else None if x > 0 else "must be > 0"
 
 
 def non_negative(x: float) -> str | None:
-    return "must be finite" if not math.isfinite(x) else None if x >= 0 else "must be >= 0"
+    return "must be finite" if not finite(x) else None if x >= 0 else "must be >= 0"
 
 
 def at_least(lo: float) -> Callable[[float], str | None]:

@@ -26,6 +26,7 @@ from pathlib import Path
 from emulator import budget, torch_prefill
 from emulator.budget import caps_for
 from emulator.cards import CardError
+from emulator.files import os_error_text
 from emulator.scenario.knobs import number
 from emulator.scenario.reader import MAX_SEED
 from emulator.torch_prefill.config import MODEL_NAMES, counterpart, get_config
@@ -184,6 +185,8 @@ def _import(args: argparse.Namespace) -> int:
         raise UsageError("--card: --import needs the model card (NAME or config.json) for S_kv")
     if args.out is None:
         raise UsageError("--out: --import writes a profile file: give its path")
+    if args.name is not None and not args.name.strip():
+        raise UsageError("--name: give the profile a name (or leave --name out: the file's stem)")
     out = _out_path("--out", args.out)
     card = load_card(args.card)
     if args.kv_dtype:
@@ -413,10 +416,20 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
     except (UsageError, torch_prefill.TorchUnavailable, TraceError, CardError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
-    except (RuntimeError, MemoryError, OSError) as exc:  # e.g. CUDA out of memory
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        print(f"{PROG}: profile failed: {first}", file=sys.stderr)
-        return 1
+    except OSError as exc:
+        if exc.filename is None:
+            return _failed(exc)
+        print(f"{PROG}: {os_error_text(exc)}", file=sys.stderr)  # a path the user named
+        return 2
+    except (RuntimeError, MemoryError) as exc:  # e.g. CUDA out of memory
+        return _failed(exc)
+
+
+def _failed(exc: BaseException) -> int:
+    """A run that failed on this machine (not the input): its first line, exit 1."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    print(f"{PROG}: profile failed: {first}", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from emulator.budget import BudgetError
-from emulator.files import FileRefused, cap_help, read_text
+from emulator.files import FileRefused, cap_help, printable, read_text
 from emulator.planner.store import check_writable
 from emulator.scenario import presets
 from emulator.scenario.knobs import whole
@@ -154,18 +154,53 @@ def _changed(a: str, b: str, width: int = 90) -> tuple[str, str]:
     return a[lo:lo + width], b[lo:lo + width]
 
 
-def diff_summary(expected: str, actual: str, limit: int = 6) -> str:
-    """How many screen rows differ, and the first and last few of them (around the change)."""
-    a, b = screen_rows(expected), screen_rows(actual)
+def diff_summary(expected: str, actual: str, fmt: str = "svg") -> str:
+    """One line: how many rows (svg, txt) or values (json) differ and the first of them, cut
+    to the stretch around the change; the files themselves hold the rest."""
+    if fmt == "json":
+        try:
+            old_doc, new_doc = json.loads(expected), json.loads(actual)
+        except ValueError:
+            pass
+        else:
+            keys = _json_differences(old_doc, new_doc)
+            if not keys:
+                return "the same values; spacing or key order differ"
+            path, old, new = keys[0]
+            return (f"{len(keys)} value{'s' if len(keys) != 1 else ''} differ, first "
+                    f"{path or '(the top level)'}: {_brief(old)} -> {_brief(new)}")
+    if fmt == "svg":
+        a, b = screen_rows(expected), screen_rows(actual)
+        what, empty = "rows", "the screen text is the same; colors or styles differ"
+    else:
+        a, b = dict(enumerate(expected.splitlines())), dict(enumerate(actual.splitlines()))
+        what, empty = "lines", "the same lines; line endings differ"
     differ = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
     if not differ:
-        return "the screen text is the same; colors or styles differ"
-    shown = differ if len(differ) <= limit else differ[:limit // 2] + differ[-(limit - limit // 2):]
-    lines = [f"{len(differ)} of {max(len(a), len(b))} rows differ"]
-    for k in shown:
-        old, new = _changed(a.get(k, ""), b.get(k, ""))
-        lines.append(f"  row {k + 1}:\n    - {old}\n    + {new}")
-    return "\n".join(lines)
+        return empty
+    old, new = _changed(a.get(differ[0], ""), b.get(differ[0], ""), width=40)
+    return (f"{len(differ)} of {max(len(a), len(b))} {what} differ, first {what[:-1]} "
+            f"{differ[0] + 1}: {old.strip()!r} -> {new.strip()!r}")
+
+
+def _json_differences(a: object, b: object, path: str = "") -> list[tuple[str, object, object]]:
+    """Every differing leaf of two JSON documents as (dotted path, old, new), in key order."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for k in sorted(set(a) | set(b), key=str):
+            sub = f"{path}.{k}" if path else str(k)
+            out += _json_differences(a.get(k, "(missing)"), b.get(k, "(missing)"), sub) \
+                if k in a and k in b else [(sub, a.get(k, "(missing)"), b.get(k, "(missing)"))]
+        return out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b, strict=True))
+                for d in _json_differences(x, y, f"{path}[{i}]")]
+    return [] if a == b else [(path, a, b)]
+
+
+def _brief(value: object) -> str:
+    text = printable(json.dumps(value, sort_keys=True))
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 @dataclass(frozen=True)
@@ -228,23 +263,6 @@ def _warnings(driver: Emulator | None) -> tuple[str, ...]:
 async def render(preset: str | None, at: float, size: tuple[int, int], **kwargs: Any) -> str:
     """The dashboard as SVG after running the emulator synchronously to `at` seconds."""
     return (await capture(preset, at, size, **kwargs)).svg
-
-
-def text_diff_summary(expected: str, actual: str, limit: int = 6) -> str:
-    """How many lines of two texts differ (txt screens, JSON), the first and last few."""
-    a, b = expected.splitlines(), actual.splitlines()
-    n = max(len(a), len(b))
-    differ = [k for k in range(n) if (a[k] if k < len(a) else None) != (b[k] if k < len(b) else None)]
-    if not differ:
-        return "the same lines; line endings differ"
-    shown = differ if len(differ) <= limit else differ[:limit // 2] + differ[-(limit - limit // 2):]
-    lines = [f"{len(differ)} of {n} lines differ"]
-    for k in shown:
-        old, new = a[k] if k < len(a) else "", b[k] if k < len(b) else ""
-        if max(len(old), len(new)) > 90:  # long: the stretch around the change
-            old, new = _changed(old, new)
-        lines.append(f"  line {k + 1}:\n    - {old}\n    + {new}")
-    return "\n".join(lines)
 
 
 def _format_of(args: argparse.Namespace) -> str:
@@ -343,7 +361,7 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--at: must be >= 0 seconds (got {args.at})")
     seed = parse_flag("--seed", whole, args.seed, a_seed)
     parse_flag("--theme", str, args.theme, _check_theme)
-    if args.out:
+    if args.out is not None:
         try:
             check_writable(args.out, "--out")
         except ValueError as exc:
@@ -372,7 +390,7 @@ def main(args: argparse.Namespace) -> int:
         text = cap.as_format(fmt)
     for line in warnings:
         print(f"prfaas-tui snapshot: warning: {line}", file=sys.stderr)
-    if args.out:
+    if args.out is not None:
         try:
             Path(args.out).write_text(text, encoding="utf-8")
         except OSError as exc:
@@ -384,7 +402,5 @@ def main(args: argparse.Namespace) -> int:
     if same:
         print(f"{args.check}: same")
         return 0
-    summary = (diff_summary(expected, text) if fmt == "svg"
-               else text_diff_summary(expected, text))
-    print(f"{args.check}: differs\n{summary}", file=sys.stderr)
+    print(f"{args.check}: differs: {diff_summary(expected, text, fmt)}", file=sys.stderr)
     return 1

@@ -24,7 +24,7 @@ from textual.widgets import Header
 
 from emulator.effective import LiveState
 from emulator.figure5 import effective_figure5
-from emulator.files import escapes, file_stem
+from emulator.files import escapes, file_stem, unusable
 from emulator.model import OperatingPoint
 from emulator.paradigm import Paradigm
 from emulator.scenario.incidents import hand_keys
@@ -726,6 +726,8 @@ def _positive_seconds(text: str) -> str | None:
 
 def _parent_exists(text: str) -> str | None:
     """A folder that exists or can be made in one that does."""
+    if (why := unusable(text)) is not None:
+        return why
     p = Path(text).expanduser()
     if p.exists() and not p.is_dir():
         return f"not a folder: {p}"

@@ -16,6 +16,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
+from emulator.files import unusable
 from prfaas_tui.events import EXPORT_SUFFIXES, KINDS, Event, select, write_events
 from prfaas_tui.metrics_export import fresh_base
 from prfaas_tui.screens.prompt import ValuePrompt, steady_input
@@ -140,6 +141,8 @@ class EventsScreen(Screen):
 
     def action_export(self) -> None:
         def check(text: str) -> str | None:
+            if (why := unusable(text)) is not None:
+                return why
             p = Path(text).expanduser()
             if p.suffix not in EXPORT_SUFFIXES:
                 return "name a .jsonl or .csv file"

@@ -15,6 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from emulator.cards import CardError, gpu, model_card
+from emulator.files import unusable
 from emulator.scenario import presets
 from emulator.scenario.reader import PresetError
 from emulator.scenario.scenario import Scenario
@@ -92,7 +93,10 @@ class NewPresetScreen(ModalScreen[Scenario | None]):
                            prfaas_gpus=self._whole("prfaas_gpus"), local_gpus=self._whole("local_gpus"),
                            bandwidth=self._value("bandwidth"), lengths=work if is_law else None,
                            trace=None if is_law else work)
-            out = Path(self._value("out") or "new-preset.toml").expanduser()
+            typed = self._value("out") or "new-preset.toml"
+            if (why := unusable(typed)) is not None:  # exists() raises on a name too long
+                raise UsageError(why)
+            out = Path(typed).expanduser()
             if out.exists():
                 raise UsageError(f"{out} exists: type another name (nothing is overwritten)")
             answer = write_preset(spec, out)  # refuses an existing file: nothing is overwritten
