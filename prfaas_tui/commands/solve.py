@@ -21,6 +21,7 @@ from emulator.optimizer import paradigms, search
 from emulator.scenario.reader import positive
 from emulator.scenario.scenario import Scenario
 from emulator.topology.answer import topology_answer
+from emulator.topology.load import load_warnings, no_local_prefill_warning, topology_load_warnings
 from emulator.units import format_tokens, parse_duration
 from prfaas_tui import json_out
 from prfaas_tui.commands.common import (
@@ -136,6 +137,8 @@ def solve(args: argparse.Namespace) -> dict:
     if pair:
         out |= _pair(sc, out["mode"], wl, target, q, objective, warnings)
     out["topology"] = answer(sc, target, q)  # a single pair: the 1x1 topology beside the rest
+    if not pair:
+        warnings += _topology_load(sc, out["topology"])
     if warnings:
         out["warnings"] = warnings
     return out
@@ -159,6 +162,11 @@ def _pair(sc: Scenario, mode: str, wl, target: float | None, q: float, objective
             objective = "lambda" if objective == "slo" else objective
         if objective == "slo":
             best = evaluate(sc.system, knobs, mode)
+    if sc.sim.rate is not None:  # a load is a share of Lambda_max: never over it
+        warnings += load_warnings(sc.sim.rate, op.lambda_max,
+                                  f"the operating point's Lambda_max ({mode} mode)")
+    if (risk := no_local_prefill_warning(best.knobs.n_p, sc.path or sc.name)) is not None:
+        warnings.append(risk)
     out = {
         "operating_point": op.to_dict(),
         "optimum": best.to_dict(),
@@ -174,6 +182,17 @@ def _pair(sc: Scenario, mode: str, wl, target: float | None, q: float, objective
         out["objective"] = objective
         out["slo"] = slo
     return out
+
+
+def _topology_load(sc: Scenario, topo: dict) -> list[str]:
+    """The rate a run of the preset offers (its rate, or its load x the routing bound) against
+    what the preset's own policy serves, overall and per region (the routing bound for a
+    routing other than threshold)."""
+    bound = topo["bound"]["lambda_max"]
+    offered = sc.sim.rate if sc.sim.rate is not None else sc.sim.load * bound
+    if sc.topology.routing == "threshold":
+        return topology_load_warnings(sc.topology, offered)
+    return load_warnings(offered, bound, "the routing bound")
 
 
 def check_topology_instances(sc: Scenario, caps: Caps) -> None:
