@@ -351,12 +351,12 @@ class Session:
                 raise Refused("the speed must be > 0")
             self.settings = replace(self.settings, speed=float(speed))
             if self.driver is not None:
-                self.take(self.driver.apply(self.settings))
+                self.take(self.driver.apply(self.settings, ()))
             return
         old, new = self.settings.scenario, self.settings.apply(**changes)
         self.settings, self.view = new, ModelView.of(new)
-        if self.driver is not None:
-            self.take(self.driver.apply(new))
+        if self.driver is not None:  # only the knobs asked for: the rest may have moved since
+            self.take(self.driver.apply(new, tuple(k for k in changes if k != "speed")))
             sc = new.scenario
             if "t" in changes and sc.t != old.t:
                 self.pin("t")
