@@ -50,7 +50,8 @@ def model_line(fig: Figures) -> str:
     if m is None:
         return "model: waiting for the first tick"
     gap = (m.bound_lambda - m.policy_lambda) / m.bound_lambda if m.bound_lambda > 0 else 0.0
-    return (f"Λ policy {rate(m.policy_lambda)} · bound {rate(m.bound_lambda)} · gap {pct(gap)}"
+    return (f"Λ running policy {rate(m.policy_lambda)} · bound {rate(m.bound_lambda)} · its gap "
+            f"{pct(gap)}"
             f" · binds {', '.join(m.policy_binding) or 'nothing'}")
 
 

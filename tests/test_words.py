@@ -1,0 +1,89 @@
+"""Words on screen and in output say what they mean: help text is shown as written (never
+read as markup), and the other wording rules of docs/glossary.md."""
+
+from __future__ import annotations
+
+import pytest
+
+from prfaas_tui.app import PrfaasApp
+
+
+@pytest.mark.asyncio
+async def test_the_topology_help_shows_brackets_as_written():
+    from textual.containers import VerticalScroll
+
+    from prfaas_tui.commands.snapshot import normalize, screen_text
+    from prfaas_tui.screens.help import HelpScreen
+
+    app = PrfaasApp(None, live=False, at=60.0, drill="region-link-brownout")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        text = screen_text(normalize(app.export_screenshot()))
+        app.screen.query_one(VerticalScroll).scroll_end(animate=False)
+        await pilot.pause()
+        text += screen_text(normalize(app.export_screenshot()))
+        assert "with a [cache] and sessions" in text
+
+
+def test_the_fork_hint_names_each_key_once_with_what_it_does():
+    from prfaas_tui.screens.fork import ForkControls
+
+    parts = ForkControls.HINT.split("  ")
+    assert parts == ["↑↓ knob", "←→ step", "t: set t"]
+
+
+def _empty_headers(text: str) -> list[str]:
+    """The tables (by title line) with a header cell blank on every header line."""
+    out, lines = [], text.splitlines()
+    for i, line in enumerate(lines):
+        if not line.startswith("┏"):
+            continue
+        head = []
+        for row in lines[i + 1:]:
+            if row.startswith("┡"):
+                break
+            head.append([c.strip() for c in row.strip("┃").split("┃")])
+        for col in zip(*head, strict=True):
+            if not any(col):
+                out.append(lines[i - 1])
+    return out
+
+
+@pytest.mark.parametrize("argv", [
+    ["solve", "--preset", "paper-case-study", "--slo-ttft", "6s"],
+    ["solve", "--preset", "two-regions", "--slo-ttft", "10s"],
+])
+def test_every_table_column_has_a_header(argv, capsys, monkeypatch):
+    from prfaas_tui.cli import main
+
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "┏" in out and _empty_headers(out) == []
+
+
+def test_solve_quotes_one_gap_to_the_bound(capsys, monkeypatch):
+    import re
+
+    from prfaas_tui.cli import main
+
+    monkeypatch.setenv("COLUMNS", "300")
+    assert main(["solve", "--preset", "global"]) == 0
+    out = capsys.readouterr().out
+    said = re.search(r"gap to the bound ([0-9.]+%)", out).group(1)
+    reason = re.search(r"the gap is ([0-9.]+%)", out).group(1)
+    assert said == reason
+
+
+def test_the_maps_gap_names_the_policy_it_is_of():
+    from types import SimpleNamespace
+
+    from prfaas_tui.widgets.topology_map import model_line
+
+    fig = SimpleNamespace(model=SimpleNamespace(policy_lambda=5.28, bound_lambda=5.35,
+                                                policy_binding=("link:hub->west",)))
+    line = model_line(fig)
+    assert "Λ running policy 5.28" in line and "its gap 1%" in line
