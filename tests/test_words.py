@@ -87,3 +87,21 @@ def test_the_maps_gap_names_the_policy_it_is_of():
                                                 policy_binding=("link:hub->west",)))
     line = model_line(fig)
     assert "Λ running policy 5.28" in line and "its gap 1%" in line
+
+
+@pytest.mark.asyncio
+async def test_the_left_column_shows_the_newest_decisions_whole_at_160x48():
+    from prfaas_tui.widgets.model_panel import DecisionLog
+
+    app = PrfaasApp(None, live=False, at=1300.0, drill="link-brownout")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        from prfaas_tui.commands.snapshot import normalize, screen_rows
+
+        log = app.screen.query_one(DecisionLog)
+        x0, width = log.region.x, log.region.width
+        rows = screen_rows(normalize(app.export_screenshot()))
+        column = " ".join(rows.get(y, "")[x0:x0 + width].strip()
+                          for y in range(log.region.y, log.region.bottom))
+        for d in log.tick.snapshot.decisions[-2:]:  # the newest two, every word on screen
+            assert " ".join(d.split()) in " ".join(column.split())

@@ -302,11 +302,11 @@ class RouterPanel(Static):
 
 class DecisionLog(SizedStatic):
     """The recent decisions and notes of the emulation (scheduler, changes, incidents), newest
-    last, one line each."""
+    last, each whole: wrapped to the column, as many of the newest as fit (cut to one line
+    each, a 30-column left column showed only "690.0s scheduler (short): …")."""
 
     DEFAULT_CSS = """
-    DecisionLog { height: 1fr; padding: 0 1; color: $text-muted;
-                  text-wrap: nowrap; text-overflow: ellipsis; }
+    DecisionLog { height: 1fr; padding: 0 1; color: $text-muted; }
     """
 
     tick: reactive[Tick | None] = reactive(None, repaint=False)  # bound to the screen's
@@ -319,5 +319,13 @@ class DecisionLog(SizedStatic):
         self.remember(snap)
         decisions = snap.decisions if snap is not None else ()
         rows = max(self.size.height - 1, 1)
-        body = "\n".join(" ".join(d.split()) for d in decisions[-rows:]) or "no decisions yet"
+        width = max(self.size.width - 2, 8)  # less the padding
+        shown: list[str] = []
+        for d in reversed(decisions[-rows:]):  # the newest first, while they fit
+            line = " ".join(d.split())
+            rows -= len(Text(line).wrap(self.app.console, width))
+            if rows < 0 and shown:
+                break
+            shown.append(line)
+        body = "\n".join(reversed(shown)) or "no decisions yet"
         self.update(Text.assemble(("decisions\n", "bold"), body), layout=False)
