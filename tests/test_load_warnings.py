@@ -9,8 +9,15 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from emulator.scenario import presets
-from emulator.topology.load import OVERLOADED, region_capacities, topology_load_warnings
+from emulator.topology.load import (
+    NO_LOCAL_PREFILL,
+    OVERLOADED,
+    region_capacities,
+    topology_load_warnings,
+)
 from prfaas_tui.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,3 +73,41 @@ def test_solve_flags_an_optimum_without_local_prefill(tmp_path, capsys):
     assert line in " ".join(new_line.split())  # the same words as `new`
     assert main(["solve", "--preset", "paper-case-study", "--json"]) == 0
     assert "warnings" not in json.loads(capsys.readouterr().out)
+
+
+async def _topology_text(path: str) -> str:
+    from prfaas_tui.app import PrfaasApp
+    from prfaas_tui.commands.snapshot import normalize, screen_text
+
+    app = PrfaasApp(path, live=False, at=60.0)
+    async with app.run_test(size=(200, 60)) as pilot:
+        await pilot.pause()
+        return " ".join(screen_text(normalize(app.export_screenshot())).split())
+
+
+@pytest.mark.asyncio
+async def test_the_topology_view_names_the_overloaded_region(tmp_path):
+    hot = await _topology_text(_global_at(tmp_path, 0.9))
+    assert f"{OVERLOADED} in sa-east · Λ running policy" in hot
+    served = await _topology_text("global")
+    assert OVERLOADED not in served
+
+
+@pytest.mark.asyncio
+async def test_the_model_panel_flags_an_optimum_without_local_prefill(tmp_path, capsys):
+    from prfaas_tui.app import PrfaasApp
+    from prfaas_tui.widgets.model_panel import ModelPanel
+
+    out = tmp_path / "kimi.toml"
+    assert main(["new", "--model", "kimi-linear-48b-a3b", "--prfaas-gpus", "32",
+                 "--local-gpus", "64", "--t-decode", "25 ms", "--bs-max", "20",
+                 "--out", str(out)]) == 0
+    for path, flagged in ((str(out), True), ("paper-case-study", False)):
+        app = PrfaasApp(path, live=False, at=20.0)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause()
+            from prfaas_tui.commands.snapshot import normalize, screen_text
+
+            text = " ".join(screen_text(normalize(app.export_screenshot())).split())
+            assert (NO_LOCAL_PREFILL in text) is flagged, path
+            assert app.screen.query_one(ModelPanel) is not None

@@ -81,12 +81,17 @@ def test_solve_quotes_one_gap_to_the_bound(capsys, monkeypatch):
 def test_the_maps_gap_names_the_policy_it_is_of():
     from types import SimpleNamespace
 
+    from emulator.scenario import presets
     from prfaas_tui.widgets.topology_map import model_line
 
-    fig = SimpleNamespace(model=SimpleNamespace(policy_lambda=5.28, bound_lambda=5.35,
-                                                policy_binding=("link:hub->west",)))
+    topo = presets.load("two-regions", topology=True).declared_topology
+    regions = {r.name: {"target_rate": 0.1} for r in topo.regions}
+    fig = SimpleNamespace(topo=topo, model=SimpleNamespace(
+        policy_lambda=5.28, bound_lambda=5.35, policy_binding=("link:hub->west",),
+        policy_utilization={}), region=regions.get,
+        region_state=lambda name: (float("inf"), None))
     line = model_line(fig)
-    assert "Λ running policy 5.28" in line and "its gap 1%" in line
+    assert line.startswith("Λ running policy 5.28") and "its gap 1%" in line
 
 
 @pytest.mark.asyncio

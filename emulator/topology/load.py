@@ -10,6 +10,7 @@ total over Lambda does not say where.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from emulator.topology.policy import evaluate_policy, preset_settings
 from emulator.topology.spec import Topology
@@ -26,18 +27,26 @@ def state(offered: float, lam: float, bounded: bool = False) -> str | None:
 
 
 def region_capacities(topo: Topology) -> tuple[float, dict[str, float]]:
-    """(Lambda of the topology's own policy, {region: the rate of its own traffic its own rows
-    carry}): thresholds, splits and long shares as the preset sets them, exact mode. A region's
-    rows are its PD-P and PD-D pools and its links; a shared site limits the total only."""
+    """(Lambda of the topology's own policy, `region_lambdas` at it): thresholds, splits and
+    long shares as the preset sets them, exact mode."""
     pt = evaluate_policy(topo, preset_settings(topo))
-    per: dict[str, float] = {}
+    util = {n: load * pt.lambda_max / pt.capacity[n] if pt.capacity[n] > 0 else math.inf
+            for n, load in pt.loads.items()}
+    return pt.lambda_max, region_lambdas(topo, pt.lambda_max, util)
+
+
+def region_lambdas(topo: Topology, lam: float,
+                   utilization: Mapping[str, float | None]) -> dict[str, float]:
+    """{region: the rate of its own traffic its own rows carry}, from a policy's Lambda and its
+    rows' utilization there (the CLI's policy point, the view's live model). A region's rows
+    are its PD-P and PD-D pools and its links; a shared site limits the total only."""
+    out: dict[str, float] = {}
     for r in topo.regions:
         rows = [f"pd-p:{r.name}", f"pd-d:{r.name}",
                 *(f"link:{k.name}" for k in topo.links_of_region(r.name))]
-        lim = min((pt.capacity[n] / pt.loads[n] for n in rows if pt.loads.get(n, 0.0) > 0),
-                  default=math.inf)
-        per[r.name] = r.share * lim
-    return pt.lambda_max, per
+        busiest = max((utilization.get(n) or 0.0 for n in rows), default=0.0)
+        out[r.name] = r.share * lam / busiest if busiest > 0 else math.inf
+    return out
 
 
 def load_warnings(offered: float, lam: float, what: str,
@@ -64,6 +73,9 @@ def topology_load_warnings(topo: Topology, offered: float, bounded: bool = False
     regions = {r.name: (r.share * offered, per[r.name]) for r in topo.regions}
     return load_warnings(offered, lam, "the preset's own policy (its thresholds, splits and "
                          "shares)", regions, bounded)
+
+
+NO_LOCAL_PREFILL = "N_p = 0: a link outage stops all prefill"  # a panel's short form
 
 
 def no_local_prefill_warning(n_p: int, preset: str) -> str | None:

@@ -14,6 +14,7 @@ from textual.widgets import Static
 
 from emulator.effective import EffectiveView, targets_for
 from emulator.paradigm import Paradigm, Stage
+from emulator.topology.load import NO_LOCAL_PREFILL
 from emulator.units import format_duration, format_tokens, to_gbps
 from prfaas_tui.live import Tick
 from prfaas_tui.modelview import LatencyView, ModelView, live_latency
@@ -142,6 +143,8 @@ class ModelPanel(Static):
                            style=dim)
                 opt.append("[O]", style="bold")
             lines.append(opt)
+            if n_p == 0:
+                lines.append(Text(f"⚠ {NO_LOCAL_PREFILL}", style=warn))
         return Group(*lines)
 
     @staticmethod
@@ -213,6 +216,8 @@ class ModelPanel(Static):
                        style=dim)
             opt.append("[O]", style="bold")
         lines.append(opt)
+        if b.knobs.n_p == 0:
+            lines.append(Text(f"⚠ {NO_LOCAL_PREFILL}", style=f"bold {color(self, 'text-warning')}"))
         return Group(*lines)
 
 
