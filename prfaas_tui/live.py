@@ -110,7 +110,8 @@ def apply_controls(emu: Emulation, new: Settings, asked: tuple[str, ...] | None 
     its own (the engine's rule for a paradigm switch alone) and it keeps that one while in
     force. (Sending the operator's split on a switch from homogeneous to naive asked for
     naive with PD-P instances: refused, and the homogeneous deployment stayed on screen.)
-    A topology's knobs are its elements' (`ElementChange`): its settings carry the pace only.
+    A topology's knobs are its elements' (`ElementChange`): its settings carry the pace and
+    the total offered rate (each region offered its share).
 
     `asked`: the knobs the operator changed (Controls field names); only those move, the rest
     stay as the emulation runs them now. The UI's settings may lag the emulation (a scheduler
@@ -118,6 +119,9 @@ def apply_controls(emu: Emulation, new: Settings, asked: tuple[str, ...] | None 
     nobody made (a speed key resetting t to the UI's stale value). None: every knob (a replay
     of a log written before the field existed, a fresh emulation)."""
     if emu.topology is not None:
+        if asked and "rate" in asked and new.rate != emu.topology.rate:
+            emu.topology.set_rate(new.rate)  # each region its share
+            emu.note(f"offered rate -> {new.rate:.3f} req/s")
         return
     target, now = new.controls, emu.controls
     if asked is not None:

@@ -111,3 +111,29 @@ async def test_the_model_panel_flags_an_optimum_without_local_prefill(tmp_path, 
             text = " ".join(screen_text(normalize(app.export_screenshot())).split())
             assert (NO_LOCAL_PREFILL in text) is flagged, path
             assert app.screen.query_one(ModelPanel) is not None
+
+
+@pytest.mark.asyncio
+async def test_the_topology_view_has_a_rate_knob():
+    from prfaas_tui.app import PrfaasApp
+    from prfaas_tui.screens.prompt import ValuePrompt
+    from prfaas_tui.screens.topology import TopologyScreen
+
+    app = PrfaasApp("two-regions", live=False, at=30.0)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, TopologyScreen)
+        await pilot.press("r")
+        assert isinstance(app.screen, ValuePrompt)
+        await pilot.press("ctrl+a", "ctrl+k", *"0", "enter")
+        assert isinstance(app.screen, ValuePrompt)  # refused as typed: the prompt stays
+        await pilot.press("ctrl+a", "ctrl+k", *"3.5", "enter")
+        await pilot.pause()
+        driver = screen.session.driver
+        assert driver.call(lambda emu: emu.topology.rate) == 3.5
+        regions = driver.call(lambda emu: {r.name: r.workload.mean_rate
+                                           for r in emu.topology.regions.values()})
+        shares = {r.name: r.share for r in screen.session.scenario.declared_topology.regions}
+        assert regions == pytest.approx({n: 3.5 * s for n, s in shares.items()})
+        assert any(d.endswith("offered rate -> 3.500 req/s") for d in driver.decisions())
