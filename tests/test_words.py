@@ -110,3 +110,12 @@ async def test_the_left_column_shows_the_newest_decisions_whole_at_160x48():
                           for y in range(log.region.y, log.region.bottom))
         for d in log.tick.snapshot.decisions[-2:]:  # the newest two, every word on screen
             assert " ".join(d.split()) in " ".join(column.split())
+
+
+def test_piped_tables_keep_names_whole(capsys, monkeypatch):
+    from prfaas_tui.cli import main
+
+    monkeypatch.delenv("COLUMNS", raising=False)  # piped, no width asked for
+    assert main(["solve", "--preset", "paper-case-study"]) == 0
+    out = capsys.readouterr().out
+    assert "naive-heterogeneous" in out and "N_prfaas/N_p/N_d" in out and "…" not in out
