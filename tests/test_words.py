@@ -1,31 +1,12 @@
-"""Words on screen and in output say what they mean: help text is shown as written (never
-read as markup), and the other wording rules of docs/glossary.md."""
+"""Words on screen and in output say what they mean: hints name each key once, tables name
+every column, one gap is quoted one way, decisions are shown whole, piped tables keep names
+whole (help shown as written: tests/test_topology_view.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from prfaas_tui.app import PrfaasApp
-
-
-@pytest.mark.asyncio
-async def test_the_topology_help_shows_brackets_as_written():
-    from textual.containers import VerticalScroll
-
-    from prfaas_tui.commands.snapshot import normalize, screen_text
-    from prfaas_tui.screens.help import HelpScreen
-
-    app = PrfaasApp(None, live=False, at=60.0, drill="region-link-brownout")
-    async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.pause()
-        await pilot.press("question_mark")
-        await pilot.pause()
-        assert isinstance(app.screen, HelpScreen)
-        text = screen_text(normalize(app.export_screenshot()))
-        app.screen.query_one(VerticalScroll).scroll_end(animate=False)
-        await pilot.pause()
-        text += screen_text(normalize(app.export_screenshot()))
-        assert "with a [cache] and sessions" in text
 
 
 def test_the_fork_hint_names_each_key_once_with_what_it_does():
