@@ -116,8 +116,7 @@ def apply_controls(emu: Emulation, new: Settings, asked: tuple[str, ...] | None 
     `asked`: the knobs the operator changed (Controls field names); only those move, the rest
     stay as the emulation runs them now. The UI's settings may lag the emulation (a scheduler
     move after the last tick it took), so sending them whole would undo that move as a change
-    nobody made (a speed key resetting t to the UI's stale value). None: every knob (a replay
-    of a log written before the field existed, a fresh emulation)."""
+    nobody made (a speed key resetting t to the UI's stale value). None: every knob."""
     if emu.topology is not None:
         if asked and "rate" in asked and new.rate != emu.topology.rate:
             emu.topology.set_rate(new.rate)  # each region its share

@@ -1,7 +1,7 @@
 """The planner's keeps-up rule judges what a run can show in its duration: the requests that
 arrived early enough to finish. On a Kimi-Linear-like preset (32 H200 PrfaaS + 64 H20 local over
-100 Gbps, `new`, decode 20 x 25 ms: 4/0/8 at Lambda_max 6.25, prfaas-pd 2/1/7 at 5.47, where the
-old served >= 95% of offered rule gave 2.93 and 1.88 at 10 min), more hardware never ranks lower, a candidate's goodput lands near its
+100 Gbps, `new`, decode 20 x 25 ms: 4/0/8 at Lambda_max 6.25, prfaas-pd 2/1/7 at 5.47, where a
+served >= 95% of offered rule gives 2.93 and 1.88 at 10 min), more hardware never ranks lower, a candidate's goodput lands near its
 Lambda_max, a probe's verdict does not flip with the rate, and a plan where nothing passes says
 why per candidate instead of a table of zeros."""
 

@@ -307,8 +307,8 @@ class RouterPanel(Static):
 
 class DecisionLog(SizedStatic):
     """The recent decisions and notes of the emulation (scheduler, changes, incidents), newest
-    last, each whole: wrapped to the column, as many of the newest as fit (cut to one line
-    each, a 30-column left column showed only "690.0s scheduler (short): …")."""
+    last, each whole: wrapped to the column, as many of the newest as fit (one line each
+    would leave a 30-column left column only "690.0s scheduler (short): …")."""
 
     DEFAULT_CSS = """
     DecisionLog { height: 1fr; padding: 0 1; color: $text-muted; }
