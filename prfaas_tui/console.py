@@ -2,8 +2,9 @@
 
 Why: rich wraps every line at the terminal's width, and at 80 columns when output is piped, so a
 preset path or a model name printed to a file or a pager broke mid-word ("kimi-lin / ear").
-Piped output keeps its lines whole unless COLUMNS names a width to keep to; a terminal still
-wraps at its width. Tables lay out as rich sizes them either way."""
+Piped output keeps its lines whole unless COLUMNS names a width to keep to, and its tables get
+the room they need (up to PIPED_WIDTH columns) instead of 80, where they cut names to
+"naive-heter…"; a terminal still wraps at its width."""
 
 from __future__ import annotations
 
@@ -33,6 +34,9 @@ class _Console(Console):
         super().print(*objects, **kwargs)
 
 
+PIPED_WIDTH = 160  # a piped table's widest layout (rich sizes a table to its content below it)
+
+
 def make_console(stderr: bool = False) -> Console:
     """A console on stdout (or stderr) that soft-wraps unless it writes to a terminal or the
     environment's COLUMNS asks for a width."""
@@ -41,4 +45,5 @@ def make_console(stderr: bool = False) -> Console:
         tty = stream.isatty()
     except (AttributeError, ValueError):  # a closed or odd stream
         tty = False
-    return _Console(stderr=stderr, soft_wrap=not tty and not os.environ.get("COLUMNS"))
+    soft = not tty and not os.environ.get("COLUMNS")
+    return _Console(stderr=stderr, soft_wrap=soft, width=PIPED_WIDTH if soft else None)

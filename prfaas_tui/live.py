@@ -102,7 +102,7 @@ def snapshot_of(emu: Emulation) -> Snapshot:
                                    POLICIES_KEY: policies})
 
 
-def apply_controls(emu: Emulation, new: Settings) -> None:
+def apply_controls(emu: Emulation, new: Settings, asked: tuple[str, ...] | None = None) -> None:
     """Take a running emulation to the `new` settings: the one place the UI changes an
     emulation's knobs; the engine computes the diff (`Emulation.apply`). The settings hold the
     operator's PrfaaS-PD split whatever the paradigm; a paradigm that runs its own split
@@ -110,10 +110,23 @@ def apply_controls(emu: Emulation, new: Settings) -> None:
     its own (the engine's rule for a paradigm switch alone) and it keeps that one while in
     force. (Sending the operator's split on a switch from homogeneous to naive asked for
     naive with PD-P instances: refused, and the homogeneous deployment stayed on screen.)
-    A topology's knobs are its elements' (`ElementChange`): its settings carry the pace only."""
+    A topology's knobs are its elements' (`ElementChange`): its settings carry the pace and
+    the total offered rate (each region offered its share).
+
+    `asked`: the knobs the operator changed (Controls field names); only those move, the rest
+    stay as the emulation runs them now. The UI's settings may lag the emulation (a scheduler
+    move after the last tick it took), so sending them whole would undo that move as a change
+    nobody made (a speed key resetting t to the UI's stale value). None: every knob."""
     if emu.topology is not None:
+        if asked and "rate" in asked and new.rate != emu.topology.rate:
+            emu.topology.set_rate(new.rate)  # each region its share
+            emu.note(f"offered rate -> {new.rate:.3f} req/s")
         return
     target, now = new.controls, emu.controls
+    if asked is not None:
+        if {"n_p", "n_d"} & set(asked):  # a split is one knob: checked whole by the caller
+            asked = (*asked, "n_p", "n_d")
+        target = replace(now, **{k: getattr(target, k) for k in asked})
     if not target.paradigm.threshold_routing:
         target = replace(target, n_p=now.n_p, n_d=now.n_d)
     emu.apply(target)
@@ -220,6 +233,7 @@ class Change:
 
     kind: str
     value: Settings | Incident | str | int | tuple[str, bool] | ElementChange | None = None
+    asked: tuple[str, ...] | None = None  # "settings": the knobs changed (apply_controls)
 
 
 @dataclass(frozen=True)
@@ -279,7 +293,7 @@ class Emulator(Protocol):
     def run_to(self, sim_time: float, samples: int = 240) -> Tick: ...
     def pause(self, paused: bool | None = None) -> Tick | None: ...
     def step(self, seconds: float) -> Tick | None: ...
-    def apply(self, new: Settings) -> Tick | None: ...
+    def apply(self, new: Settings, asked: tuple[str, ...] | None = None) -> Tick | None: ...
     def change(self, change: Change) -> Tick | None: ...
     def inject(self, incident: Incident | str) -> Tick | None: ...
     def hand_incidents(self) -> list[tuple[int, str]]: ...
@@ -391,11 +405,12 @@ class Driver:
         """Setting changes submitted so far (compare with Tick.applied)."""
         return self._sent
 
-    def apply(self, new: Settings) -> Tick | None:
-        """Take the running emulation to the new settings (validated by the caller)."""
+    def apply(self, new: Settings, asked: tuple[str, ...] | None = None) -> Tick | None:
+        """Take the running emulation to the new settings (validated by the caller): the
+        knobs in `asked` (Controls field names; None: all) and the pace."""
         self.settings = new
         self._sent += 1
-        return self.change(Change("settings", new))
+        return self.change(Change("settings", new, asked))
 
     def inject(self, incident: Incident | str) -> Tick | None:
         """Start an incident now (built by hand: `at` None, `duration` None or set; or a
@@ -460,7 +475,7 @@ class Driver:
             assert isinstance(value, Settings)
             self._speed = value.speed
             try:
-                apply_controls(emu, value)
+                apply_controls(emu, value, change.asked)
             finally:
                 self._applied += 1
         elif kind == "incident" and value == END_ALL:

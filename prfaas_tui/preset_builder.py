@@ -28,6 +28,7 @@ from emulator.scenario.decode import context_problem
 from emulator.scenario.knobs import KNOBS
 from emulator.scenario.lengths import parse_lengths
 from emulator.scenario.reader import Reader, positive
+from emulator.topology.load import no_local_prefill_warning
 from emulator.trace_formats import read_workload
 from emulator.units import parse_duration, parse_tokens, to_gbps
 from prfaas_tui.errors import UsageError, parse_flag
@@ -264,17 +265,6 @@ def set_optimum(doc: tomlkit.TOMLDocument, out: Path) -> dict:
             "paradigms": paradigms(sc.system, sc.mode, best)}
 
 
-def no_local_prefill_warning(answer: dict) -> str | None:
-    """The line for an optimum with N_p = 0. Throughput alone prefers it (every local GPU
-    decodes), but the region then prefills nothing itself: an outage of the link stops all
-    prefill there until it returns, a risk the optimum's numbers do not show."""
-    if answer["optimum"]["n_p"] > 0:
-        return None
-    return ("warning: the optimum has N_p = 0 (no local prefill: every request is prefilled "
-            "remotely), so a link outage leaves this region with no prefill at all until the "
-            f"link returns; see it with prfaas-tui drill link-outage --preset {answer['preset']}")
-
-
 def uncalibrated_notes(answer: dict) -> list[str]:
     """One line per GPU of the answer whose card has no measured efficiencies, and one per
     calibration key its card was written without (new, `n` form)."""
@@ -307,9 +297,9 @@ def write_preset(spec: NewSpec, out: Path | None, force: bool = False) -> dict:
         raise UsageError(f"{flag}: {out} exists (pass --force to overwrite)")
     doc = build_preset(spec, out)
     answer = set_optimum(doc, out)
-    warning = no_local_prefill_warning(answer)
+    warning = no_local_prefill_warning(answer["optimum"]["n_p"], answer["preset"])
     answer["no_local_prefill"] = warning is not None
-    answer["warnings"] = [warning] if warning else []
+    answer["warnings"] = [f"warning: {warning}"] if warning else []
     answer["gpus"] = {role: {"name": g.name, "calibrated": g.calibrated, "source": g.calibration.source,
                              "notes": g.calibration.notes(g.name)}
                       for role, g in (("prfaas", load_gpu(spec.prefill_gpu)), ("local", load_gpu(spec.local_gpu)))}

@@ -343,25 +343,48 @@ class Session:
         with nothing changed, when impossible. A topology's settings carry its pace only (its
         knobs are its elements': `set_region`, `set_site`, `set_link`)."""
         if self.topology is not None:
-            if set(changes) - {"speed"}:
+            if set(changes) - {"speed", "rate"}:
                 raise Refused("a topology's knobs are its regions', sites' and links' (enter "
-                              "on the map)")
-            speed = changes["speed"]
+                              "on the map) and its total offered rate (r)")
+            speed = changes.get("speed", self.settings.speed)
             if not isinstance(speed, int | float) or not speed > 0:
                 raise Refused("the speed must be > 0")
-            self.settings = replace(self.settings, speed=float(speed))
+            rate = changes.get("rate", self.settings.rate)
+            if "rate" in changes:
+                rate = self.topology_rate(rate)
+            self.settings = replace(self.settings, speed=float(speed), rate=float(rate))
             if self.driver is not None:
-                self.take(self.driver.apply(self.settings))
+                self.take(self.driver.apply(self.settings, ("rate",) if "rate" in changes
+                                            else ()))
             return
         old, new = self.settings.scenario, self.settings.apply(**changes)
         self.settings, self.view = new, ModelView.of(new)
-        if self.driver is not None:
-            self.take(self.driver.apply(new))
+        if self.driver is not None:  # only the knobs asked for: the rest may have moved since
+            self.take(self.driver.apply(new, tuple(k for k in changes if k != "speed")))
             sc = new.scenario
             if "t" in changes and sc.t != old.t:
                 self.pin("t")
             if {"n_p", "n_d"} & set(changes) and (sc.n_p, sc.n_d) != (old.n_p, old.n_d):
                 self.pin("split")
+
+    def topology_rate(self, rate: object) -> float:
+        """A topology's total offered rate, checked as the rate knob and the dashboard's work
+        caps check a pair's; Refused with the reason."""
+        from emulator import budget
+        from emulator.scenario.knobs import KNOBS, KnobError
+
+        try:
+            value = float(KNOBS["rate"].read(rate))
+            if not value > 0:  # a pair's rate 0 idles it; a topology has no other knob for it
+                raise KnobError("rate", "must be > 0")
+            duration = self.settings.scenario.sim.duration
+            budget.check("requests", budget.run_requests(value, duration),
+                         f"rate x the run's {duration:g} s", budget.caps_for("dashboard"))
+        except KnobError as exc:
+            raise Refused(f"rate: {exc.reason}") from None
+        except budget.BudgetError as exc:
+            raise Refused(str(exc)) from None
+        return value
 
     # -- a topology's elements (each checked on the running spec: KnobError, nothing changed) ---
     def check_element(self, kind: str, name: str, **knobs: object) -> ElementChange:

@@ -20,6 +20,7 @@ from typing import Any
 from rich.text import Text
 
 from emulator.topology.live import LiveModel, element_of
+from emulator.topology.load import region_lambdas, state
 from emulator.topology.spec import Topology
 
 Element = tuple[str, str]  # (kind: site | region | link, name)
@@ -105,6 +106,16 @@ class Figures:
             return None, None
         share = self.topo.region(name).share
         return share * self.model.policy_lambda, share * self.model.bound_lambda
+
+    def region_state(self, name: str) -> tuple[float, str | None]:
+        """The region's own Λ (what its PD-P, PD-D and links carry of its traffic, at the
+        running policy's live utilization) and its state at the rate it is offered (None:
+        served; `emulator.topology.load`'s words)."""
+        if self.model is None:
+            return math.nan, None
+        own = region_lambdas(self.topo, self.model.policy_lambda,
+                             self.model.policy_utilization)[name]
+        return own, state(self.region(name)["target_rate"], own)
 
     def region_binds(self, name: str) -> list[str]:
         """The policy's binding rows that concern region `name` (its own, its links, its

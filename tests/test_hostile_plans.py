@@ -74,4 +74,4 @@ def test_a_record_whose_lambda_max_is_not_its_candidates_is_redone(toy, tmp_path
 def test_a_one_second_plan_warning_never_says_a_negative_share(toy):
     why = too_short(toy, 1.0)
     assert why is not None and "%" not in why.split("(")[0] and "-" not in why.split("(")[0]
-    assert "serves none of what it is offered" in why
+    assert "can judge none of its requests" in why

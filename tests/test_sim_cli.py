@@ -101,7 +101,7 @@ def test_bad_preset_key_names_file_and_key(capsys, tmp_path):
 def test_overload_without_admission_bound_warns(capsys):
     rc, _, err = cli(capsys, "--preset", "toy", "--load", "1.2", "--duration", "60", "--json")
     assert rc == 0
-    assert "warning" in err and "queues grow without limit" in err
+    assert "warning: overloaded: queue grows" in err and "1.20x" in err
     rc, _, err = cli(capsys, "--preset", "toy", "--load", "0.8", "--duration", "60", "--json")
     assert rc == 0 and err == ""
 

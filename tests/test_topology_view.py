@@ -347,6 +347,7 @@ async def test_help_lists_the_topology_keys_and_quit_during_a_drill_asks_first()
         await pilot.pause()
         text += screen_text(normalize(app.export_screenshot()))
         assert "Select the next site, region or link" in text and "re-solved" in text
+        assert "with a [cache] and" in text  # help is shown as written, never read as markup
         assert "Chart: cycle the time window" in text
         await pilot.press("escape")
         await pilot.pause()

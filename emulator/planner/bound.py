@@ -5,12 +5,10 @@ ceiling. The analytic SLO-bound rate (emulator/latency.py, P90 TTFT at the SLO) 
 it is widened by `MARGIN` for the model's error and for the noise of short emulations, whose P90
 can pass the SLO a little above the true SLO-bound rate.
 
-Why the bound prunes candidates but does not bracket each bisection: with the planner's short
-runs a probe's outcome is not monotone in the rate (the keeps-up test, served >= 95% of offered,
-fails at random at low rates when the 25.6 s decode tail is ~4% of a 600 s run), so deciding any
-probe from the model, however wide the margin, changes per-seed results that today's plain
-bisection produces. Dropping a whole candidate that a cheaper finished one beats on the bound
-changes neither the best candidate nor the Pareto front.
+Why the bound prunes candidates but does not bracket each bisection: deciding a probe from the
+model, however wide the margin, would change per-seed results the plain bisection produces (a
+short run's P90 is noisy near the SLO-bound rate). Dropping a whole candidate that a cheaper
+finished one beats on the bound changes neither the best candidate nor the Pareto front.
 """
 
 from __future__ import annotations

@@ -6,10 +6,16 @@ candidate's ceiling (stage 1), separately for each seed; the spread across seeds
 confidence band. Every run is an independent virtual-time emulation, so a candidate's result
 depends only on its inputs — the same whichever worker, process or machine computes it.
 
-Keeping up: a single pair serves >= 95% of what it was offered over the run; on a topology
-every region rejects nothing and, over the run's second half, what it holds in flight grows by
-less than 5% of its offered rate (served = offered in steady state, whatever the decode tail a
-run ends with), and meets the TTFT target. A topology candidate runs the best threshold policy
+Keeping up is judged on what a run can show within its duration. A single pair finishes >= 95%
+of its *due* requests: those that arrived early enough to finish, arrival + the TTFT target (at
+most a tenth of the run) + their output tokens x the decode step (the TPOT target when set) <=
+the run's end. Requests
+still decoding when the run ends are not held against it, so the verdict does not depend on how
+the last decode tail falls against the end, and a rate's pass or fail does not flip with the
+rate. A deployment that falls behind leaves its due requests queued (and its P90 TTFT climbs).
+On a topology every region rejects nothing and, over the run's second half, what it holds in
+flight grows by less than 5% of its offered rate (served = offered in steady state, whatever
+the decode tail a run ends with), and meets the TTFT target. A topology candidate runs the best threshold policy
 of its hardware (`run_topology`); an `lp` one the routing bound's split and per-bin routing.
 """
 
@@ -27,6 +33,7 @@ from emulator.scenario.scenario import Scenario, check_knobs
 from emulator.topology.spec import Topology
 
 KEEPS_UP = 0.95
+RULE = "due-95"  # the keeps-up rule's name, kept in a results file: no resume across rules
 SHIPPED = "shipped"  # a topology plan's baseline record: the preset as written
 
 
@@ -41,22 +48,27 @@ class SLO:
         return self.tpot_p90 is None or (tpot_p90 is not None and tpot_p90 <= self.tpot_p90)
 
 
+WAIT_CAP = 0.1  # a due request's allowance for its TTFT: the target, at most this share of a run
+JUDGED = 0.75  # the least share of a run's arrivals that must be due for its verdict to count
+
+
 def too_short(sc: Scenario, duration: float) -> str | None:
-    """Why no run of `duration` seconds can count as keeping up, or None. The requests that
-    arrive in the last (decode time) seconds are still in flight at the end, so a run serves
-    at most 1 - (l_out x t_decode) / duration of what it was offered: below KEEPS_UP every
-    candidate gets goodput 0, silently."""
+    """Why a run of `duration` seconds judges too little of its traffic, or None. Only the
+    requests due by the end count (see the module's text); a request takes at least
+    l_out x t_decode to decode, so under JUDGED of a run's arrivals can be due when the run is
+    shorter than that / (1 - JUDGED), and a deployment falling behind has too little time to
+    show it."""
     dec = sc.system.decode
     latency = dec.l_out * dec.t_decode  # a lower bound of any request's time in the system
-    if duration * (1 - KEEPS_UP) >= latency:
+    need = latency / (1 - JUDGED)
+    if duration >= need:
         return None
-    need = latency / (1 - KEEPS_UP)
     share = 1 - latency / duration
-    serves = (f"serves at most {share:.0%} of what it is offered (a request decodes for "
-              f"{latency:.3g} s)" if share > 0 else "serves none of what it is offered (a "
-              f"request decodes for {latency:.3g} s, longer than the run)")
-    return (f"a run of {duration:g} s {serves}, under "
-            f"the {KEEPS_UP:.0%} a candidate must serve: every goodput will be 0; use "
+    judged = (f"judges at most the {share:.0%} of its requests that arrive early enough to "
+              f"finish (a request decodes for {latency:.3g} s)" if share > 0 else
+              f"can judge none of its requests (a request decodes for {latency:.3g} s, longer "
+              "than the run)")
+    return (f"a run of {duration:g} s {judged}: goodputs will be noisy or 0; use "
             f"--duration of at least {math.ceil(need)} s")
 
 
@@ -130,35 +142,86 @@ def run_topology(sc: Scenario, topo: Topology) -> Scenario:
     return replace(sc, declared_topology=topo, name=f"{sc.name}:{topo.routing}")
 
 
-def probe(sc: Scenario, rate: float, seed: int, duration: float) -> dict:
+class _Due:
+    """Counts a pair run's due requests (arrival + `ttft` + output tokens x `per_token` <= `end`)
+    and how many of them finished."""
+
+    def __init__(self, end: float, ttft: float, per_token: float):
+        self.end, self.ttft, self.per_token = end, ttft, per_token
+        self.due = self.finished = 0
+
+    def is_due(self, req) -> bool:
+        return req.arrival + self.ttft + req.out_len * self.per_token <= self.end
+
+    def arrive(self, req) -> None:
+        self.due += self.is_due(req)
+
+    def done(self, req, now: float) -> None:
+        self.finished += self.is_due(req)
+
+
+def probe(sc: Scenario, rate: float, seed: int, duration: float, slo: SLO) -> dict:
     """One emulation at a (total) offered rate: the figures the SLO test reads, for the pair or
     per region."""
     from emulator.sim.engine import Emulation
 
     if sc.declared_topology is None:
-        res = Emulation(quiet(sc, duration), seed=seed, rate=rate,
-                        duration=duration).run().json  # measured figures: no model, no timing
-        return {"rate": rate, "served_rate": res["served_rate"],
-                "offered_rate": res["offered_rate"], "ttft_p90": res["ttft"]["p90"],
-                "tpot_p90": (res.get("tpot") or {}).get("p90")}
+        q = quiet(sc, duration)
+        with Emulation(q, seed=seed, rate=rate, duration=duration) as emu:
+            per_token = slo.tpot_p90 if slo.tpot_p90 is not None else sc.system.decode.t_decode
+            due = _Due(emu.now + duration, min(slo.ttft_p90, WAIT_CAP * duration), per_token)
+            emu.on_arrive(due.arrive)
+            emu.on_done(due.done)
+            res = emu.run().json  # measured figures: no model, no timing
+        return {"rate": rate, "due": due.due, "finished": due.finished,
+                "ttft_p90": res["ttft"]["p90"], "tpot_p90": (res.get("tpot") or {}).get("p90")}
     from emulator.sim.runtime.topology import topology_bound
 
     q = quiet(sc, duration)
     with Emulation(q, seed=seed, rate=rate, duration=duration, bound=topology_bound(q)) as emu:
         res = emu.run().json
-    return {"regions": {name: {"offered": r["offered_rate"], "rejected": r["rejected"],
+    return {"rate": rate,
+            "regions": {name: {"offered": r["offered_rate"], "rejected": r["rejected"],
                                "growth": r["second_half"]["in_flight_growth"],
                                "ttft_p90": r["ttft"]["p90"]}
                         for name, r in res["regions"].items()}}
 
 
-def ok(p: dict, slo: SLO) -> bool:
-    """Whether one probe keeps up and meets the SLO (see the module's text)."""
+def _slo_miss(slo: SLO, ttft_p90: float | None, tpot_p90: float | None) -> str | None:
+    if ttft_p90 is None:
+        return "no request reached its first token"
+    if not ttft_p90 <= slo.ttft_p90:
+        return f"P90 TTFT {ttft_p90:.3g} s over the {slo.ttft_p90:g} s target"
+    if slo.tpot_p90 is not None and (tpot_p90 is None or not tpot_p90 <= slo.tpot_p90):
+        shown = "none" if tpot_p90 is None else f"{tpot_p90 * 1e3:.3g} ms"
+        return f"P90 TPOT {shown} over the {slo.tpot_p90 * 1e3:.3g} ms target"
+    return None
+
+
+def why_not(p: dict, slo: SLO) -> str | None:
+    """Why one probe does not keep up or meet the SLO (see the module's text); None when it
+    does."""
     if "regions" in p:
-        return all(r["rejected"] == 0 and r["growth"] <= (1 - KEEPS_UP) * r["offered"]
-                   and slo.met(r["ttft_p90"], None) for r in p["regions"].values())
-    keeps_up = p["offered_rate"] <= 0 or p["served_rate"] >= KEEPS_UP * p["offered_rate"]
-    return keeps_up and slo.met(p["ttft_p90"], p["tpot_p90"])
+        for name, r in p["regions"].items():
+            if r["rejected"]:
+                return f"region {name} rejected {r['rejected']} requests"
+            if r["growth"] > (1 - KEEPS_UP) * r["offered"]:
+                return (f"region {name} falls behind: in flight grows {r['growth']:.3g} req/s "
+                        f"of {r['offered']:.3g} offered")
+            if (miss := _slo_miss(slo, r["ttft_p90"], None)) is not None:
+                return f"region {name}: {miss}"
+        return None
+    if p["due"] == 0:
+        return "no request could finish within the run (--duration too short)"
+    if p["finished"] < KEEPS_UP * p["due"]:
+        return (f"falls behind: finished {p['finished'] / p['due']:.1%} of the {p['due']} "
+                f"requests due by the end, under {KEEPS_UP:.0%}")
+    return _slo_miss(slo, p["ttft_p90"], p["tpot_p90"])
+
+
+def ok(p: dict, slo: SLO) -> bool:
+    """Whether one probe keeps up and meets the SLO."""
+    return why_not(p, slo) is None
 
 
 def slo_goodput(base: Scenario, s: Scored, settings: Settings,
@@ -170,7 +233,8 @@ def slo_goodput(base: Scenario, s: Scored, settings: Settings,
 
 def bisect(sc: Scenario, hi0: float, settings: Settings,
            beaten: Callable[[float], bool] | None = None) -> dict | None:
-    """Bisection per seed of `sc`'s offered rate between 0 and `hi0`.
+    """Bisection per seed of `sc`'s offered rate between 0 and `hi0`; `fails_at` is the
+    lowest rate a probe failed at and why (what limits the goodput; the reason a goodput is 0).
 
     The seeds' bisections advance side by side: a probe depends only on its seed and rate, so
     the order changes no result. `beaten(bound)`: whether a goodput below `bound` can no longer
@@ -181,14 +245,18 @@ def bisect(sc: Scenario, hi0: float, settings: Settings,
     n = len(settings.seeds)
     lo, hi = [0.0] * n, [hi0] * n
     runs = 0
+    fails: tuple[float, str] | None = None  # the lowest rate that failed, and why
     for _ in range(settings.steps):
         for i, seed in enumerate(settings.seeds):
             mid = 0.5 * (lo[i] + hi[i])
             runs += 1
-            if ok(probe(sc, mid, seed, settings.duration), settings.slo):
+            why = why_not(probe(sc, mid, seed, settings.duration, settings.slo), settings.slo)
+            if why is None:
                 lo[i] = mid
             else:
                 hi[i] = mid
+                if fails is None or mid < fails[0]:
+                    fails = (mid, why)
                 if beaten is not None and beaten(float(np.asarray(hi).mean())):
                     return None
     per_seed = lo
@@ -197,7 +265,8 @@ def bisect(sc: Scenario, hi0: float, settings: Settings,
     half = float(1.96 * arr.std(ddof=1) / math.sqrt(len(arr))) if len(arr) > 1 else 0.0
     return {"goodput": mean, "goodput_lo": max(mean - half, 0.0), "goodput_hi": mean + half,
             "per_seed": [float(x) for x in per_seed], "runs": runs,
-            "utilization": mean / hi0 if hi0 > 0 else 0.0}
+            "utilization": mean / hi0 if hi0 > 0 else 0.0,
+            "fails_at": None if fails is None else {"rate": fails[0], "why": fails[1]}}
 
 
 def scenario_from_record(base: Scenario, rec: dict) -> Scenario:

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from emulator.planner.executors import LocalPool, run_dask
-from emulator.planner.goodput import SHIPPED, Settings, bisect, slo_goodput
+from emulator.planner.goodput import RULE, SHIPPED, Settings, bisect, slo_goodput
 from emulator.planner.prices import Prices
 from emulator.planner.prune import Scored, prune, score_topology
 from emulator.planner.space import AUTO_T, Candidate, Space, TopologySpace
@@ -95,7 +95,8 @@ def header(plan: Plan) -> dict:
     st = plan.settings
     return {"scenario": plan.scenario.name, "space": repr(plan.space),
             "slo": asdict(st.slo), "seeds": list(st.seeds), "duration": st.duration,
-            "steps": st.steps, "per_config": plan.per_config, "margin": plan.margin}
+            "steps": st.steps, "per_config": plan.per_config, "margin": plan.margin,
+            "rule": RULE}
 
 
 def run_plan(plan: Plan, *, out: str | Path | None = None, workers: int = 1, dask: str | object | None = None,
@@ -230,10 +231,11 @@ def _beaten(s: Scored, bound: float, finished: list[tuple[float | None, float]])
 
 
 def pareto(records: list[dict]) -> list[dict]:
-    """Candidates no other beats on both cost (lower) and goodput (higher)."""
+    """Candidates no other beats on both cost (lower) and goodput (higher); a goodput of 0 (no
+    rate met the SLO) is on no front."""
     pts = sorted((r for r in records if r["cost_per_hour"] is not None),
                  key=lambda r: (r["cost_per_hour"], -r["goodput"], r["key"]))
-    front, best = [], -1.0
+    front, best = [], 0.0
     for r in pts:
         if r["goodput"] > best:
             front.append(r)
@@ -251,7 +253,8 @@ def summarize(scored: list[Scored], records: list[dict], evaluated: int) -> dict
     return {
         "candidates": len(scored), "pruned": sum(reasons.values()), "pruned_by": reasons,
         "emulated": len(records), "evaluated_now": evaluated,
-        "best": ranked[0] if ranked else None, "ranked": ranked, "pareto": pareto(records),
+        "best": ranked[0] if ranked and ranked[0]["goodput"] > 0 else None, "ranked": ranked,
+        "pareto": pareto(records),
     }
 
 
@@ -261,7 +264,8 @@ def summarize_topology(plan: Plan, scored: list[Scored], records: list[dict], sh
     the best at its cost), the shipped baseline and the best at its cost or less."""
     sc, st, prices = plan.scenario, plan.settings, plan.prices
     records = sorted(records, key=lambda r: (-r["goodput"], r["key"]))
-    within = [r for r in records if r["cost_per_hour"] <= shipped["cost_per_hour"] + 1e-9]
+    within = [r for r in records
+              if r["cost_per_hour"] <= shipped["cost_per_hour"] + 1e-9 and r["goodput"] > 0]
     best_within = max(within, key=lambda r: (r["goodput"], -r["cost_per_hour"]), default=None)
     return {"kind": "topology-plan", "scenario": sc.name, "preset": sc.path or sc.name,
             "space": plan.space.describe(), "prices": prices.describe(),
@@ -271,6 +275,7 @@ def summarize_topology(plan: Plan, scored: list[Scored], records: list[dict], sh
             "pruned_by_bound": len(skipped),
             "pruned": [{"key": s.cand.key, "bound": s.lambda_max,
                         "cost_per_hour": s.cost_per_hour} for s in skipped],
-            "shipped": shipped, "best": records[0] if records else None,
+            "shipped": shipped,
+            "best": records[0] if records and records[0]["goodput"] > 0 else None,
             "best_within_shipped_cost": best_within,
             "ranked": records, "pareto": pareto(records)}

@@ -376,7 +376,8 @@ def _sweep(args: argparse.Namespace, plan: Plan, out: str | None, workers: int, 
     if plan.is_topology:
         render_topology(summary, make_console(), top, args.out)
         return 0
-    render(summary, make_console(), top, args.out, zero_goodput_reasons(plan, summary["ranked"]))
+    render(summary, make_console(), top, args.out,
+           zero_goodput_reasons(plan, summary["ranked"], top))
     return 0
 
 
@@ -424,15 +425,25 @@ def other_plan_message(exc: OtherPlan) -> str:
             f"--out {free_name(exc.path)}, or delete {exc.path.name} to start over")
 
 
-def zero_goodput_reasons(plan: Plan, ranked: list[dict]) -> list[str]:
-    """One line per paradigm whose every emulated candidate scored goodput 0: why."""
+def zero_goodput_reasons(plan: Plan, ranked: list[dict], top: int) -> list[str]:
+    """Why each candidate at goodput 0 got it: the failing probe at the lowest rate tried (up to
+    `top`, the rest counted), and one line per paradigm whose every candidate is below the SLO
+    even at zero load."""
     from emulator.planner.bound import zero_load_p90
 
+    zeros = [r for r in ranked if r["goodput"] <= 0]
+    lines = []
+    for r in zeros[:top]:
+        fail = r.get("fails_at")
+        lines.append(f"{r['label']}: goodput 0: " + (
+            f"at {fail['rate']:.3g} req/s (the lowest rate tried) {fail['why']}" if fail else
+            "no rate tried met the SLO"))
+    if len(zeros) > top:
+        lines.append(f"... and {len(zeros) - top} more at goodput 0 (--json gives each reason)")
     by: dict[str, list[dict]] = {}
     for r in ranked:
         by.setdefault(r["candidate"]["paradigm"], []).append(r)
     slo = plan.settings.slo.ttft_p90
-    lines = []
     for paradigm, recs in by.items():
         if any(r["goodput"] > 0 for r in recs):
             continue
@@ -442,10 +453,6 @@ def zero_goodput_reasons(plan: Plan, ranked: list[dict]) -> list[str]:
             lines.append(f"{paradigm}: goodput 0 for all {len(recs)}: its P90 TTFT is "
                          f"{floor:.2f} s or more even at zero load (the prefill of its longest "
                          f"requests), above --slo-ttft {slo:g} s")
-        else:
-            lines.append(f"{paradigm}: goodput 0 for all {len(recs)}: none kept P90 TTFT within "
-                         f"{slo:g} s while serving >= 95% of its offered load in --duration "
-                         f"{plan.settings.duration:g} s at any rate tried")
     return lines
 
 
@@ -478,19 +485,24 @@ def render(summary: dict, console: Console, top: int, out: str | None,
                      "finished candidate beats them" if summary.get("stopped_early") else "")
                   + (f". Results: {out}" if out else
                      ". Results not kept: --out FILE keeps them (and resumes)"))
+    served = [r for r in summary["ranked"] if r["goodput"] > 0]
+    if not served:
+        console.print("no candidate met the SLO at any rate tried: no best candidate; why, "
+                      "per candidate:")
     t = Table(title="best candidates by SLO goodput", title_justify="left")
     for col in ("candidate", "goodput (req/s)", "95% band", "Λmax", "util", "cost/h", "per $/h"):
         t.add_column(col, justify="left" if col == "candidate" else "right")
-    for r in summary["ranked"][:top]:
+    for r in served[:top]:
         t.add_row(r["label"], f"{r['goodput']:.3f}", f"{r['goodput_lo']:.2f}-{r['goodput_hi']:.2f}",
                   f"{r['lambda_max']:.2f}", f"{r['utilization']:.0%}",
                   "-" if r["cost_per_hour"] is None else f"{r['cost_per_hour']:.1f}",
                   "-" if r["goodput_per_cost"] is None else f"{r['goodput_per_cost']:.3f}")
-    console.print(t)
+    if served:
+        console.print(t)
     for line in why_zero:
         console.print(line, markup=False, highlight=False)
     front = summary["pareto"]
-    if len(front) >= 1:
+    if front:
         import plotext as plt
         plt.clear_figure()
         plt.plotsize(min(console.width, 100), 18)
@@ -514,7 +526,11 @@ def render_topology(summary: dict, console: Console, top: int, out: str | None) 
                   f"{summary['pruned_by_bound']}; emulated {summary['emulated']}. "
                   + (f"Results: {out}" if out else "Results not kept: --out FILE keeps them"))
     console.print(f"shipped: {sh['label']}: SLO goodput {sh['goodput']:.3f} req/s (bound "
-                  f"{sh['bound']:.3f}) at {sh['cost_per_hour']:.2f}/h")
+                  f"{sh['bound']:.3f}) at {sh['cost_per_hour']:.2f}/h", markup=False)
+    for r in [sh, *summary["ranked"]][:top + 1]:
+        if r["goodput"] <= 0 and (fail := r.get("fails_at")):
+            console.print(f"{r['label']}: goodput 0: at {fail['rate']:.3g} req/s (the lowest "
+                          f"rate tried) {fail['why']}", markup=False, highlight=False)
     best = summary["best_within_shipped_cost"]
     if best is not None:
         console.print(f"best at the shipped cost or less: {best['label']}: {best['goodput']:.3f}"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from contextlib import ExitStack
@@ -20,7 +19,7 @@ from emulator.sim.books.accounting import AccountingError
 from emulator.sim.engine import Emulation
 from emulator.sim.reports.result import RunResult, SeriesCsv
 from emulator.sim.routing.site_policy import POLICIES as ROUTINGS
-from emulator.sim.runs.health import served_warnings
+from emulator.sim.runs.health import overload_warnings, served_warnings
 from emulator.sim.runtime.topology import topology_bound
 from emulator.torch_prefill import TorchUnavailable
 from emulator.torch_prefill.config import get_config
@@ -208,15 +207,9 @@ def main(args) -> int:
                       file=sys.stderr)
                 return 2
             emu.observer.series.sink = SeriesCsv(fh).row
-        lam = _lambda(emu)
-        offered = emu.topology.rate if emu.topology is not None else emu.workload.mean_rate
-        if not emu.scenario.sim.admission_bounded and offered > lam:
-            what = ("the model's Lambda_max" if emu.topology is None
-                    else "the topology's routing bound")
-            print(f"prfaas-tui run: warning: the offered rate {offered:.3f} req/s "
-                  f"exceeds {what} {lam:.3f} req/s (exact mode) and the preset "
-                  "sets no admission bound ([emulator] max_queue or max_queue_seconds): queues "
-                  "grow without limit", file=sys.stderr)
+        warnings = overload_warnings(emu)
+        for line in warnings:  # before the run: a long run says at once what it will show
+            print(f"prfaas-tui run: warning: {line}", file=sys.stderr)
         started = time.perf_counter()
         try:
             result = _run(emu)
@@ -224,10 +217,11 @@ def main(args) -> int:
             print(f"prfaas-tui run: error: {exc}", file=sys.stderr)
             return 1
         wall = time.perf_counter() - started
-        warnings = served_warnings(emu)
+        after = served_warnings(emu)
     out = result.to_json(wall)
-    for line in warnings:
+    for line in after:
         print(f"prfaas-tui run: warning: {line}", file=sys.stderr)
+    warnings += after
     if warnings:
         out["warnings"] = warnings
     if args.json:
@@ -237,14 +231,6 @@ def main(args) -> int:
     else:
         _summary(out)
     return 0
-
-
-def _lambda(emu: Emulation) -> float:
-    """The model's Lambda_max the run is held against: the pair's (exact mode), a topology's
-    routing bound (inf without one: no warning)."""
-    if emu.topology is None:
-        return emu.model_point("exact").lambda_max
-    return emu.bound.lambda_max if emu.bound is not None else math.inf
 
 
 def _run(emu: Emulation) -> RunResult:

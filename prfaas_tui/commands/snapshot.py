@@ -248,12 +248,26 @@ async def capture(preset: str | None, at: float, size: tuple[int, int], *, drill
             ts = topo.session
             data = None if ts.tick is None or ts.model is None else topology_json(
                 ts.scenario, ts.scenario.declared_topology.routing, ts.tick.snapshot, ts.model)
-            return Capture(svg, data, _warnings(ts.driver))
+            return Capture(svg, with_scorecard(data, app), _warnings(ts.driver))
         session = next(s for s in app.screen_stack if isinstance(s, Dashboard)).session
         data = None
         if session.tick is not None and session.effective is not None:
             data = snapshot_json(session.tick.snapshot, session.effective, session.report)
-        return Capture(svg, data, _warnings(session.driver))
+        return Capture(svg, with_scorecard(data, app), _warnings(session.driver))
+
+
+def with_scorecard(data: dict | None, app: Any) -> dict | None:
+    """The JSON object with the drill's scorecard when the screen shows it (at or past the
+    drill's end), as the txt and svg show it: `drill` (its name) and `scorecard`, the object
+    `drill --json` has under the same key."""
+    from prfaas_tui.screens.drills import ScorecardScreen
+    from prfaas_tui.screens.topology import TopologyScorecard
+
+    shown = next((s for s in reversed(app.screen_stack)
+                  if isinstance(s, ScorecardScreen | TopologyScorecard)), None)
+    if data is None or shown is None:
+        return data
+    return {**data, "drill": shown.drill, "scorecard": shown.card}
 
 
 def _warnings(driver: Emulator | None) -> tuple[str, ...]:

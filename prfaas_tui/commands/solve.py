@@ -20,7 +20,8 @@ from emulator.model import MODES, STAGES, Knobs, evaluate
 from emulator.optimizer import paradigms, search
 from emulator.scenario.reader import positive
 from emulator.scenario.scenario import Scenario
-from emulator.topology.answer import topology_answer
+from emulator.topology.answer import SMALL_GAP, topology_answer
+from emulator.topology.load import load_warnings, no_local_prefill_warning, topology_load_warnings
 from emulator.units import format_tokens, parse_duration
 from prfaas_tui import json_out
 from prfaas_tui.commands.common import (
@@ -136,6 +137,8 @@ def solve(args: argparse.Namespace) -> dict:
     if pair:
         out |= _pair(sc, out["mode"], wl, target, q, objective, warnings)
     out["topology"] = answer(sc, target, q)  # a single pair: the 1x1 topology beside the rest
+    if not pair:
+        warnings += _topology_load(sc, out["topology"])
     if warnings:
         out["warnings"] = warnings
     return out
@@ -159,6 +162,11 @@ def _pair(sc: Scenario, mode: str, wl, target: float | None, q: float, objective
             objective = "lambda" if objective == "slo" else objective
         if objective == "slo":
             best = evaluate(sc.system, knobs, mode)
+    if sc.sim.rate is not None:  # a load is a share of Lambda_max: never over it
+        warnings += load_warnings(sc.sim.rate, op.lambda_max,
+                                  f"the operating point's Lambda_max ({mode} mode)")
+    if (risk := no_local_prefill_warning(best.knobs.n_p, sc.path or sc.name)) is not None:
+        warnings.append(risk)
     out = {
         "operating_point": op.to_dict(),
         "optimum": best.to_dict(),
@@ -174,6 +182,17 @@ def _pair(sc: Scenario, mode: str, wl, target: float | None, q: float, objective
         out["objective"] = objective
         out["slo"] = slo
     return out
+
+
+def _topology_load(sc: Scenario, topo: dict) -> list[str]:
+    """The rate a run of the preset offers (its rate, or its load x the routing bound) against
+    what the preset's own policy serves, overall and per region (the routing bound for a
+    routing other than threshold)."""
+    bound = topo["bound"]["lambda_max"]
+    offered = sc.sim.rate if sc.sim.rate is not None else sc.sim.load * bound
+    if sc.topology.routing == "threshold":
+        return topology_load_warnings(sc.topology, offered)
+    return load_warnings(offered, bound, "the routing bound")
 
 
 def check_topology_instances(sc: Scenario, caps: Caps) -> None:
@@ -208,6 +227,12 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
+def gap_text(gap: float) -> str:
+    """A gap to the bound as the reasons under it write it: to 0.001% when under 0.1% (where
+    "0.0%" would hide what the reasons then quote), else to 0.1%."""
+    return f"{gap:.3%}" if gap < SMALL_GAP else f"{gap:.1%}"
+
+
 def _f(x: float | None, fmt: str = "{:.3f}") -> str:
     return "-" if x is None or (isinstance(x, float) and math.isinf(x)) else fmt.format(x)
 
@@ -234,7 +259,7 @@ def render(out: dict, console: Console) -> None:
         t.add_column("stage")
         t.add_column("Theta (req/s)", justify="right")
         t.add_column("ceiling (req/s)", justify="right")
-        t.add_column("")
+        t.add_column("note")  # what binds, and PrfaaS's two Θ terms
         theta = d["theta"]
         for s in STAGES:
             mark = "[bold red]◀ binds[/]" if s == d["binding"] else ""
@@ -278,8 +303,8 @@ def render_topology(topo: dict, console: Console) -> None:
     ttft = pol["ttft"]["regions"]
     t = Table(title=f"regions: the routing bound, Lambda = {b['lambda_max']:.3f} req/s (exact mode)",
               title_justify="left")
-    for col in ("region", "share", "N_p/N_d", "remote", "PD-P", "PD-D", "+1 pool inst.", ""):
-        t.add_column(col, justify="left" if col in ("region", "") else "right")
+    for col in ("region", "share", "N_p/N_d", "remote", "PD-P", "PD-D", "+1 pool inst.", "binds"):
+        t.add_column(col, justify="left" if col in ("region", "binds") else "right")
     for name, r in topo["regions"].items():
         t.add_row(name, f"{r['share']:.3f}", f"{b['n_p'][name]}/{b['n_d'][name]}",
                   f"{b['routing'][name]['remote_share']:.0%}",
@@ -304,15 +329,15 @@ def render_topology(topo: dict, console: Console) -> None:
                      _binds(f"pd-d:{name}", {"binding": ()}, pol)))
     marks = any(r[-1] for r in rows)  # an empty 'binds' column costs 80-column room
     for col in ("region", "t", "N_p/N_d", "p", "PD-P", "PD-D", "TTFT s", "P90 s",
-                *(("SLO rate",) if pol["ttft"]["target_s"] else ()), *(("",) if marks else ())):
-        t.add_column(col, justify="left" if col in ("region", "") else "right")
+                *(("SLO rate",) if pol["ttft"]["target_s"] else ()), *(("binds",) if marks else ())):
+        t.add_column(col, justify="left" if col in ("region", "binds") else "right")
     for r in rows:
         t.add_row(*(r if marks else r[:-1]))
     console.print(t)
     console.print("  utilization below: bound / policy")
     t = Table(title="sites", title_justify="left")
-    for col in ("site", "instances", "compute", "egress", "+1 instance", "+1 Gbps egress", ""):
-        t.add_column(col, justify="left" if col in ("site", "") else "right")
+    for col in ("site", "instances", "compute", "egress", "+1 instance", "+1 Gbps egress", "binds"):
+        t.add_column(col, justify="left" if col in ("site", "binds") else "right")
     for name, s in topo["sites"].items():
         eg = f"egress:{name}"
         t.add_row(name, str(s["instances"]),
@@ -324,8 +349,8 @@ def render_topology(topo: dict, console: Console) -> None:
                   _binds(f"site:{name}", b, pol) or _binds(eg, b, pol))
     console.print(t)
     t = Table(title="links", title_justify="left")
-    for col in ("link", "Gbps", "RTT", "util", "+1 Gbps", ""):
-        t.add_column(col, justify="left" if col in ("link", "") else "right")
+    for col in ("link", "Gbps", "RTT", "util", "+1 Gbps", "binds"):
+        t.add_column(col, justify="left" if col in ("link", "binds") else "right")
     for name, k in topo["links"].items():
         row = f"link:{name}"
         t.add_row(name, f"{k['bandwidth_gbps']:.1f}", f"{k['rtt_s'] * 1000:.1f} ms",
@@ -346,7 +371,7 @@ def render_topology(topo: dict, console: Console) -> None:
                   f"[/] req/s; LP {lp['variables']} variables, {lp['constraints']} constraints, "
                   f"{lp['integers']} integers; binds: {', '.join(b['binding']) or '-'}")
     console.print(f"  best threshold policy: [bold]{pol['lambda_max']:.3f}[/] req/s, gap to the "
-                  f"bound {topo['gap']:.1%}; the preset's own settings: "
+                  f"bound {gap_text(topo['gap'])}; the preset's own settings: "
                   f"{topo['preset_policy']['lambda_max']:.3f} req/s")
     for reason in topo["gap_reasons"]:
         console.print(f"    - {reason}")

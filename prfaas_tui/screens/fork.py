@@ -66,7 +66,7 @@ class ForkControls(ControlPanel, inherit_bindings=False):
     the fork), not "type a value" (`t` types t)."""
 
     BINDINGS = [b for b in ControlPanel.BINDINGS if b.id != "knob-edit"]
-    HINT = "↑↓ knob  ←→ step  t type t"
+    HINT = "↑↓ knob  ←→ step  t: set t"  # `t` is both the key and the knob: said once
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ def _table(title: str, rows: list[tuple[str, str]] | tuple[tuple[str, str], ...]
     t.add_column(style="bold", no_wrap=True)
     t.add_column()
     for row in rows:
-        t.add_row(*row)
+        t.add_row(*(Text(cell) for cell in row))  # plain text: "[cache]" is not markup
     return t
 
 

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 
 
 TOPOLOGY_KNOBS = (
+    ("rate", "r: the total offered rate in req/s; each region is offered its share"),
     ("region", "t N_p/N_d routing, any part: 32K 4/4 best-bandwidth (threshold, lp, "
                "best-bandwidth, best-cache with a [cache] and sessions); N_p + N_d within its "
                "pool, N_d >= 1"),
@@ -100,6 +101,8 @@ class TopologyScreen(Screen):
                 tooltip="Pause and advance one simulated second"),
         Binding("greater_than_sign", "speed(1)", "Faster", show=False, id="topology-faster"),
         Binding("less_than_sign", "speed(-1)", "Slower", show=False, id="topology-slower"),
+        Binding("r", "rate", "Rate", show=False, id="topology-rate",
+                tooltip="Set the total offered rate, req/s (each region gets its share)"),
         Binding("o", "policy_optimum", "Optimum", id="topology-optimum",
                 tooltip="Apply the best threshold policy of the live state (t, N_p/N_d)"),
         Binding("O", "bound_optimum", "Bound", id="topology-bound",
@@ -333,6 +336,33 @@ class TopologyScreen(Screen):
 
         self.app.push_screen(CompareScreen(self.session.settings, live=self.live,
                                            seed=self.session.seed, drill=self.drill))
+
+    def action_rate(self) -> None:
+        """A prompt for the total offered rate, checked as typed (the rate knob's range and
+        the dashboard's work caps)."""
+        def check(text: str) -> str | None:
+            try:
+                self.session.topology_rate(text)
+            except Refused as exc:
+                return str(exc)
+            return None
+
+        def done(text: str | None) -> None:
+            if not text:
+                return
+            try:
+                self.session.request(rate=text)
+            except Refused as exc:
+                self.notify(str(exc), title="refused", severity="warning")
+                return
+            self.notify(f"offered rate -> {self.session.settings.rate:.3g} req/s in total")
+            self.redraw()
+
+        now = self.session.objects
+        total = sum(r["target_rate"] for r in now["regions"].values()) if now else None
+        self.app.push_screen(ValuePrompt("offered rate, req/s in total",
+                                         f"{total:.4g}" if total else "",
+                                         "each region is offered its share", check), done)
 
     def action_policy_optimum(self) -> None:
         try:

@@ -15,6 +15,7 @@ from textual.widgets import Static
 from emulator.effective import EffectiveView, targets_for
 from emulator.paradigm import Paradigm, Stage
 from emulator.scenario.decode import CardStep
+from emulator.topology.load import NO_LOCAL_PREFILL
 from emulator.units import format_duration, format_tokens, to_gbps
 from prfaas_tui.live import Tick
 from prfaas_tui.modelview import LatencyView, ModelView, live_latency
@@ -156,6 +157,8 @@ class ModelPanel(Static):
                            style=dim)
                 opt.append("[O]", style="bold")
             lines.append(opt)
+            if n_p == 0:
+                lines.append(Text(f"⚠ {NO_LOCAL_PREFILL}", style=warn))
         return Group(*lines)
 
     @staticmethod
@@ -230,6 +233,8 @@ class ModelPanel(Static):
                        style=dim)
             opt.append("[O]", style="bold")
         lines.append(opt)
+        if b.knobs.n_p == 0:
+            lines.append(Text(f"⚠ {NO_LOCAL_PREFILL}", style=f"bold {color(self, 'text-warning')}"))
         return Group(*lines)
 
 
@@ -332,11 +337,11 @@ class RouterPanel(Static):
 
 class DecisionLog(SizedStatic):
     """The recent decisions and notes of the emulation (scheduler, changes, incidents), newest
-    last, one line each."""
+    last, each whole: wrapped to the column, as many of the newest as fit (one line each
+    would leave a 30-column left column only "690.0s scheduler (short): …")."""
 
     DEFAULT_CSS = """
-    DecisionLog { height: 1fr; padding: 0 1; color: $text-muted;
-                  text-wrap: nowrap; text-overflow: ellipsis; }
+    DecisionLog { height: 1fr; padding: 0 1; color: $text-muted; }
     """
 
     tick: reactive[Tick | None] = reactive(None, repaint=False)  # bound to the screen's
@@ -349,5 +354,13 @@ class DecisionLog(SizedStatic):
         self.remember(snap)
         decisions = snap.decisions if snap is not None else ()
         rows = max(self.size.height - 1, 1)
-        body = "\n".join(" ".join(d.split()) for d in decisions[-rows:]) or "no decisions yet"
+        width = max(self.size.width - 2, 8)  # less the padding
+        shown: list[str] = []
+        for d in reversed(decisions[-rows:]):  # the newest first, while they fit
+            line = " ".join(d.split())
+            rows -= len(Text(line).wrap(self.app.console, width))
+            if rows < 0 and shown:
+                break
+            shown.append(line)
+        body = "\n".join(reversed(shown)) or "no decisions yet"
         self.update(Text.assemble(("decisions\n", "bold"), body), layout=False)

@@ -10,6 +10,7 @@ import numpy as np
 from rich.text import Text
 
 from emulator.topology.live import element_of
+from emulator.topology.load import OVERLOADED, state
 from emulator.units import format_tokens
 from prfaas_tui.chart_controls import ChartControls
 from prfaas_tui.topology_text import (
@@ -50,8 +51,13 @@ def model_line(fig: Figures) -> str:
     if m is None:
         return "model: waiting for the first tick"
     gap = (m.bound_lambda - m.policy_lambda) / m.bound_lambda if m.bound_lambda > 0 else 0.0
-    return (f"Λ policy {rate(m.policy_lambda)} · bound {rate(m.bound_lambda)} · gap {pct(gap)}"
-            f" · binds {', '.join(m.policy_binding) or 'nothing'}")
+    line = (f"Λ running policy {rate(m.policy_lambda)} · bound {rate(m.bound_lambda)} · its gap "
+            f"{pct(gap)} · binds {', '.join(m.policy_binding) or 'nothing'}")
+    over = [r.name for r in fig.topo.regions if fig.region_state(r.name)[1] is not None]
+    offered = sum(fig.region(r.name)["target_rate"] for r in fig.topo.regions)
+    if over or state(offered, m.policy_lambda) is not None:  # first: the line may be cut
+        return f"{OVERLOADED}" + (f" in {', '.join(over)}" if over else "") + " · " + line
+    return line
 
 
 def detail_lines(fig: Figures, el: Element, routing_now: str | None = None) -> list[str]:
@@ -92,10 +98,19 @@ def detail_lines(fig: Figures, el: Element, routing_now: str | None = None) -> l
             f"{r['queue']} · in flight {r['in_flight']} · rejected {r['rejected']}",
             f"TTFT P50 {secs(t['p50'])} · P90 {secs(t['p90'])} (measured, the window)",
             f"Λ here: policy {rate(lam_p)} · bound {rate(lam_b)} (its share of the total)",
+            _region_state(fig, name),
             f"+1 instance here: {price(fig.price(f'pool:{name}'))} req/s (PD-P "
             f"{price(fig.price(f'pd-p:{name}'))}, PD-D {price(fig.price(f'pd-d:{name}'))})"
             + _gain(fig, "decode instance"),
             "binds here: " + (", ".join(fig.region_binds(name)) or "nothing")]
+
+
+def _region_state(fig: Figures, name: str) -> str:
+    """Offered against what the region's own rows carry, with the state named."""
+    own, st = fig.region_state(name)
+    offered = fig.region(name)["target_rate"]
+    return (f"offered {rate(offered)} against its own Λ {rate(own)} (its PD-P, PD-D and links): "
+            + (st or "served"))
 
 
 def _gain(fig: Figures, unit: str) -> str:

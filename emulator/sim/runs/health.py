@@ -1,6 +1,7 @@
-"""What a finished run must say out loud: too few of its arrivals served, and an offered rate
-far from its target. Every command that runs an emulation (run, drill, snapshot) prints these
-lines as warnings and adds them to its --json under "warnings".
+"""What a run must say out loud: an offered rate over what its settings serve (overall and
+per region, before it starts), too few of its arrivals served, and an offered rate far from its
+target. Every command that runs an emulation (run, drill, snapshot) prints these lines as
+warnings and adds them to its --json under "warnings".
 
 Why: a run where 0 of N requests complete (a 1-byte KV budget, an output length past the
 horizon, a rate far over capacity) otherwise ends with exit 0 and figures that look like an
@@ -13,10 +14,28 @@ import math
 
 from emulator.sim.arrivals.workload import TraceSource
 from emulator.sim.engine import Emulation
+from emulator.topology.load import load_warnings, topology_load_warnings
 
 MIN_SERVED_SHARE = 0.5  # below this share of arrivals completed, a run warns
 OFFERED_FACTOR = 2.0  # arrivals beyond this factor of the rate's expectation are flagged
 MIN_EXPECTED = 20.0  # ... when at least this many were expected (fewer: noise)
+
+
+def overload_warnings(emu: Emulation) -> list[str]:
+    """The offered rate against what the run's settings serve: a pair's Lambda_max (exact
+    mode); a threshold-routed topology's own policy, overall and per region; any other routing
+    its routing bound (what lp runs; no finer figure for a routing that decides per request)."""
+    bounded = emu.scenario.sim.admission_bounded
+    if emu.topology is None:
+        return load_warnings(emu.workload.mean_rate, emu.model_point("exact").lambda_max,
+                             "the model's Lambda_max (exact mode)", bounded=bounded)
+    offered = emu.topology.rate
+    topo = emu.scenario.declared_topology
+    if emu.topology.routing == "threshold" and topo is not None:
+        return topology_load_warnings(topo, offered, bounded)
+    if emu.bound is None:
+        return []
+    return load_warnings(offered, emu.bound.lambda_max, "the routing bound", bounded=bounded)
 
 
 def served_warnings(emu: Emulation) -> list[str]:
