@@ -61,7 +61,8 @@ def test_run_json_carries_the_overload(capsys):
     assert "warnings" not in json.loads(capsys.readouterr().out)
 
 
-def test_solve_flags_an_optimum_without_local_prefill(tmp_path, capsys):
+def test_solve_flags_an_optimum_without_local_prefill(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "1000")  # the long tmp path on one line (xdist sets 80)
     out = tmp_path / "kimi.toml"
     assert main(["new", "--model", "kimi-linear-48b-a3b", "--prfaas-gpus", "32",
                  "--local-gpus", "64", "--t-decode", "25 ms", "--bs-max", "20",

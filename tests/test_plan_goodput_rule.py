@@ -69,7 +69,8 @@ def test_a_run_too_short_for_any_request_to_finish_fails_and_says_so(kimi):
     assert p["due"] == 0 and "--duration too short" in why_not(p, SLO5)
 
 
-def test_no_best_table_of_zeros_but_a_reason_per_candidate(kimi, capsys):
+def test_no_best_table_of_zeros_but_a_reason_per_candidate(kimi, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "1000")  # each reason on one line (xdist sets 80)
     capsys.readouterr()
     assert main(["plan", "--preset", kimi.path, "--n-prfaas", "3,4", "--pool", "8",
                  "--bandwidth", "100", "--paradigm", "naive-heterogeneous", "--slo-ttft", "0.2s",

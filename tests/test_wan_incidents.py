@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from emulator.scenario import presets
@@ -193,6 +193,8 @@ _change = st.tuples(st.floats(0.0, 6.0), st.floats(0.1, 4.0),  # starts at, last
 
 
 @settings(max_examples=120, deadline=None)
+@example(flows=[(0.0, 1.0, 0.0, None)], pool=None,  # a subnormal RTT under a lossy path
+         changes=[(0.0, 1.0, PathChange(loss=0.125)), (0.0, 1.0, PathChange(rtt=5e-324))])
 @given(flows=st.lists(_flow, min_size=1, max_size=25),
        changes=st.lists(_change, max_size=6),
        pool=st.none() | st.integers(1, 4))

@@ -58,6 +58,9 @@ class Goodput:
     cap: str
 
 
+MIN_RTT = 1e-6  # seconds: below any network's round trip; the formulas' floor
+
+
 def loss_rate(mss: float, rtt: float, loss: float) -> float:
     """One connection's loss-bound rate in bytes/s (inf when loss is 0): Mathis up to 1%,
     the TFRC equation above it."""
@@ -65,6 +68,7 @@ def loss_rate(mss: float, rtt: float, loss: float) -> float:
         return math.inf
     if rtt <= 0:
         raise ValueError("a loss rate needs a round trip above 0: the TCP formulas divide by it")
+    rtt = max(rtt, MIN_RTT)  # a subnormal RTT would zero the TFRC denominator
     if loss <= MATHIS_MAX_LOSS:
         return mss / rtt * math.sqrt(1.5) / math.sqrt(loss)
     timeouts = 4 * rtt * 3 * math.sqrt(3 * loss / 8) * loss * (1 + 32 * loss * loss)

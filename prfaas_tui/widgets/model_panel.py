@@ -325,10 +325,11 @@ class RouterPanel(Static):
                 out.append("\nscheduler ", style="bold")
                 out.append("on" if on else "off", style=color(self, "text-success" if on
                                                              else "text-warning"))
-                out.append(" [S]", style=dim)
-                if snap.pinned:
+                if snap.pinned:  # in place of the key hint: a 30-column left column cut it
                     out.append(f" · pin {'+'.join(snap.pinned)}",
                                style=color(self, "text-warning"))
+                else:
+                    out.append(" [S]", style=dim)
             last = snap.scheduler_last or (snap.decisions[-1] if snap.decisions else None)
             if last:
                 out.append(f"\nlast {' '.join(last.split())}", style=dim)
