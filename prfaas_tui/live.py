@@ -113,6 +113,15 @@ def apply_controls(emu: Emulation, new: Settings) -> None:
     A topology's knobs are its elements' (`ElementChange`): its settings carry the pace only."""
     if emu.topology is not None:
         return
+    from emulator.units import to_gbps
+
+    sc, link = new.scenario, emu.link
+    if sc.transport is not None and sc.transport != link.transport:  # its loss, connections
+        line = sc.line_bandwidth if sc.line_bandwidth is not None else sc.system.bandwidth
+        link.set_transport(line, sc.transport)
+        link.rebalance()
+        emu.note(f"link: loss {sc.transport.loss:g}, {sc.transport.n} connections -> goodput "
+                 f"{to_gbps(sc.system.bandwidth):.3g} Gbps")
     target, now = new.controls, emu.controls
     if not target.paradigm.threshold_routing:
         target = replace(target, n_p=now.n_p, n_d=now.n_d)
