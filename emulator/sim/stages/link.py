@@ -117,6 +117,9 @@ class Link:
         self.pool = transport.connections if transport is not None else None
         self.pending: dict[int, Flow] = {}
         self.handshakes = 0
+        # (loss, bytes/s): the lowest goodput an incident's loss left it while it keeps no
+        # connections, so one TCP connection carried it all (the run's warnings say so)
+        self.lone: tuple[float, float] | None = None
 
     @property
     def nominal(self) -> float:
@@ -139,6 +142,12 @@ class Link:
         else:
             self.path_changes[key] = change
         self._repath()
+        if change is not None and (self.transport is None or self.transport.connections is None):
+            g, (_, t) = self.path_goodput(), changed(self.rtt, self.transport,
+                                                     list(self.path_changes.values()))
+            if (t is not None and t.loss > 0 and g.bytes_per_s < self.line
+                    and (self.lone is None or g.bytes_per_s < self.lone[1])):
+                self.lone = (t.loss, g.bytes_per_s)
 
     def set_transport(self, line: float, transport: Transport | None) -> None:
         """A new TCP for the path (its knobs turned): the caller sets the bandwidth to its
