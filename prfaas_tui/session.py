@@ -396,6 +396,9 @@ class Session:
         if change.kind != "link" or change.name != spec.links[0].name:
             raise KnobError("element", f"a single pair's one element is its link "
                             f"{spec.links[0].name}, not {change.kind} {change.name}")
+        if change.loss and self.settings.scenario.sim.link_latency <= 0:
+            raise KnobError("loss", "a loss rate needs a round trip above 0: set the preset's "
+                            "[emulator] link_latency", f"link {change.name}")
         check_element(spec, "link", change.name, bandwidth=change.bandwidth, loss=change.loss,
                       connections=change.connections)
         if change.loss is None and change.connections is None:

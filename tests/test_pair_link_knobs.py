@@ -67,3 +67,14 @@ async def test_the_pairs_only_element_is_its_link(tmp_path):
             session.check_element("link", "hub->west", loss=1e-4)
         with pytest.raises(KnobError, match="a link has no knob 'instances'"):
             session.check_element("link", "prfaas->pd", instances=3)
+
+
+async def test_a_loss_on_a_pair_without_a_round_trip_names_its_link_latency():
+    async with PrfaasApp("toy", live=False, at=1.0).run_test(size=SIZE) as pilot:
+        session = dash(pilot.app).session
+        from emulator.scenario.knobs import KnobError
+        with pytest.raises(KnobError, match=r"link prfaas->pd: loss: .*\[emulator\] link_latency"):
+            session.check_element("link", "prfaas->pd", loss=1e-4)
+        session.set_element("link", "prfaas->pd", connections=8)  # no loss: the line rate
+        assert session.settings.scenario.system.bandwidth == 1000e6
+        assert session.settings.scenario.transport.n == 8
