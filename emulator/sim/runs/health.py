@@ -1,6 +1,5 @@
-"""What a finished run must say out loud: too few of its arrivals served, an offered rate far
-from its target, and a loss an incident set on a link that keeps no TCP connections (one
-connection then carries the link, a small fraction of its line rate). Every command that runs an emulation (run, drill, snapshot) prints these
+"""What a finished run must say out loud: too few of its arrivals served, and an offered rate
+far from its target. Every command that runs an emulation (run, drill, snapshot) prints these
 lines as warnings and adds them to its --json under "warnings".
 
 Why: a run where 0 of N requests complete (a 1-byte KV budget, an output length past the
@@ -14,7 +13,6 @@ import math
 
 from emulator.sim.arrivals.workload import TraceSource
 from emulator.sim.engine import Emulation
-from emulator.units import format_bandwidth
 
 MIN_SERVED_SHARE = 0.5  # below this share of arrivals completed, a run warns
 OFFERED_FACTOR = 2.0  # arrivals beyond this factor of the rate's expectation are flagged
@@ -22,10 +20,10 @@ MIN_EXPECTED = 20.0  # ... when at least this many were expected (fewer: noise)
 
 
 def served_warnings(emu: Emulation) -> list[str]:
-    """One line per problem of the run so far (normally at its end); [] when it is sound."""
-    out = [f"{name} has no connections: one TCP connection at loss {lone[0]:g} carries "
-           f"{format_bandwidth(lone[1])} (give the link `connections`)"
-           for name, lk in emu.links.items() if (lone := lk.lone) is not None]
+    """One line per problem of the run so far (normally at its end); [] when it is sound. A
+    loss an incident set on a link that keeps no connections is one of them: one TCP
+    connection then carries the link, a small fraction of its line rate."""
+    out = [w for name, lk in emu.links.items() if (w := lk.lone_warning(name)) is not None]
     acc = emu.accounting
     wls = emu.workloads  # a topology: one per region, against the run's total
     replay = any(isinstance(wl.source, TraceSource) for wl in wls)  # it brings its arrivals

@@ -49,6 +49,7 @@ from emulator.topology.transport import (
     changed,
     path_goodput,
 )
+from emulator.units import format_bandwidth
 
 INF = float("inf")
 _REL = 1e-9  # a byte gap within this fraction of the flow's size counts as closed
@@ -133,6 +134,15 @@ class Link:
         `nominal` scales the bandwidth by, before the other incidents' factors."""
         return path_goodput(self.line, *changed(self.rtt, self.transport,
                                                 list(self.path_changes.values())))
+
+    def lone_warning(self, name: str) -> str | None:
+        """The run's warning when an incident's loss fell on it while it keeps no connections
+        (`lone`): one connection carried it, at this rate."""
+        if self.lone is None:
+            return None
+        loss, rate = self.lone
+        return (f"{name} has no connections: one TCP connection at loss {loss:g} carries "
+                f"{format_bandwidth(rate)} (give the link `connections`)")
 
     def set_path_change(self, key: Hashable, change: PathChange | None) -> None:
         """`key`'s change to the path (None: gone). Sets the round trip and the goodput share
