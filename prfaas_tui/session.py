@@ -390,15 +390,54 @@ class Session:
     def check_element(self, kind: str, name: str, **knobs: object) -> ElementChange:
         """The change, checked on the running spec; KnobError (one line) when it cannot run."""
         change = ElementChange.of(kind, name, knobs)
-        if self.driver is not None:
+        if self.topology is None:
+            self._pair_link(change)
+        elif self.driver is not None:
             self.driver.check_element(change)
         return change
 
     def set_element(self, kind: str, name: str, **knobs: object) -> None:
-        """Turn one element's knobs (checked first; the driver logs it as a change)."""
+        """Turn one element's knobs (checked first; the driver logs it as a change). The pair's
+        one element is its link: its knobs are settings, so the model follows them too."""
         change = self.check_element(kind, name, **knobs)
-        if self.driver is not None:
+        if self.topology is None:
+            new = self._pair_link(change)
+            self.settings, self.view = new, ModelView.of(new)
+            if self.driver is not None:
+                self.take(self.driver.apply(new))
+        elif self.driver is not None:
             self.take(self.driver.set_element(change))
+
+    def _pair_link(self, change: ElementChange) -> Settings:
+        """The settings with the pair's link turned, as the topology view turns a link: the
+        bandwidth alone is the knob, with a loss or connections it is the line rate the goodput
+        is computed over. KnobError (one line) when it cannot run."""
+        from emulator.scenario.knobs import KnobError, check_element
+        from emulator.scenario.scenario import with_transport
+
+        spec = self.running_spec()
+        if change.kind != "link" or change.name != spec.links[0].name:
+            raise KnobError("element", f"a single pair's one element is its link "
+                            f"{spec.links[0].name}, not {change.kind} {change.name}")
+        if change.loss and self.settings.scenario.sim.link_latency <= 0:
+            raise KnobError("loss", "a loss rate needs a round trip above 0: set the preset's "
+                            "[emulator] link_latency", f"link {change.name}")
+        check_element(spec, "link", change.name, bandwidth=change.bandwidth, loss=change.loss,
+                      connections=change.connections)
+        if change.loss is None and change.connections is None:
+            if change.bandwidth is None:
+                return self.settings
+            try:
+                return self.settings.apply(bandwidth=change.bandwidth)
+            except Refused as exc:
+                raise KnobError("bandwidth", str(exc), f"link {change.name}") from None
+        sc = with_transport(self.settings.scenario, change.loss, change.connections,
+                            change.bandwidth)
+        try:
+            self.settings.apply(bandwidth=sc.system.bandwidth)  # the dashboard's caps
+        except Refused as exc:
+            raise KnobError("bandwidth", str(exc), f"link {change.name}") from None
+        return replace(self.settings, scenario=sc)
 
     def set_region(self, region: str, **knobs: object) -> None:
         """A region's t, n_p, n_d, routing and (threshold policy) shares {site: part}."""
@@ -412,7 +451,10 @@ class Session:
         self.set_element("link", link, bandwidth=bandwidth)
 
     def running_spec(self) -> Topology:
-        """The running topology's spec at its knobs now (configured, alive or not)."""
+        """The running topology's spec at its knobs now (configured, alive or not); a single
+        pair's is the 1x1 topology at its settings."""
+        if self.topology is None:
+            return self.settings.scenario.topology
         assert self.driver is not None
         return self.driver.running_spec()
 

@@ -5,7 +5,8 @@ Each value goes through the command line's flag path, a pair preset's key, a top
 view's element editor; every surface must accept it or every surface refuse it, and the verdict
 is the registry's stated rule (emulator/scenario/knobs.py): bandwidth 1 Mbps to 8 Pbps, t any
 number of tokens in the length support (fractions too), instances whole from 0 to 100,000, rate
-finite and >= 0.
+finite and >= 0, a link's loss in [0, 1) and connections whole from 1 to 1,000,000 (the goodput
+they leave at least 1 Mbps; the dashboard's editor for these is the pair's link dialog).
 Work caps (emulator.budget) are not knob rules and are not exercised here."""
 
 from __future__ import annotations
@@ -171,3 +172,81 @@ def test_the_pair_has_element_names_and_each_knob_one_address():
     assert sorted(ELEMENT_KNOBS) == ["link", "region", "site"]
     with pytest.raises(KnobError, match="no such knob on a link"):
         knob_at("link", "instances")
+
+
+# a link's TCP knobs: the pair's --loss/--connections, its [deployment] keys, a [[link]]'s keys,
+# the pair's dashboard link dialog (`b`) and the topology view's; the pair runs over the same
+# 25 ms path as hub->west, so a goodput under the bandwidth floor is refused on both
+TCP_CASES = [  # (knob, the value as typed, its TOML value, accepted?)
+    ("loss", "0", "0", True),
+    ("loss", "1e-4", "1e-4", True),
+    ("loss", "0.9", "0.9", False),  # one connection then carries under 1 Mbps
+    ("loss", "1", "1", False),
+    ("loss", "-1e-4", "-1e-4", False),
+    ("loss", "nan", "nan", False),
+    ("connections", "1", "1", True),
+    ("connections", "64", "64", True),
+    ("connections", "1000000", "1000000", True),
+    ("connections", "1000001", "1000001", False),
+    ("connections", "0", "0", False),
+    ("connections", "2.5", "2.5", False),
+]
+PAIR_25MS = PAIR.replace("seed = 1", 'seed = 1\nlink_latency = "25 ms"', 1)
+PAIR_LINE = 'bandwidth = "100 Gbps"'
+WEST = 'bandwidth = "40 Gbps"\nrtt = "25 ms"'
+
+
+def _tcp_cli(tmp_path: Path, knob: str, text: str) -> bool:
+    path = tmp_path / "pair.toml"
+    path.write_text(PAIR_25MS, encoding="utf-8")
+    p = argparse.ArgumentParser()
+    add_scenario_flags(p, KNOBS)
+    args = p.parse_args(["--preset", str(path), f"--{knob}={text}"])
+    try:
+        scenario_from_args(args)
+    except UsageError as exc:
+        assert "\n" not in str(exc) and str(exc).startswith(("--loss", "--connections"))
+        return False
+    return True
+
+
+def _tcp_pair_dialog(tmp_path: Path, knob: str, text: str) -> bool:
+    """The pair's dashboard link dialog: its text, then the session's check of its link."""
+    from prfaas_tui.session import Session
+
+    path = tmp_path / "pair.toml"
+    path.write_text(PAIR_25MS, encoding="utf-8")
+    session = Session(load(path), post_tick=lambda tick: None, post_error=lambda *a: None)
+    try:
+        session.check_element("link", "prfaas->pd",
+                              **parse_knobs("link", "prfaas->pd", f"{knob}={text}"))
+    except KnobError as exc:
+        assert "\n" not in str(exc) and "prfaas->pd" in str(exc)
+        return False
+    return True
+
+
+def _tcp_topology_view(knob: str, text: str) -> bool:
+    topo = load("two-regions", topology=True).declared_topology
+    try:
+        check_element(topo, "link", "hub->west", **parse_knobs("link", "hub->west",
+                                                                f"{knob}={text}"))
+    except KnobError as exc:
+        assert "\n" not in str(exc) and "hub->west" in str(exc)
+        return False
+    return True
+
+
+@pytest.mark.parametrize("knob, text, toml, accepted", TCP_CASES)
+def test_a_links_tcp_gets_the_same_verdict_on_every_surface(tmp_path, knob, text, toml,
+                                                            accepted):
+    verdicts = {
+        "cli": _tcp_cli(tmp_path, knob, text),
+        "pair preset": _preset(tmp_path, PAIR_25MS, PAIR_LINE,
+                               f"{PAIR_LINE}\n{knob} = {toml}"),
+        "topology preset": _preset(tmp_path, TOPOLOGY, WEST, f"{WEST}\n{knob} = {toml}",
+                                   topology=True),
+        "pair dashboard": _tcp_pair_dialog(tmp_path, knob, text),
+        "topology view": _tcp_topology_view(knob, text),
+    }
+    assert verdicts == dict.fromkeys(verdicts, accepted)

@@ -107,7 +107,8 @@ def candidate_scenario(sc: Scenario, s: Scored) -> Scenario:
         return run_topology(sc, c.topology(sc.declared_topology))
     system = candidate_system(sc.system, c)
     t = s.t if math.isfinite(s.t) else system.lengths.support[1]
-    out = replace(sc, system=system, t=t, n_p=c.n_p, n_d=c.n_d, name=f"{sc.name}:{c.label()}")
+    out = replace(c.wired(sc), system=system, t=t, n_p=c.n_p, n_d=c.n_d,
+                  name=f"{sc.name}:{c.label()}")
     check_knobs(out)
     return out
 

@@ -5,8 +5,9 @@ A pair candidate fixes its split and threshold, so the closed-form model scores 
 once (exact-mode Lambda_max, vectorized); a topology candidate's ceiling is the routing bound
 (no routing sustains more). The pair's space is then pruned by these rules, in order:
 1. infeasible: Lambda_max = 0 (no decode, no prefill path for some requests);
-2. per hardware configuration (paradigm, N_prfaas, pool, B_out) keep the `per_config` best
-   (t, split) choices by Lambda_max: the model already says the others waste that hardware;
+2. per hardware configuration (paradigm, N_prfaas, pool, B_out and the link's connections
+   where searched) keep the `per_config` best (t, split) choices by Lambda_max: the model
+   already says the others waste that hardware;
 3. cost dominance: drop c when a candidate costing no more has a bound above
    Lambda_max(c) / (1 - margin) — c cannot win on goodput nor on goodput per dollar.
 A topology candidate has no (t, split) choice to rank, and rules 1 and 3 rest on the pair
@@ -115,7 +116,8 @@ def prune(system: System, cands: list[Candidate], *, per_config: int = 3,
             scored[i] = replace(s, pruned="infeasible")
             continue
         c = s.cand
-        groups.setdefault((c.paradigm, c.n_prfaas, c.n_p + c.n_d, c.bandwidth), []).append(i)
+        groups.setdefault((c.paradigm, c.n_prfaas, c.n_p + c.n_d, c.bandwidth, c.connections),
+                          []).append(i)
     for idx in groups.values():
         idx.sort(key=lambda i: (-scored[i].lambda_max, i))
         for i in idx[per_config:]:

@@ -77,16 +77,17 @@ class Scenario:
 
 
 def with_transport(sc: Scenario, loss: float | None = None,
-                   connections: int | None = None) -> Scenario:
+                   connections: int | None = None, line: float | None = None) -> Scenario:
     """The pair `sc` with its link's TCP turned (`emulator.scenario.knobs.retuned`): its
-    bandwidth becomes the goodput over its line rate under the new loss and connections.
-    KnobError naming the knob when a value or the goodput is out of range."""
+    bandwidth becomes the goodput over its line rate (`line`, else the one it has) under the
+    new loss and connections. KnobError naming the knob when a value or the goodput is out of
+    range."""
     if loss is None and connections is None:
         return sc
     if loss and sc.sim.link_latency <= 0:
         raise KnobError("loss", "a loss rate needs a round trip above 0: set the preset's "
                         "[emulator] link_latency")
-    k = retuned(sc.topology.links[0], loss=loss, connections=connections)
+    k = retuned(sc.topology.links[0], line, loss=loss, connections=connections)
     return replace(sc, system=replace(sc.system, bandwidth=k.bandwidth),
                    transport=k.transport, line_bandwidth=k.line)
 

@@ -35,7 +35,15 @@ from emulator.planner.space import AUTO_T, Candidate, Space, TopologySpace
 from emulator.planner.store import OtherPlan, check_writable
 from emulator.planner.sweep import Plan, run_plan
 from emulator.scenario import presets
-from emulator.scenario.knobs import KNOBS, KnobError, best_cache_problem, number, whole
+from emulator.scenario.knobs import (
+    CONNECTIONS,
+    KNOBS,
+    KnobError,
+    best_cache_problem,
+    number,
+    retuned,
+    whole,
+)
 from emulator.scenario.reader import a_price, a_price_or_free, positive
 from emulator.topology.spec import ROUTINGS
 from emulator.units import parse_bandwidth, parse_duration, parse_tokens
@@ -93,8 +101,10 @@ def _check_work(sc, space_kw: dict, settings_kw: dict, per_config: int, caps: Ca
     candidates = budget.space_size(
         n_prfaas=remote, pools=pools, homogeneous_pools=homo,
         thresholds=len(space_kw["thresholds"]),
-        bandwidths=len(space_kw["bandwidths"] or (s.bandwidth,)), paradigms=paradigms)
-    configs = len(remote) * len(pools) * len(space_kw["bandwidths"] or (1,)) + len(homo)
+        bandwidths=len(space_kw["bandwidths"] or (s.bandwidth,))
+        * len(space_kw["connections"] or (1,)), paradigms=paradigms)
+    configs = len(remote) * len(pools) * len(space_kw["bandwidths"] or (1,)) \
+        * len(space_kw["connections"] or (1,)) + len(homo)
     scale = max(1.0, top_pool / max(s.local_pool, 1), top_remote / max(s.n_prfaas, 1),
                 top_homo / max(s.homogeneous_pool, 1))
     lam = evaluate(s, sc.knobs, "exact").lambda_max * scale
@@ -136,6 +146,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "16K,24K")
     p.add_argument("--bandwidth", metavar="GBPS,...",
                    help="B_out values in Gbps, e.g. 25,50,100 (default: the preset's)")
+    p.add_argument("--connections", action="append", metavar="[SITE->REGION=]LIST",
+                   help="TCP connections to try per link, e.g. 4,16,64 (every link) or "
+                        "hub->west=4,16 (repeat per link); the bandwidths are then line rates "
+                        "and each candidate's link its goodput (docs/transport.md)")
     p.add_argument("--paradigm", metavar="P,...",
                    help="comma list of paradigms, each of " + ", ".join(Paradigm)
                         + " (default: all of them)")
@@ -235,14 +249,60 @@ def build_plan(args: argparse.Namespace) -> Plan:
     space_kw = dict(n_prfaas=_ints("--n-prfaas", args.n_prfaas), pools=_ints("--pool", args.pool),
                     homogeneous_pools=_ints("--homogeneous-pool", args.homogeneous_pool),
                     thresholds=t, bandwidths=bandwidths,
-                    paradigms=paradigms)
+                    paradigms=paradigms, connections=_pair_connections(args.connections))
     _check_work(sc, space_kw, {"seeds": seeds, "steps": steps, "duration": duration},
                 per_config, caps_from_args(args))
-    space = Space.around(sc, **{k: tuple(v) if isinstance(v, range) else v
-                                for k, v in space_kw.items()})
+    try:
+        space = Space.around(sc, **{k: tuple(v) if isinstance(v, range) else v
+                                    for k, v in space_kw.items()})
+    except KnobError as exc:  # a goodput under the bandwidth floor
+        raise UsageError(f"--connections: {exc}") from None
     settings = Settings(slo=slo, seeds=tuple(range(1, seeds + 1)), duration=duration,
                         steps=steps)
     return Plan(sc, space, settings, per_config=per_config)
+
+
+def _connections(text: str, where: str = "") -> tuple[int, ...]:
+    """A list of connection counts, each through the knob's parse and range."""
+    try:
+        return tuple(CONNECTIONS.read(x) for x in text.split(","))
+    except KnobError as exc:
+        raise UsageError(f"--connections: {where}{exc.reason}") from None
+
+
+def _pair_connections(items: list[str] | None) -> tuple[int, ...] | None:
+    """The single pair's --connections: one list for its one link."""
+    if not items:
+        return None
+    if len(items) > 1 or "=" in items[0]:
+        raise UsageError("--connections: a single pair has one link: give one list, e.g. "
+                         "--connections 4,16,64")
+    return _connections(items[0])
+
+
+def _topology_connections(items: list[str] | None, topo, links: dict[str, tuple[float, ...]]
+                          ) -> dict[str, tuple[int, ...]]:
+    """--connections per link (NAME=LIST, or a bare LIST for every link), each list checked
+    with every bandwidth tried there: the goodput must stay in the bandwidth knob's range."""
+    named = {k.name: k for k in topo.links}
+    bare = [x for x in items or () if "=" not in x]
+    if len(bare) > 1:
+        raise UsageError("--connections: one list for every link, or NAME=LIST per link")
+    out = dict.fromkeys(named, _connections(bare[0])) if bare else {}
+    for name, text in _pairs("--connections", [x for x in items or () if "=" in x]).items():
+        if name not in named:
+            raise UsageError(f"--connections: no link named {name!r} (links: "
+                             f"{', '.join(named)})")
+        out[name] = _connections(text, f"{name}: ")
+    for name, counts in out.items():
+        k = named[name]
+        for line in links.get(name, (k.line if k.line is not None else k.bandwidth,)):
+            for n in counts:
+                try:
+                    retuned(k, line, connections=n)
+                except KnobError as exc:
+                    raise UsageError(f"--connections: {exc}") from None
+    return out
 
 
 def _pairs(flag: str, items: list[str] | None) -> dict[str, str]:
@@ -298,13 +358,15 @@ def build_topology_plan(args: argparse.Namespace, sc) -> Plan:
         prices = Prices.of(topo, prices_kw, per_tb)
     except PlanInputError as exc:
         raise UsageError(str(exc)) from None
-    space = TopologySpace(sites, links, routings)
+    space = TopologySpace(sites, links, routings,
+                          _topology_connections(args.connections, topo, links))
     seeds, steps = _count("--seeds", args.seeds, 1), _count("--steps", args.steps, 1)
     settings = Settings(SLO(parse_flag("--slo-ttft", parse_duration, args.slo_ttft, positive)),
                         tuple(range(1, seeds + 1)),
                         parse_flag("--duration", parse_duration, args.duration, positive), steps)
     try:  # each candidate is a routing bound and a policy search before its emulations
-        n = budget.check("candidates", space.size(topo), "--site x --link x --routing", caps)
+        n = budget.check("candidates", space.size(topo),
+                         "--site x --link x --connections x --routing", caps)
         budget.check("runs", budget.plan_runs(int(n) + 1, seeds, steps),
                      "--seeds x --steps x the candidates (and the shipped deployment)", caps)
     except budget.BudgetError as exc:
@@ -385,7 +447,8 @@ def _sweep(args: argparse.Namespace, plan: Plan, out: str | None, workers: int, 
 HEADER_FLAGS = {"scenario": "--preset/--trace", "seeds": "--seeds", "duration": "--duration",
                 "steps": "--steps", "per_config": "--per-config", "margin": "the pruning margin"}
 SPACE_FLAGS = {"n_prfaas": "--n-prfaas", "pools": "--pool", "homogeneous_pools": "--homogeneous-pool",
-               "thresholds": "--t", "bandwidths": "--bandwidth", "paradigms": "--paradigm"}
+               "thresholds": "--t", "bandwidths": "--bandwidth", "paradigms": "--paradigm",
+               "connections": "--connections"}
 SLO_FLAGS = {"ttft_p90": "--slo-ttft", "tpot_p90": "--slo-tpot"}
 
 

@@ -32,6 +32,7 @@ from emulator.scenario.reader import PresetError
 from emulator.scenario.scenario import Scenario
 from emulator.scenario.writer import write_preset
 from emulator.stability import served_note
+from emulator.topology.spec import PAIR_LINK
 from emulator.units import format_duration
 from prfaas_tui.live import (
     END_ALL,
@@ -52,6 +53,7 @@ from prfaas_tui.screens.drills import (
     ScorecardScreen,
     drill_here,
 )
+from prfaas_tui.screens.element_knobs import edit_element
 from prfaas_tui.screens.events import EventsScreen
 from prfaas_tui.screens.new_preset import NewPresetScreen, free_name
 from prfaas_tui.screens.presets import PresetPicker
@@ -94,6 +96,9 @@ class Dashboard(Screen):
                 tooltip="Run the simulated clock slower"),
         Binding("t", "edit('t')", "Set t", id="set-threshold",
                 tooltip="Type an exact routing threshold t"),
+        Binding("b", "edit_link", "Link", show=False, id="edit-link",
+                tooltip="The link's bandwidth, loss= and connections= (the topology view's "
+                        "link dialog)"),
         Binding("o", "apply_optimum", "Optimum", id="apply-optimum",
                 tooltip="Apply the optimum t*, N_p*/N_d* of the live state (what is alive now)"),
         Binding("M", "toggle_mode", "Mode", show=False, id="model-mode",
@@ -425,6 +430,10 @@ class Dashboard(Screen):
     # -- actions -----------------------------------------------------------------------------------
     def action_edit(self, key: str) -> None:
         self.edit_knob(KNOB_BY_KEY[key])
+
+    def action_edit_link(self) -> None:
+        """The pair's link in the topology view's dialog (it is the 1x1 topology's link)."""
+        edit_element(self, self.session, ("link", PAIR_LINK), self.sync)
 
     def action_pause(self) -> None:
         self.session.pause()

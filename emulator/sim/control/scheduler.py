@@ -293,8 +293,8 @@ class Scheduler:
             was = self._live_solved
             moved = [k for k, v in live.items() if abs(v - was[k]) > tol * max(was[k], 1e-12)]
             if moved and self.enabled:
-                self.resolve_routing(", ".join(f"{k} {was[k]:.3g} -> {live[k]:.3g}"
-                                               for k in moved[:3]), live)
+                self.resolve_routing(", ".join(_moved(k, was[k], live[k]) for k in moved[:3]),
+                                     live)
             return
         reasons = self.triggers()  # observations stay current while off
         if reasons and self.enabled and self.emu.paradigm.threshold_routing:
@@ -503,3 +503,12 @@ def _ratio(new: float, old: float) -> str:
     if not (old > 0 and math.isfinite(old)):
         return "n/a"
     return f"{new / old - 1:+.1%}"
+
+
+def _moved(key: str, was: float, now: float) -> str:
+    """One live quantity's move in words: "link hub->east 0.143 -> 100 Gbps", "egress hub
+    ...", "site hub alive 8 -> 6" (the live state keeps bytes/s and instance counts)."""
+    kind, _, name = key.partition(":")
+    if kind == "site":
+        return f"site {name} alive {was:g} -> {now:g}"
+    return f"{kind} {name} {to_gbps(was):.3g} -> {to_gbps(now):.3g} Gbps"

@@ -39,8 +39,10 @@ def overload_warnings(emu: Emulation) -> list[str]:
 
 
 def served_warnings(emu: Emulation) -> list[str]:
-    """One line per problem of the run so far (normally at its end); [] when it is sound."""
-    out = []
+    """One line per problem of the run so far (normally at its end); [] when it is sound. A
+    loss an incident set on a link that keeps no connections is one of them: one TCP
+    connection then carries the link, a small fraction of its line rate."""
+    out = [w for name, lk in emu.links.items() if (w := lk.lone_warning(name)) is not None]
     acc = emu.accounting
     wls = emu.workloads  # a topology: one per region, against the run's total
     replay = any(isinstance(wl.source, TraceSource) for wl in wls)  # it brings its arrivals

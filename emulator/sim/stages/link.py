@@ -49,6 +49,7 @@ from emulator.topology.transport import (
     changed,
     path_goodput,
 )
+from emulator.units import format_bandwidth
 
 INF = float("inf")
 _REL = 1e-9  # a byte gap within this fraction of the flow's size counts as closed
@@ -117,6 +118,9 @@ class Link:
         self.pool = transport.connections if transport is not None else None
         self.pending: dict[int, Flow] = {}
         self.handshakes = 0
+        # (loss, bytes/s): the lowest goodput an incident's loss left it while it keeps no
+        # connections, so one TCP connection carried it all (the run's warnings say so)
+        self.lone: tuple[float, float] | None = None
 
     @property
     def nominal(self) -> float:
@@ -131,6 +135,15 @@ class Link:
         return path_goodput(self.line, *changed(self.rtt, self.transport,
                                                 list(self.path_changes.values())))
 
+    def lone_warning(self, name: str) -> str | None:
+        """The run's warning when an incident's loss fell on it while it keeps no connections
+        (`lone`): one connection carried it, at this rate."""
+        if self.lone is None:
+            return None
+        loss, rate = self.lone
+        return (f"{name} has no connections: one TCP connection at loss {loss:g} carries "
+                f"{format_bandwidth(rate)} (give the link `connections`)")
+
     def set_path_change(self, key: Hashable, change: PathChange | None) -> None:
         """`key`'s change to the path (None: gone). Sets the round trip and the goodput share
         `nominal` reads; the caller rebalances (the link's group sets its capacity)."""
@@ -139,6 +152,12 @@ class Link:
         else:
             self.path_changes[key] = change
         self._repath()
+        if change is not None and (self.transport is None or self.transport.connections is None):
+            g, (_, t) = self.path_goodput(), changed(self.rtt, self.transport,
+                                                     list(self.path_changes.values()))
+            if (t is not None and t.loss > 0 and g.bytes_per_s < self.line
+                    and (self.lone is None or g.bytes_per_s < self.lone[1])):
+                self.lone = (t.loss, g.bytes_per_s)
 
     def set_transport(self, line: float, transport: Transport | None) -> None:
         """A new TCP for the path (its knobs turned): the caller sets the bandwidth to its
