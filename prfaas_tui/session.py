@@ -349,10 +349,9 @@ class Session:
             speed = changes.get("speed", self.settings.speed)
             if not isinstance(speed, int | float) or not speed > 0:
                 raise Refused("the speed must be > 0")
-            rate = changes.get("rate", self.settings.rate)
-            if "rate" in changes:
-                rate = self.topology_rate(rate)
-            self.settings = replace(self.settings, speed=float(speed), rate=float(rate))
+            rate = (self.topology_rate(changes["rate"]) if "rate" in changes
+                    else self.settings.rate)
+            self.settings = replace(self.settings, speed=float(speed), rate=rate)
             if self.driver is not None:
                 self.take(self.driver.apply(self.settings, ("rate",) if "rate" in changes
                                             else ()))
