@@ -27,15 +27,11 @@ from emulator.cards.prefill_batch import (
 )
 from emulator.cards.roofline import prefill_seconds
 from tests.prefill_batch_reference import AIC_BATCH_HELDOUT_MS, AIC_BATCH_MS
+from tests.test_cards_kernel import CARD as KERNEL_CARD
+from tests.test_cards_kernel import CONFIGS
 
-CONFIGS = Path(__file__).parent / "configs"
-CARD = {"qwen3-30b-a3b": CONFIGS / "qwen3-30b-a3b.json", "qwen3-32b": CONFIGS / "qwen3-32b.json",
-        "llama-3.1-8b": CONFIGS / "llama-3.1-8b.json", "llama-3.1-70b": CONFIGS / "llama-3.1-70b.json",
-        "deepseek-v3": CONFIGS / "deepseek-v3.json", "minimax-m2.5": CONFIGS / "minimax-m2.5-hf.json",
-        "mixtral-8x22b": CONFIGS / "mixtral-8x22b.json", "qwen3-235b-a22b": "qwen3-235b-a22b",
-        # held out: in no calibration and in no choice of the expert rules
-        "kimi-k2": CONFIGS / "kimi-k2.json",
-        "llama-4-scout": CONFIGS / "llama-4-scout-17b-16e-instruct.json",
+# the kernel reference's cards, and held-out ones in no calibration and no choice of the rules
+CARD = {**KERNEL_CARD, "llama-4-scout": CONFIGS / "llama-4-scout-17b-16e-instruct.json",
         "qwen2.5-72b": CONFIGS / "qwen2.5-72b-instruct.json",
         "qwen2.5-7b": CONFIGS / "qwen2.5-7b-instruct.json"}
 TOLERANCE = 0.25
