@@ -3,6 +3,7 @@ batch 1), with only the built-in model: BF16 within 25% and FP8 within 30% at 8K
 for models the H200 / H100 efficiencies were read from and for held-out ones; dtype, KV dtype
 and parallelism defaults; the memory check."""
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,14 @@ from hypothesis import strategies as st
 
 from emulator.cards import CardError
 from emulator.cards.gpu import load_gpu
-from emulator.cards.kernel import kernel_parts, kernel_seconds, resolve_setup
+from emulator.cards.kernel import (
+    MOE_LOAD_CV,
+    _expected_max_normal,
+    kernel_parts,
+    kernel_seconds,
+    moe_imbalance,
+    resolve_setup,
+)
 from emulator.cards.memory import check_memory, memory_per_gpu
 from emulator.cards.model_card import load_card, read_config
 from tests.kernel_reference import AIC_PREFILL_MS
@@ -28,8 +36,7 @@ CARD = {"qwen3-32b": CONFIGS / "qwen3-32b.json", "llama-3.1-70b": CONFIGS / "lla
 CALIBRATION_MODELS = {"qwen3-32b", "llama-3.1-70b", "qwen3-235b-a22b", "deepseek-v3"}
 TOLERANCE = {"bf16": 0.25, "fp8": 0.30}
 # held-out cells outside the tolerance (docs/profiles.md says why); pinned so a change shows
-KNOWN_MISSES = {("mixtral-8x22b", "h200", "bf16", 8192): (0.60, 0.75),  # one expert per GPU: imbalance
-                ("minimax-m2.5", "h200", "fp8", 8192): (0.60, 0.70)}  # small FP8 expert GEMMs
+KNOWN_MISSES: dict[tuple, tuple[float, float]] = {}
 
 
 def _card(model: str):
@@ -202,7 +209,9 @@ def test_int4_experts_take_half_a_byte_and_the_w4a16_efficiency():
     assert w8 - w4 == pytest.approx(m.routed_total / 8 * 0.5 - m.dense / 8 * 1.0, rel=1e-9)
     parts = kernel_parts(card, g, int4, 32768)
     flops = 2 * 32768 * m.routed_active / 8
-    assert float(parts["moe"]) == pytest.approx(flops / (g.bf16_tflops * 1e12 * g.calibration.moe_int4))
+    stream = m.routed_total / 8 * 0.5 / (g.hbm_tbps * 1e12 * g.calibration.memory)
+    math = flops / (g.bf16_tflops * 1e12 * g.calibration.moe_int4) * moe_imbalance(m.experts, 8)
+    assert float(parts["moe"]) == pytest.approx(math + stream)
 
 
 @settings(max_examples=30, deadline=None)
@@ -216,3 +225,33 @@ def test_memory_per_gpu_falls_with_more_gpus_and_grows_with_the_request(name, n_
     s8 = resolve_setup(card, g, 8, kv_dtype=kv)
     assert memory_per_gpu(card, g, s8, n_tok + 1024).needed > fits[2].needed
     assert fits[2].fits == (fits[2].needed <= 141e9)
+
+
+@pytest.mark.parametrize("n,z", [(1, 0.0), (2, 0.5642), (4, 1.0294), (8, 1.4236), (16, 1.7660)])
+def test_the_busiest_of_n_gpus_sits_at_the_expected_maximum_of_n_normals(n, z):
+    assert _expected_max_normal(n) == pytest.approx(z, abs=1e-4)  # the published table
+
+
+def test_expert_imbalance_by_hand():
+    """The busiest GPU over the mean, 1 + z(ep) cv / sqrt(experts per GPU), relative to the
+    calibration models' EP8 with 24 experts per GPU."""
+    assert MOE_LOAD_CV == 0.35
+    cal = 1 + 1.4236 * 0.35 / math.sqrt(24)
+    assert moe_imbalance(8, 8) == pytest.approx((1 + 1.4236 * 0.35) / cal, rel=1e-4)  # Mixtral
+    assert moe_imbalance(8, 8) == pytest.approx(1.360, abs=1e-3)
+    assert moe_imbalance(256, 8) == pytest.approx((1 + 1.4236 * 0.35 / math.sqrt(32)) / cal, rel=1e-4)
+    assert moe_imbalance(192, 8) == pytest.approx(1.0)
+    assert moe_imbalance(128, 1) == pytest.approx(1 / cal)  # one GPU, or expert-TP: nothing to wait on
+    assert moe_imbalance(0, 1) == 1.0
+    assert moe_imbalance(16, 8) > moe_imbalance(64, 8) > moe_imbalance(64, 4)
+
+
+def test_expert_weights_and_math_add():
+    """A short prompt pays the expert weight stream and the expert math both (no overlap)."""
+    card, g = _card("qwen3-235b-a22b"), load_gpu("h200")
+    setup = resolve_setup(card, g, 8, dtype="bf16", kv_dtype="bf16")
+    m, c = card.matmul, g.calibration
+    stream = m.routed_total / 8 * 2 / (g.hbm_tbps * 1e12 * c.memory)
+    moe = [float(kernel_parts(card, g, setup, n)["moe"]) for n in (1.0, 1024.0, 2048.0)]
+    assert moe[0] == pytest.approx(stream, rel=1e-3)
+    assert moe[2] - moe[1] == pytest.approx(moe[1] - stream, rel=1e-9)  # linear above the stream

@@ -81,7 +81,7 @@ def test_h20_card_is_the_table6_scale_fit():
     card, h20, h100 = load_card("prfaas-case-study-1t"), load_gpu("h20"), load_gpu("h100")
     borrowed = type(h20)(**{**h20.__dict__, "calibration": h100.calibration})
     k = scale_fit(card, borrowed, _setup(card, h20), (10200, 27500), (1.83, 4.27))
-    assert k == pytest.approx(2.244, abs=2e-3)
+    assert k == pytest.approx(2.215, abs=2e-3)
     assert h20.calibration.moe == pytest.approx(min(h100.calibration.moe * k, 0.95), abs=1e-3)
     assert h20.calibration.gemm == 0.95  # capped
     assert not h20.calibrated and h200_is_calibrated()

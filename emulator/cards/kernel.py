@@ -11,7 +11,8 @@ Per GPU, for a prefill of n tokens on `gpus` GPUs (TP `tp` for attention and den
 `ep` for routed experts, the remaining gpus/ep as expert-tensor parallel):
 
     gemm       2 n dense/tp / (peak x gemm)           | dense/tp weight bytes / (HBM x memory)
-    moe        2 n routed_active/gpus / (peak x moe)   + routed_total/gpus weight bytes / (HBM x memory)
+    moe        2 n routed_active/gpus / (peak x moe) x imbalance
+               + routed_total/gpus weight bytes / (HBM x memory)
     attention  pair FLOPs / tp / (bf16 peak x attention, attention_mla for MLA layers)
                + attention_us per attention layer (full, sliding-window, chunked, MLA)
     linear     state-kernel FLOPs / tp / (bf16 peak x linear) + linear_ns per token and layer
@@ -21,7 +22,11 @@ Per GPU, for a prefill of n tokens on `gpus` GPUs (TP `tp` for attention and den
                + collective_us each; attention-DP (tp = 1) with ep > 1: an all-to-all instead
     layer      layer_us per layer (launches, small kernels)
 
-(a | b: the slower of the two, a GEMM streams its weights while it computes.) Every term is a
+(a | b: the slower of the two, a GEMM streams its weights while it computes.) A grouped expert
+GEMM does not hide its weights: each expert's GEMM is only its share of the tokens (k n / E
+rows, 32-1,000 at 1K-32K for fine-grained experts), too short to stream one expert's weights
+behind the math on them, so the two add. `imbalance` is the busiest GPU's expert load over
+the average under skewed routing, relative to the calibration's (moe_imbalance). Every term is a
 polynomial of degree <= 2 in n on pieces split at sliding windows and at the lengths where a
 GEMM turns compute-bound, so a profile
 built from it keeps the model's exact mode. The serving overhead (scheduling, tokenization,
@@ -33,6 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -74,6 +80,44 @@ def weight_bytes(dtype: str) -> tuple[float, float]:
             "nvfp4": (NVFP4_BYTES, NVFP4_BYTES)}.get(dtype, (2.0, 2.0))
 
 
+# Skewed routing: per-expert token loads spread with this coefficient of variation (fitted on
+# Mixtral-8x22B's one-expert-per-GPU cells against the calibration models' 16 and 32 per GPU)
+MOE_LOAD_CV = 0.35
+CALIBRATION_EP, CALIBRATION_EXPERTS_PER_GPU = 8, 24.0  # EP8, 16 and 32 experts per GPU
+
+
+@cache
+def _expected_max_normal(n: int) -> float:
+    """E[max of n standard normals] (0 for one): how far the busiest of n GPUs sits above the
+    mean, in standard deviations."""
+    from scipy.special import ndtr
+
+    x = np.linspace(-12.0, 12.0, 48001)
+    pdf = np.exp(-x * x / 2) / np.sqrt(2 * np.pi)
+    return float(np.trapezoid(x * n * pdf * ndtr(x) ** (n - 1), x)) if n > 1 else 0.0
+
+
+def _busiest_over_mean(experts: int, ep: int) -> float:
+    e = experts / ep
+    return 1 + _expected_max_normal(ep) * MOE_LOAD_CV / np.sqrt(e)
+
+
+def moe_imbalance(experts: int, ep: int) -> float:
+    """The factor on the expert GEMMs' time for `experts` spread over `ep` GPUs.
+
+    Why: under EP the step waits for the busiest GPU. Its load is the sum of the token loads of
+    its experts/ep experts; with skewed routing the loads vary (MOE_LOAD_CV), so the busiest of
+    ep GPUs sits E[max of ep normals] standard deviations above the mean, a deviation that
+    shrinks as 1/sqrt(experts per GPU). The measured `moe` efficiency already carries the
+    calibration models' imbalance (EP8, about 24 experts per GPU), so the factor is relative to
+    it: Mixtral-8x22B on EP8 (one expert per GPU) 1.36, DeepSeek-V3 (32) 0.99, one GPU or
+    expert-tensor parallel only 0.91."""
+    if not experts:
+        return 1.0
+    return (_busiest_over_mean(experts, ep)
+            / _busiest_over_mean(int(CALIBRATION_EP * CALIBRATION_EXPERTS_PER_GPU), CALIBRATION_EP))
+
+
 def _moe_eff(c, dtype: str) -> float:
     return c.moe_fp8 if dtype == "fp8" else c.moe_int4 if dtype in FOUR_BIT else c.moe
 
@@ -111,8 +155,8 @@ def kernel_parts(card: ModelCard, gpu: GpuCard, setup: Setup, length: float | np
     gemm = np.maximum(2 * n * m.dense / tp / (peak * g_eff), m.dense / tp * wb / hbm)
     moe = np.zeros_like(n)
     if m.routed_active:
-        moe = np.maximum(2 * n * m.routed_active / gpus / (peak * moe_eff),
-                         m.routed_total / gpus * wb_moe / hbm)
+        moe = (2 * n * m.routed_active / gpus / (peak * moe_eff) * moe_imbalance(m.experts, setup.ep)
+               + m.routed_total / gpus * wb_moe / hbm)
     attn_layers = sum(g.count for g in card.groups if g.kind not in STATE)
     lin_layers = sum(g.count for g in card.groups if g.kind in STATE)
     only_lin, full, mla = _only(card, STATE), _only(card, ("gqa", "swa", "chunked")), _only(card, ("mla",))
@@ -139,17 +183,13 @@ def kernel_parts(card: ModelCard, gpu: GpuCard, setup: Setup, length: float | np
 
 
 def kernel_breaks(card: ModelCard, gpu: GpuCard, setup: Setup) -> list[float]:
-    """Lengths where a GEMM class turns from weight-bound to compute-bound (pieces of the
-    profile), besides the model's sliding windows."""
-    c, m = gpu.calibration, card.matmul
+    """Lengths where the dense GEMMs turn from weight-bound to compute-bound (pieces of the
+    profile), besides the model's sliding windows; the expert GEMMs add, so they have none."""
+    c = gpu.calibration
     peak, hbm = _peak(gpu, setup.dtype), gpu.hbm_tbps * 1e12 * c.memory
-    wb, wb_moe = weight_bytes(setup.dtype)
+    wb, _ = weight_bytes(setup.dtype)
     fp8 = setup.dtype == "fp8"
     out = [wb / hbm * peak * (c.gemm_fp8 if fp8 else c.gemm) / 2]
-    if m.routed_active:
-        moe_eff = _moe_eff(c, setup.dtype)
-        out.append(m.routed_total * wb_moe / hbm * peak * moe_eff
-                   / (2 * m.routed_active))
     return sorted({round(x, 6) for x in out if x > 0})
 
 

@@ -14,10 +14,11 @@ what the single-request kernel model charges for that many tokens, except for th
                                            costs (attention_us) once per step
 
 with the same measured efficiencies. A batch of one prompt from position 0 is the single-request
-kernel exactly. The MoE weight term counts every routed expert, as the single-request model does:
-a step of N tokens touches E (1 - (1 - k/E)^N) of them (decode.touched_experts), all of them to
-within 0.1% once N >= 7 E / k tokens, which every step of a useful budget is; `experts_touched`
-reports the figure.
+kernel exactly. The expert GEMMs pay their weight stream and their math (at the busiest
+expert-parallel GPU's load) both, as the single-request model does (kernel.moe_imbalance); the
+weight term counts every routed expert: a step of N tokens touches E (1 - (1 - k/E)^N) of them
+(decode.touched_experts), all of them to within 0.1% once N >= 7 E / k tokens, which every step
+of a useful budget is; `experts_touched` reports the figure.
 
 At full steps of `budget` tokens (the capacity a batched engine sustains), a prompt of l tokens
 costs its share of the step, l / budget, of everything but its own attention, plus that
