@@ -58,6 +58,7 @@ from prfaas_tui.screens.presets import PresetPicker
 from prfaas_tui.screens.prompt import ValuePrompt
 from prfaas_tui.session import Session
 from prfaas_tui.throttle import Coalesced, Toasts
+from prfaas_tui.topology_text import Element
 from prfaas_tui.widgets.controls import KNOB_BY_KEY, KNOBS, ControlPanel, Knob
 from prfaas_tui.widgets.live_charts import LiveCharts
 from prfaas_tui.widgets.model_panel import DecisionLog, ModelPanel, RouterPanel
@@ -65,7 +66,7 @@ from prfaas_tui.widgets.pictures_view import PicturesView
 from prfaas_tui.widgets.plots import CeilingsVsTChart, Figure5Data, LambdaVsNpChart
 from prfaas_tui.widgets.status import KeyFooter, StatusLine
 from prfaas_tui.widgets.timeline import DrillTimeline
-from prfaas_tui.widgets.topology import TopologyStrip
+from prfaas_tui.widgets.topology import KNOB_ELEMENT, TopologyStrip
 
 if TYPE_CHECKING:
     from emulator.scenario.drill import Drill
@@ -210,7 +211,9 @@ class Dashboard(Screen):
         self._toasts = Toasts(lambda text, kw: super(Dashboard, self).notify(text, **kw),
                               spawn=spawn)
         self.app.sub_title = self.settings.scenario.name
-        self.query_one(ControlPanel).focus()
+        controls = self.query_one(ControlPanel)
+        controls.focus()
+        self.watch(controls, "cursor", lambda _: self.show_map(), init=False)
         self._show_model()
         self.query_one(StatusLine).show(None)
         self.query_one(LiveCharts).ttft_slo = self.settings.scenario.sim.slo_ttft
@@ -228,6 +231,15 @@ class Dashboard(Screen):
         `/loss` at once) reaches the app after that screen is on top, which hands it on
         (PrfaasApp._on_key) rather than lose it."""
         event.typed_on = self  # type: ignore[attr-defined]
+
+    @property
+    def selected(self) -> Element | None:
+        """The pair's element the knob cursor turns (its 1x1 topology's site, link or region;
+        None on the run's own knobs: rate, paradigm, speed): the map marks it."""
+        return KNOB_ELEMENT.get(KNOBS[self.query_one(ControlPanel).cursor].key)
+
+    def show_map(self) -> None:
+        self.query_one(TopologyStrip).show(self.session.effective, self.selected)
 
     # -- the session -------------------------------------------------------------------------------
     def _start(self) -> None:
@@ -267,7 +279,7 @@ class Dashboard(Screen):
         # makes comes back in a tick, so the last one of a burst is always drawn here even if
         # a deferred redraw (`_model_later`) was lost
         self._show_model()
-        self.query_one(TopologyStrip).show(self.session.effective)
+        self.show_map()
         self.query_one(PicturesView).show()
 
     def _model_later(self) -> None:
