@@ -445,3 +445,52 @@ def test_a_topology_plan_opens_as_one_plan_file(plan_file):
     assert choice.scenario.name == f"{summary['scenario']}:{want['label']}"
     shipped = plan.choice(plan.records[0]).scenario  # the preset as written
     assert shipped.name == summary["scenario"] and shipped.declared_topology.site("hub").instances == 8
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+@pytest.mark.asyncio
+async def test_a_drill_on_a_topology_shows_the_pairs_incident_timeline(size):
+    from prfaas_tui.commands.snapshot import normalize, screen_text
+    from prfaas_tui.widgets.timeline import DrillTimeline
+
+    app = PrfaasApp("two-regions", live=False, at=720.0, drill="region-link-brownout")
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        timeline = _screen(app).query_one(DrillTimeline)
+        assert timeline.display
+        shown = str(timeline.content)
+        assert shown.startswith("drill region-link-brownout\nat 12.0 min of 40.0 min")
+        assert "⚠ 10.0 min-20.0 min" in shown and "hub->west brownout to 15%" in shown
+        text = screen_text(normalize(app.export_screenshot()))
+        assert "drill region-link-brownout" in text and "? Help" in text  # not cut
+    app = PrfaasApp("two-regions", live=False, at=10.0)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        assert not _screen(app).query_one(DrillTimeline).display  # nothing to show
+
+
+@pytest.mark.asyncio
+async def test_t_edits_the_selected_region_or_the_region_of_the_selected_link():
+    from prfaas_tui.screens.prompt import ValuePrompt
+
+    app = PrfaasApp("two-regions", live=False, at=10.0)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        screen = _screen(app)
+        await _select(pilot, screen, ("site", "hub"))
+        await pilot.press("t")
+        await pilot.pause()
+        assert app.screen is screen  # a site has no t: a notice
+        await _select(pilot, screen, ("link", "hub->west"))
+        await pilot.press("t")
+        await pilot.pause()
+        assert isinstance(app.screen, ValuePrompt) and screen.selected == ("region", "west")
+        for _ in range(30):
+            await pilot.press("backspace")
+        for ch in "32K":
+            await pilot.press(ch)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.screen is screen
+        assert screen.session.running_spec().region("west").threshold == 32768.0
+        assert screen.session.running_spec().region("east").threshold != 32768.0

@@ -42,6 +42,7 @@ from prfaas_tui.screens.prompt import ValuePrompt
 from prfaas_tui.session import Session
 from prfaas_tui.topology_text import Element, Figures, elements, step_element
 from prfaas_tui.widgets.status import KeyFooter, clock
+from prfaas_tui.widgets.timeline import DrillTimeline
 from prfaas_tui.widgets.topology_map import (
     SelectionChart,
     TopologyDetail,
@@ -94,6 +95,9 @@ class TopologyScreen(Screen):
         Binding("enter", "knobs", "Knobs", id="topology-knobs",
                 tooltip="The selected element's knobs (region: t, N_p/N_d, routing; site: "
                         "instances; link: bandwidth)"),
+        Binding("t", "region_knobs", "Set t", show=False, id="topology-set-threshold",
+                tooltip="The selected region's t, N_p/N_d and routing (a link selected: its "
+                        "region's), as the pair's t"),
         Binding("space", "pause", "Pause", id="topology-pause",
                 tooltip="Pause or resume the simulated clock"),
         Binding("full_stop", "step", "Step", id="topology-step",
@@ -158,6 +162,7 @@ class TopologyScreen(Screen):
         with Vertical(id="topo-body"):
             yield TopologyMap(id="topology-map")
             yield TopologyDetail(id="topology-detail")
+            yield DrillTimeline(id="timeline")
             yield SelectionChart(id="topology-chart")
         yield Static(id="topo-status")
         yield KeyFooter(compact=True)
@@ -196,6 +201,13 @@ class TopologyScreen(Screen):
         chart = self.query_one(SelectionChart)
         detail_rows = 2 + len(detail_lines(fig, self.selected)) if fig and self.selected else 0
         room = self.size.height - 3 - self.query_one(TopologyMap).rows - detail_rows
+        timeline = self.query_one(DrillTimeline)
+        if self.tick is not None:
+            self._show_timeline(self.tick)
+        if timeline.display:  # whole or not at all, after the map and the detail
+            rows = str(timeline.content).count("\n") + 1
+            timeline.display = rows <= room
+            room -= rows if timeline.display else 0
         chart.display = room >= SelectionChart.MIN_ROWS  # the map and the detail come first
         if chart.display and self.tick is not None and self.selected is not None:
             xs, series = selection_series(self.tick.history, self.selected)
@@ -232,6 +244,16 @@ class TopologyScreen(Screen):
             self.notify(message.text, severity="error", timeout=8)
             self.redraw()
 
+    def _show_timeline(self, tick: Tick) -> None:
+        """The pair's incident timeline: a drill's incidents or the ones injected by hand."""
+        d, windows = self.drill, tick.snapshot.incident_windows
+        timeline = self.query_one(DrillTimeline)
+        if d is None and not windows:
+            timeline.display = False
+            return
+        timeline.show(f"drill {d.name}" if d else "incidents", windows, tick.snapshot.sim_time,
+                      d.duration if d else None)
+
     def _follow_drill(self, tick: Tick) -> None:
         d = self.drill
         if d is not None and tick.snapshot.sim_time >= d.duration and not self.scored:
@@ -261,6 +283,21 @@ class TopologyScreen(Screen):
     def action_knobs(self) -> None:
         if self.selected is not None and self.session.driver is not None:
             edit_element(self, self.session, self.selected, self.redraw)
+
+    def action_region_knobs(self) -> None:
+        """The pair's `t` on a topology: the knobs of the selected region, or of the region
+        the selected link leads to."""
+        if self.selected is None or self.session.driver is None:
+            return
+        kind, name = self.selected
+        if kind == "site":
+            self.notify(f"site {name} has no t: select a region or a link (arrows)",
+                        severity="warning")
+            return
+        region = ("region", name.split("->", 1)[1] if kind == "link" else name)
+        self.selected = region
+        self.redraw()
+        edit_element(self, self.session, region, self.redraw)
 
     def change(self, kind: str, name: str, **knobs: Any) -> bool:
         """Turn one element's knobs; a refusal is a notice and changes nothing."""
