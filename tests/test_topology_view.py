@@ -494,3 +494,22 @@ async def test_t_edits_the_selected_region_or_the_region_of_the_selected_link():
         assert app.screen is screen
         assert screen.session.running_spec().region("west").threshold == 32768.0
         assert screen.session.running_spec().region("east").threshold != 32768.0
+
+
+@pytest.mark.asyncio
+async def test_the_palette_lists_the_topology_keys_and_one_command_per_element():
+    from prfaas_tui.screens.prompt import ValuePrompt
+
+    app = PrfaasApp("two-regions", live=False, at=10.0)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        screen = _screen(app)
+        commands = {c.title: c for c in app.get_system_commands(app.screen)}
+        assert {"Fork [f]", "Events [E]", "Compare [c]", "Drills [d]", "Optimum [o]",
+                "Bound [O]", "Plan [P]", "Knobs [⏎]", "Set t [t]"} <= set(commands)
+        assert {f"Set {kind} {name}…" for kind, name in elements(screen.session.topology)} \
+            <= set(commands)
+        assert not any(t.startswith("Load preset") for t in commands)  # the pair's, not here
+        commands["Set link hub->west…"].callback()
+        await pilot.pause()
+        assert screen.selected == ("link", "hub->west") and isinstance(app.screen, ValuePrompt)

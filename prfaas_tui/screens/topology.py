@@ -284,6 +284,12 @@ class TopologyScreen(Screen):
         if self.selected is not None and self.session.driver is not None:
             edit_element(self, self.session, self.selected, self.redraw)
 
+    def edit(self, element: Element) -> None:
+        """Select the element and open its knobs (the palette's "Set ELEMENT…")."""
+        if element in self.order:
+            self.select(*element)
+            self.action_knobs()
+
     def action_region_knobs(self) -> None:
         """The pair's `t` on a topology: the knobs of the selected region, or of the region
         the selected link leads to."""
