@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_ui_support import type_value
 
 from prfaas_tui.app import PrfaasApp
 from prfaas_tui.commands.snapshot import topology_snapshot
@@ -111,12 +112,7 @@ async def test_a_refused_knob_stays_in_the_dialog_and_changes_nothing():
         await pilot.press("enter")
         await pilot.pause()
         prompt = app.screen
-        for _ in range(30):
-            await pilot.press("backspace")
-        for ch in "9/5":
-            await pilot.press(ch)
-        await pilot.press("enter")
-        await pilot.pause()
+        await type_value(pilot, "9/5")
         assert app.screen is prompt  # refused: the reason shows, the dialog stays
         assert "exceeds the local pool of 8" in str(prompt.query_one("#error").render())
         await pilot.press("escape")
@@ -485,12 +481,7 @@ async def test_t_edits_the_selected_region_or_the_region_of_the_selected_link():
         await pilot.press("t")
         await pilot.pause()
         assert isinstance(app.screen, ValuePrompt) and screen.selected == ("region", "west")
-        for _ in range(30):
-            await pilot.press("backspace")
-        for ch in "32K":
-            await pilot.press(ch)
-        await pilot.press("enter")
-        await pilot.pause()
+        await type_value(pilot, "32K")
         assert app.screen is screen
         assert screen.session.running_spec().region("west").threshold == 32768.0
         assert screen.session.running_spec().region("east").threshold != 32768.0
