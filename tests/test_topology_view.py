@@ -504,3 +504,43 @@ async def test_the_palette_lists_the_topology_keys_and_one_command_per_element()
         commands["Set link hub->west…"].callback()
         await pilot.pause()
         assert screen.selected == ("link", "hub->west") and isinstance(app.screen, ValuePrompt)
+
+
+@pytest.mark.asyncio
+async def test_p_loads_a_pair_on_its_dashboard_or_a_topology_here_asking_first_on_a_long_run():
+    from emulator.scenario import presets
+    from prfaas_tui.screens.dashboard import Dashboard
+    from prfaas_tui.screens.discard import DISCARD_AFTER_S
+    from prfaas_tui.screens.presets import PresetPicker
+    from prfaas_tui.screens.prompt import ConfirmScreen
+
+    app = PrfaasApp("two-regions", live=False, at=DISCARD_AFTER_S + 1)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        screen = _screen(app)
+        gen = screen.session.generation
+        await pilot.press("p")
+        await pilot.pause()
+        assert isinstance(app.screen, PresetPicker)
+        app.screen.dismiss(presets.load("two-regions", topology=True))
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)  # 601 s of run to lose: it asks
+        await pilot.press("n")
+        await pilot.pause()
+        assert app.screen is screen and screen.session.generation == gen
+        await pilot.press("p")
+        await pilot.pause()
+        app.screen.dismiss(presets.load("two-regions", topology=True))
+        await pilot.pause()
+        await pilot.press("y")
+        await pilot.pause()
+        assert app.screen is screen and screen.session.generation == gen + 1  # here, anew
+        await pilot.press("p")
+        await pilot.pause()
+        app.screen.dismiss(presets.load("toy"))  # a single pair: its dashboard
+        await pilot.pause()
+        await pilot.press("y")  # the reloaded run started at 601 s too
+        await pilot.pause()
+        assert isinstance(app.screen, Dashboard)
+        assert app.screen.settings.scenario.name == "toy"
+        assert screen not in app.screen_stack

@@ -45,6 +45,7 @@ from prfaas_tui.messages import EmulatorFailed, TickReady
 from prfaas_tui.metrics_export import default_export_dir, export_metrics
 from prfaas_tui.modelview import ModelView, Refused, Settings, slo_target, step_speed
 from prfaas_tui.screens.compare import CompareScreen
+from prfaas_tui.screens.discard import discard_run_then
 from prfaas_tui.screens.drills import (
     DrillPicker,
     IncidentForm,
@@ -75,7 +76,6 @@ if TYPE_CHECKING:
 
 TICK_REDRAW_HZ = 5  # panels redraw from emulator ticks at most this often (wall clock)
 MODEL_AFTER_S = 1 / 60  # the model column redraws one frame after the echo of a key or tick
-DISCARD_AFTER_S = 600.0  # a run this long (simulated) is not replaced without asking
 MODEL_OVERDUE_S = 0.5  # a redraw asked this long ago and not yet made is asked again
 
 
@@ -561,22 +561,8 @@ class Dashboard(Screen):
         self.app.push_screen(NewPresetScreen(self._new_form), done)
 
     def discard_run_then(self, what: str, go: Any) -> None:
-        """Replace the running run with `go()`, asking first when it has run long enough to
-        lose (DISCARD_AFTER_S simulated seconds) or is a drill not yet scored."""
-        from prfaas_tui.screens.prompt import ConfirmScreen
+        discard_run_then(self, what, go)
 
-        tick = self.tick
-        ran = tick.snapshot.sim_time if tick is not None else 0.0
-        drill = self.drill is not None and not self.scored
-        if ran < DISCARD_AFTER_S and not drill:
-            go()
-            return
-        run = f"drill {self.drill.name}" if drill else self.settings.scenario.name
-        self.app.push_screen(
-            ConfirmScreen(f"Discard the running {run} and {what}?",
-                          f"it has run {format_duration(ran)} of simulated time; "
-                          "export it first with e (the time series) or E (the events)"),
-            lambda yes: go() if yes else None)
     def action_plan(self) -> None:
         from prfaas_tui.screens.plan import PlanScreen  # the planner loads on first use
 

@@ -36,6 +36,7 @@ from prfaas_tui.live import Tick
 from prfaas_tui.messages import EmulatorFailed, TickReady
 from prfaas_tui.metrics_export import default_export_dir
 from prfaas_tui.modelview import Refused, step_speed
+from prfaas_tui.screens.discard import discard_run_then
 from prfaas_tui.screens.drills import DrillPicker, drill_here
 from prfaas_tui.screens.element_knobs import change_element, edit_element, knob_prompt, parse_knobs
 from prfaas_tui.screens.prompt import ValuePrompt
@@ -80,6 +81,9 @@ TOPOLOGY_TERMS = (
 )
 
 
+EXPORT_KEYS = "E (the events)"  # what saves a run here before it is replaced
+
+
 class TopologyScreen(Screen):
     DEFAULT_CSS = """
     TopologyScreen #topo-body { height: 1fr; }
@@ -108,6 +112,9 @@ class TopologyScreen(Screen):
                 tooltip="Apply the best threshold policy of the live state (t, N_p/N_d)"),
         Binding("O", "bound_optimum", "Bound", id="topology-bound",
                 tooltip="Apply the routing bound's split of the live state, with lp routing"),
+        Binding("p", "presets", "Presets", show=False, id="topology-presets",
+                tooltip="Load a shipped preset or a TOML file (a single pair opens its "
+                        "dashboard)"),
         Binding("d", "drills", "Drills", id="topology-drills",
                 tooltip="Run a drill in the topology view; a scorecard per region at its end"),
         Binding("w", "chart_window", "Window", show=False, id="topology-chart-window",
@@ -400,8 +407,27 @@ class TopologyScreen(Screen):
     def action_drills(self) -> None:
         def done(name: str | None) -> None:
             if name:
-                self.start_drill(name)
+                discard_run_then(self, f"start drill {name}", lambda: self.start_drill(name),
+                                 export=EXPORT_KEYS)
         self.app.push_screen(DrillPicker(self.session.scenario), done)
+
+    def action_presets(self) -> None:
+        """Another preset: a topology's runs here, a single pair's on the pair's dashboard."""
+        from prfaas_tui.screens.presets import PresetPicker
+
+        def go(sc: Scenario) -> None:
+            if sc.declared_topology is None:
+                self.app.switch_screen(self.app.screen_for(  # type: ignore[attr-defined]
+                    sc, live=self.live, at=self.at, speed=self.session.settings.speed,
+                    seed=self.session.seed))
+            else:
+                self.load(sc)
+            self.app.notify(f"loaded {sc.name}")
+
+        def done(sc: Scenario | None) -> None:
+            if sc is not None:
+                discard_run_then(self, f"load {sc.name}", lambda: go(sc), export=EXPORT_KEYS)
+        self.app.push_screen(PresetPicker(), done)
 
     def start_drill(self, name: str) -> None:
         """Run the drill on the running topology (never the drill's own base preset) and
