@@ -445,22 +445,28 @@ def test_a_topology_plan_opens_as_one_plan_file(plan_file):
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)])
 @pytest.mark.asyncio
-async def test_a_drill_on_a_topology_shows_the_pairs_incident_timeline(size):
+async def test_a_drill_on_a_topology_shows_the_pairs_incident_timeline_where_it_fits(size):
+    """Under the detail, whole, where the selected element's chart keeps its room (at 80x24
+    the chart comes first; the status line names the incidents in force)."""
     from prfaas_tui.commands.snapshot import normalize, screen_text
     from prfaas_tui.widgets.timeline import DrillTimeline
 
     app = PrfaasApp("two-regions", live=False, at=720.0, drill="region-link-brownout")
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
-        timeline = _screen(app).query_one(DrillTimeline)
-        assert timeline.display
-        shown = str(timeline.content)
-        assert shown.startswith("drill region-link-brownout\nat 12.0 min of 40.0 min")
-        assert "⚠ 10.0 min-20.0 min" in shown and "hub->west brownout to 15%" in shown
+        screen = _screen(app)
+        timeline = screen.query_one(DrillTimeline)
         text = screen_text(normalize(app.export_screenshot()))
-        assert "drill region-link-brownout" in text and "? Help" in text  # not cut
+        assert screen.query_one("#topology-chart").display  # the chart keeps its room
+        assert "? Help" in text and "hub->west brownout to 15% · sim" in text  # nothing cut
+        assert timeline.display == (size == (160, 48))
+        if timeline.display:
+            shown = str(timeline.content)
+            assert shown.startswith("drill region-link-brownout\nat 12.0 min of 40.0 min")
+            assert "⚠ 10.0 min-20.0 min" in shown and "hub->west brownout to 15%" in shown
+            assert "drill region-link-brownout" in text
     app = PrfaasApp("two-regions", live=False, at=10.0)
-    async with app.run_test(size=size) as pilot:
+    async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
         assert not _screen(app).query_one(DrillTimeline).display  # nothing to show
 

@@ -4,9 +4,11 @@ The map (sites and regions as boxes, links as lines; a sites x regions matrix be
 columns), the selected element's figures and the model at the live state, a status line and
 the keys. Arrow keys walk the elements (sites, then regions, then links); `enter` opens the
 selected element's knobs, checked as the pair's knobs are (a refusal stays in the dialog):
-a region's t, N_p/N_d and routing policy, a site's instances, a link's bandwidth. `o` applies
-the best threshold policy at the live state, `O` the routing bound's split with `lp` routing.
-A drill (`d`) runs in the view and ends with a scorecard per region. Every knob change is a
+a region's t, N_p/N_d and routing policy, a site's instances, a link's bandwidth; `t`, as on
+the pair, opens the selected region's (or the selected link's region's). `o` applies the best
+threshold policy at the live state, `O` the routing bound's split with `lp` routing. A drill
+(`d`) runs in the view under the pair's incident timeline and ends with a scorecard per
+region; `p` loads another preset (a single pair opens its dashboard). Every knob change is a
 logged change, as the pair's: `E` lists them with the incidents, `f` forks the run (replayed to
 now, checked identical) to try a change beside it, `c` runs the routing policies side by side
 on the same seeded workload.
@@ -211,9 +213,10 @@ class TopologyScreen(Screen):
         timeline = self.query_one(DrillTimeline)
         if self.tick is not None:
             self._show_timeline(self.tick)
-        if timeline.display:  # whole or not at all, after the map and the detail
+        if timeline.display:  # whole or not at all, where the chart keeps its room
             rows = str(timeline.content).count("\n") + 1
-            timeline.display = rows <= room
+            chart_fits = room >= SelectionChart.MIN_ROWS
+            timeline.display = room - rows >= (SelectionChart.MIN_ROWS if chart_fits else 0)
             room -= rows if timeline.display else 0
         chart.display = room >= SelectionChart.MIN_ROWS  # the map and the detail come first
         if chart.display and self.tick is not None and self.selected is not None:
