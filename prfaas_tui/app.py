@@ -152,17 +152,25 @@ class PrfaasApp(App):
         """Every binding of the app and the dashboard, plus one command per knob and preset."""
         yield from super().get_system_commands(screen)
         from prfaas_tui.screens.dashboard import Dashboard
+        from prfaas_tui.screens.topology import TopologyScreen
         from prfaas_tui.widgets.controls import KNOBS
 
-        dash = next((s for s in self.screen_stack if isinstance(s, Dashboard)), None)
+        view = next((s for s in self.screen_stack if isinstance(s, Dashboard | TopologyScreen)),
+                    None)
         seen = {"Quit"}  # the palette has its own
-        for node in (dash, self):
+        for node in (view, self):
             for b in node.BINDINGS if node is not None else ():
                 if isinstance(b, Binding) and b.description not in seen:
                     seen.add(b.description)  # the key in the title: the palette teaches it
                     key = self.get_key_display(b)
                     yield SystemCommand(f"{b.description} [{key}]", b.tooltip or b.description,
                                         partial(node.run_action, b.action))
+        if isinstance(view, TopologyScreen):  # one command per element, as per knob below
+            for kind, name in view.order:
+                yield SystemCommand(f"Set {kind} {name}…", f"the {kind}'s knobs (enter on the "
+                                    "map)", partial(view.edit, (kind, name)))
+            return
+        dash = view
         if dash is None:
             return
         yield SystemCommand("Step by…", "Pause and advance a typed number of simulated seconds",

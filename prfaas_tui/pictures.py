@@ -22,6 +22,7 @@ from emulator.figure5 import flat_segments, with_corners
 from emulator.model import System
 from emulator.optimizer import Grid
 from emulator.paradigm import Paradigm, Stage
+from emulator.topology.spec import PAIR_REGION, PAIR_SITE
 from emulator.units import to_gbps
 
 LABELS = {"prfaas": "PrfaaS", "link": "link", "pd-p": "PD-P", "pd-d": "PD-D"}
@@ -75,30 +76,40 @@ Segment = tuple[str, str]  # (text, role): role is a stage ("prfaas", "link"...)
 
 
 def topology_segments(top: Topology, width: int) -> list[Segment]:
-    """The strip as segments that fit `width` columns: the chain always, then Λmax and the
-    binding stage's name while they fit. Stage segments carry their stage as the role so the
-    widget colours the binding one and the degraded ones."""
+    """The pair's map as segments that fit `width` columns: the 1x1 topology's elements named
+    as a topology's (site prfaas, its link, region pd) always, then what binds and Λmax while
+    they fit (the words "site" and "region" give way to what binds). Segments carry their
+    stage, or the element's kind, as the role, so the widget colours the binding stage and the
+    degraded ones and marks the selected element's."""
     def stage(key: str) -> Segment:
         return f"{LABELS[key]} {top.alive[key]}/{top.configured[key]}", key
 
-    chain: list[Segment] = []
-    if top.remote:
-        chain += [stage("prfaas"), (" ══ ", ""),
-                  (f"link {top.link_now_gbps:.3g}/{top.link_gbps:.3g} Gbps", "link"),
-                  (" ══ ", "")]
-    chain += [stage("pd-p"), (" │ ", ""), stage("pd-d")]
-    used = sum(len(t) for t, _ in chain)
+    def chain(kinds: bool) -> list[Segment]:
+        out: list[Segment] = []
+        if top.remote:
+            out += [(f"site {PAIR_SITE}" if kinds else PAIR_SITE, "site"),
+                    (f" {top.alive['prfaas']}/{top.configured['prfaas']}", "prfaas"),
+                    (" ══ ", ""),
+                    (f"link {top.link_now_gbps:.3g}/{top.link_gbps:.3g} Gbps", "link"),
+                    (" ══ ", "")]
+        return out + [(f"region {PAIR_REGION} " if kinds else f"{PAIR_REGION} ", "region"),
+                      stage("pd-p"), (" │ ", ""), stage("pd-d")]
+
     extras: list[list[Segment]] = [  # the binding stage first, then Λmax, long or short
         [(" · ", ""), (f"{LABELS[top.binding]} binds", top.binding)],
         [(f" · Λmax {top.lambda_max:.2f} req/s" + (f" ({top.mode})" if top.mode else ""), "")],
         [(f" · Λ {top.lambda_max:.2f}", "")],
     ]
+    named = chain(True)
+    binds = sum(len(t) for t, _ in extras[0])
+    segs = named if sum(len(t) for t, _ in named) + binds <= width else chain(False)
+    used = sum(len(t) for t, _ in segs)
     for i, extra in enumerate(extras):
         n = sum(len(t) for t, _ in extra)
-        if used + n <= width and not (i == 2 and "Λmax" in "".join(t for t, _ in chain)):
-            chain += extra
+        if used + n <= width and not (i == 2 and any("Λmax" in t for t, _ in segs)):
+            segs = segs + extra
             used += n
-    return chain
+    return segs
 
 
 # -- heat map ---------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from test_ui_support import type_value
 
 from emulator.scenario import presets
 from emulator.scenario.incidents import Brownout
@@ -151,15 +152,6 @@ async def _topology_app(pilot):
     return screen
 
 
-async def _type(pilot, text: str) -> None:
-    for _ in range(12):
-        await pilot.press("backspace")
-    for ch in text:
-        await pilot.press(ch)
-    await pilot.press("enter")
-    await pilot.pause()
-
-
 @pytest.mark.asyncio
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)])
 async def test_f_E_and_c_work_in_the_topology_view(size, tmp_path, monkeypatch):
@@ -179,7 +171,7 @@ async def test_f_E_and_c_work_in_the_topology_view(size, tmp_path, monkeypatch):
             await pilot.press("down")
         await pilot.press("enter")
         await pilot.pause()
-        await _type(pilot, "25")  # the run's own change, before the fork
+        await type_value(pilot, "25")  # the run's own change, before the fork
         assert view.session.running_spec().link("hub", "west").bandwidth == 25 * GBPS
         await pilot.press("full_stop")
         await pilot.pause()
@@ -202,7 +194,7 @@ async def test_f_E_and_c_work_in_the_topology_view(size, tmp_path, monkeypatch):
             await pilot.press("down")
         await pilot.press("e")
         await pilot.pause()
-        await _type(pilot, "80")  # the what-if: the fork alone
+        await type_value(pilot, "80")  # the what-if: the fork alone
         assert fork.session.running_spec().link("hub", "west").bandwidth == 80 * GBPS
         assert view.session.running_spec().link("hub", "west").bandwidth == 25 * GBPS
         await pilot.press("escape")  # dropped: the run goes on as it was

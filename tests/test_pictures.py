@@ -125,8 +125,8 @@ def test_topology_names_the_binding_stage_and_what_is_alive(paper):
         assert len(texts[name]) <= 78
         binding = binding_of(view)  # its segments carry it, so the strip colours them
         assert f"{LABELS[binding]} binds" in [t for t, role in segs if role == binding]
-    assert "PrfaaS 4/4" in texts["healthy"] and "link 100/100 Gbps" in texts["healthy"]
-    assert "PrfaaS 2/4" in texts["lost"] and "PrfaaS binds" in texts["lost"]
+    assert "prfaas 4/4" in texts["healthy"] and "link 100/100 Gbps" in texts["healthy"]
+    assert "prfaas 2/4" in texts["lost"] and "PrfaaS binds" in texts["lost"]
     assert "link 6/100 Gbps" in texts["out"] and "link binds" in texts["out"]
     assert binding_of(out) == "link" and out.point.prfaas_term == "bandwidth"
     assert Topology.of(lost).down("prfaas") and not Topology.of(lost).down("link")
@@ -138,7 +138,9 @@ def test_topology_keeps_the_chain_when_narrow(paper):
     narrow = "".join(t for t, _ in topology_segments(top, 50))
     assert "Λmax" in wide and "binds" in wide
     assert "req/s (exact)" in wide  # the mode beside the number
-    assert narrow.startswith("PrfaaS 2/4") and "PD-D" in narrow
+    assert narrow.startswith("prfaas 2/4") and "PD-D" in narrow
+    # named as the 1x1 topology's elements: the kinds' words while what binds still fits
+    assert wide.startswith("site prfaas 2/4") and "region pd PD-P" in wide
 
 
 def test_length_cdf_marks_t_and_the_model_p(paper, toy):

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_ui_support import type_value
 
 from prfaas_tui.app import PrfaasApp
 from prfaas_tui.commands.snapshot import topology_snapshot
@@ -111,12 +112,7 @@ async def test_a_refused_knob_stays_in_the_dialog_and_changes_nothing():
         await pilot.press("enter")
         await pilot.pause()
         prompt = app.screen
-        for _ in range(30):
-            await pilot.press("backspace")
-        for ch in "9/5":
-            await pilot.press(ch)
-        await pilot.press("enter")
-        await pilot.pause()
+        await type_value(pilot, "9/5")
         assert app.screen is prompt  # refused: the reason shows, the dialog stays
         assert "exceeds the local pool of 8" in str(prompt.query_one("#error").render())
         await pilot.press("escape")
@@ -446,3 +442,112 @@ def test_a_topology_plan_opens_as_one_plan_file(plan_file):
     assert choice.scenario.name == f"{summary['scenario']}:{want['label']}"
     shipped = plan.choice(plan.records[0]).scenario  # the preset as written
     assert shipped.name == summary["scenario"] and shipped.declared_topology.site("hub").instances == 8
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+@pytest.mark.asyncio
+async def test_a_drill_on_a_topology_shows_the_pairs_incident_timeline_where_it_fits(size):
+    """Under the detail, whole, where the selected element's chart keeps its room (at 80x24
+    the chart comes first; the status line names the incidents in force)."""
+    from prfaas_tui.commands.snapshot import normalize, screen_text
+    from prfaas_tui.widgets.timeline import DrillTimeline
+
+    app = PrfaasApp("two-regions", live=False, at=720.0, drill="region-link-brownout")
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        screen = _screen(app)
+        timeline = screen.query_one(DrillTimeline)
+        text = screen_text(normalize(app.export_screenshot()))
+        assert screen.query_one("#topology-chart").display  # the chart keeps its room
+        assert "? Help" in text and "hub->west brownout to 15% · sim" in text  # nothing cut
+        assert timeline.display == (size == (160, 48))
+        if timeline.display:
+            shown = str(timeline.content)
+            assert shown.startswith("drill region-link-brownout\nat 12.0 min of 40.0 min")
+            assert "⚠ 10.0 min-20.0 min" in shown and "hub->west brownout to 15%" in shown
+            assert "drill region-link-brownout" in text
+    app = PrfaasApp("two-regions", live=False, at=10.0)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        assert not _screen(app).query_one(DrillTimeline).display  # nothing to show
+
+
+@pytest.mark.asyncio
+async def test_t_edits_the_selected_region_or_the_region_of_the_selected_link():
+    from prfaas_tui.screens.prompt import ValuePrompt
+
+    app = PrfaasApp("two-regions", live=False, at=10.0)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        screen = _screen(app)
+        await _select(pilot, screen, ("site", "hub"))
+        await pilot.press("t")
+        await pilot.pause()
+        assert app.screen is screen  # a site has no t: a notice
+        await _select(pilot, screen, ("link", "hub->west"))
+        await pilot.press("t")
+        await pilot.pause()
+        assert isinstance(app.screen, ValuePrompt) and screen.selected == ("region", "west")
+        await type_value(pilot, "32K")
+        assert app.screen is screen
+        assert screen.session.running_spec().region("west").threshold == 32768.0
+        assert screen.session.running_spec().region("east").threshold != 32768.0
+
+
+@pytest.mark.asyncio
+async def test_the_palette_lists_the_topology_keys_and_one_command_per_element():
+    from prfaas_tui.screens.prompt import ValuePrompt
+
+    app = PrfaasApp("two-regions", live=False, at=10.0)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        screen = _screen(app)
+        commands = {c.title: c for c in app.get_system_commands(app.screen)}
+        assert {"Fork [f]", "Events [E]", "Compare [c]", "Drills [d]", "Optimum [o]",
+                "Bound [O]", "Plan [P]", "Knobs [⏎]", "Set t [t]"} <= set(commands)
+        assert {f"Set {kind} {name}…" for kind, name in elements(screen.session.topology)} \
+            <= set(commands)
+        assert not any(t.startswith("Load preset") for t in commands)  # the pair's, not here
+        commands["Set link hub->west…"].callback()
+        await pilot.pause()
+        assert screen.selected == ("link", "hub->west") and isinstance(app.screen, ValuePrompt)
+
+
+@pytest.mark.asyncio
+async def test_p_loads_a_pair_on_its_dashboard_or_a_topology_here_asking_first_on_a_long_run():
+    from emulator.scenario import presets
+    from prfaas_tui.screens.dashboard import Dashboard
+    from prfaas_tui.screens.discard import DISCARD_AFTER_S
+    from prfaas_tui.screens.presets import PresetPicker
+    from prfaas_tui.screens.prompt import ConfirmScreen
+
+    app = PrfaasApp("two-regions", live=False, at=DISCARD_AFTER_S + 1)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        screen = _screen(app)
+        gen = screen.session.generation
+        await pilot.press("p")
+        await pilot.pause()
+        assert isinstance(app.screen, PresetPicker)
+        app.screen.dismiss(presets.load("two-regions", topology=True))
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)  # 601 s of run to lose: it asks
+        await pilot.press("n")
+        await pilot.pause()
+        assert app.screen is screen and screen.session.generation == gen
+        await pilot.press("p")
+        await pilot.pause()
+        app.screen.dismiss(presets.load("two-regions", topology=True))
+        await pilot.pause()
+        await pilot.press("y")
+        await pilot.pause()
+        assert app.screen is screen and screen.session.generation == gen + 1  # here, anew
+        await pilot.press("p")
+        await pilot.pause()
+        app.screen.dismiss(presets.load("toy"))  # a single pair: its dashboard
+        await pilot.pause()
+        await pilot.press("y")  # the reloaded run started at 601 s too
+        await pilot.pause()
+        assert isinstance(app.screen, Dashboard)
+        assert app.screen.settings.scenario.name == "toy"
+        assert screen not in app.screen_stack

@@ -7,7 +7,7 @@ import pytest
 from test_ui_support import dash, screen_text
 
 from prfaas_tui.app import PrfaasApp
-from prfaas_tui.screens.dashboard import DISCARD_AFTER_S
+from prfaas_tui.screens.discard import DISCARD_AFTER_S
 from prfaas_tui.screens.new_preset import NewPresetScreen
 from prfaas_tui.screens.presets import PresetPicker
 from prfaas_tui.screens.prompt import ConfirmScreen, ValuePrompt

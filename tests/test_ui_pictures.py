@@ -47,8 +47,8 @@ async def strip_at(drill: str, at: float, size=SMALL) -> tuple[str, list[str], s
 async def test_topology_strip_shows_alive_counts_and_the_binding_stage_through_drills():
     before, _, _ = await strip_at("prfaas-loss", BEFORE)
     lost, marked, binding = await strip_at("prfaas-loss", MID)
-    assert "PrfaaS 4/4" in before and "PrfaaS 2/4" in lost
-    assert binding == "prfaas" and marked == ["PrfaaS 2/4", "PrfaaS binds"]
+    assert "prfaas 4/4" in before and "prfaas 2/4" in lost
+    assert binding == "prfaas" and marked == [" 2/4", "PrfaaS binds"]
     out, marked, binding = await strip_at("link-brownout", MID)
     assert "link 6/30 Gbps" in out and "link 30/30 Gbps" in (await strip_at("link-brownout",
                                                                             BEFORE))[0]
@@ -133,7 +133,7 @@ async def test_pictures_fit_80x24():
         await pilot.pause()
         await show_pictures(pilot)
         screen = screen_text(app)
-        assert "PrfaaS 2/4" in screen and "PrfaaS binds" in screen
+        assert "prfaas 2/4" in screen and "PrfaaS binds" in screen
         assert "queue" in screen and "TTFT" in screen and "CDF" in screen
         assert NOW in screen and "★" in screen
         ttft = dash(app).query_one(TTFTCDFChart).data  # Λmax 2.12 > 1.88 offered: a steady state
@@ -218,3 +218,29 @@ async def test_length_cdf_follows_a_surge_of_long_requests():
         assert cdf.p == pytest.approx(float(snap.lengths.p_above(cdf.t)))
         assert cdf.p == pytest.approx(d.session.effective.point.p)
         assert cdf.p > float(preset.p_above(cdf.t)) + 0.1
+
+
+async def test_the_pair_map_marks_the_element_the_knob_cursor_turns():
+    """The pair is its 1x1 topology on the map: walking the knobs walks its elements (t, N_p,
+    N_d: region pd; N_prfaas: site prfaas; B_out: the link; the run's knobs: none)."""
+    app = PrfaasApp("paper-case-study", live=False, at=BEFORE)
+    async with app.run_test(size=BIG) as pilot:
+        await pilot.pause()
+        d = dash(app)
+
+        def underlined() -> str:
+            text = d.query_one(TopologyStrip).content
+            return "".join(text.plain[s.start:s.end] for s in text.spans
+                           if "underline" in str(s.style))
+
+        seen = []
+        for _ in range(6):
+            seen.append((d.selected, underlined()))
+            await pilot.press("down")
+            await pilot.pause()
+        assert [el for el, _ in seen] == [("region", "pd"), ("site", "prfaas"),
+                                          ("region", "pd"), ("region", "pd"),
+                                          ("link", "prfaas->pd"), None]
+        assert seen[0][1].startswith("region pd PD-P") and "PD-D" in seen[0][1]
+        assert seen[1][1] == "site prfaas 4/4" and seen[4][1].startswith("link ")
+        assert seen[5][1] == "" and "▸" not in d.query_one(TopologyStrip).content.plain

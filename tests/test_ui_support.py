@@ -62,3 +62,13 @@ async def select_knob(pilot, key: str) -> None:
     target = next(i for i, k in enumerate(KNOBS) if k.key == key)
     while panel.cursor != target:
         await pilot.press("down" if panel.cursor < target else "up")
+
+
+async def type_value(pilot, text: str) -> None:
+    """Replace the open dialog's value with `text` and press enter."""
+    for _ in range(30):
+        await pilot.press("backspace")
+    for ch in text:
+        await pilot.press(ch)
+    await pilot.press("enter")
+    await pilot.pause()

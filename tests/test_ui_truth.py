@@ -151,7 +151,7 @@ async def test_naive_shows_the_naive_deployment_and_solves_naive_figure():
         k = d.tick.snapshot.knobs
         assert (k.paradigm, k.n_prfaas, k.n_p, k.n_d) == ("naive-heterogeneous", 4, 0, 8)
         strip = plain(d.query_one(TopologyStrip))
-        assert "PrfaaS 4/4" in strip and "PD-P 0/0" in strip and "PD-D 8/8" in strip
+        assert "prfaas 4/4" in strip and "PD-P 0/0" in strip and "PD-D 8/8" in strip
         assert "PrfaaS binds" in strip
         want = f"{naive(d.session.system, d.settings.scenario.mode).lambda_max:.2f}"
         assert panel_lambda(app) == strip_lambda(app) == want

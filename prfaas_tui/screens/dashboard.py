@@ -46,6 +46,7 @@ from prfaas_tui.messages import EmulatorFailed, TickReady
 from prfaas_tui.metrics_export import default_export_dir, export_metrics
 from prfaas_tui.modelview import ModelView, Refused, Settings, slo_target, step_speed
 from prfaas_tui.screens.compare import CompareScreen
+from prfaas_tui.screens.discard import discard_run_then
 from prfaas_tui.screens.drills import (
     DrillPicker,
     IncidentForm,
@@ -60,6 +61,7 @@ from prfaas_tui.screens.presets import PresetPicker
 from prfaas_tui.screens.prompt import ValuePrompt
 from prfaas_tui.session import Session
 from prfaas_tui.throttle import Coalesced, Toasts
+from prfaas_tui.topology_text import Element
 from prfaas_tui.widgets.controls import KNOB_BY_KEY, KNOBS, ControlPanel, Knob
 from prfaas_tui.widgets.live_charts import LiveCharts
 from prfaas_tui.widgets.model_panel import DecisionLog, ModelPanel, RouterPanel
@@ -67,7 +69,7 @@ from prfaas_tui.widgets.pictures_view import PicturesView
 from prfaas_tui.widgets.plots import CeilingsVsTChart, Figure5Data, LambdaVsNpChart
 from prfaas_tui.widgets.status import KeyFooter, StatusLine
 from prfaas_tui.widgets.timeline import DrillTimeline
-from prfaas_tui.widgets.topology import TopologyStrip
+from prfaas_tui.widgets.topology import KNOB_ELEMENT, TopologyStrip
 
 if TYPE_CHECKING:
     from emulator.scenario.drill import Drill
@@ -76,7 +78,6 @@ if TYPE_CHECKING:
 
 TICK_REDRAW_HZ = 5  # panels redraw from emulator ticks at most this often (wall clock)
 MODEL_AFTER_S = 1 / 60  # the model column redraws one frame after the echo of a key or tick
-DISCARD_AFTER_S = 600.0  # a run this long (simulated) is not replaced without asking
 MODEL_OVERDUE_S = 0.5  # a redraw asked this long ago and not yet made is asked again
 
 
@@ -215,7 +216,9 @@ class Dashboard(Screen):
         self._toasts = Toasts(lambda text, kw: super(Dashboard, self).notify(text, **kw),
                               spawn=spawn)
         self.app.sub_title = self.settings.scenario.name
-        self.query_one(ControlPanel).focus()
+        controls = self.query_one(ControlPanel)
+        controls.focus()
+        self.watch(controls, "cursor", lambda _: self.show_map(), init=False)
         self._show_model()
         self.query_one(StatusLine).show(None)
         self.query_one(LiveCharts).ttft_slo = self.settings.scenario.sim.slo_ttft
@@ -233,6 +236,15 @@ class Dashboard(Screen):
         `/loss` at once) reaches the app after that screen is on top, which hands it on
         (PrfaasApp._on_key) rather than lose it."""
         event.typed_on = self  # type: ignore[attr-defined]
+
+    @property
+    def selected(self) -> Element | None:
+        """The pair's element the knob cursor turns (its 1x1 topology's site, link or region;
+        None on the run's own knobs: rate, paradigm, speed): the map marks it."""
+        return KNOB_ELEMENT.get(KNOBS[self.query_one(ControlPanel).cursor].key)
+
+    def show_map(self) -> None:
+        self.query_one(TopologyStrip).show(self.session.effective, self.selected)
 
     # -- the session -------------------------------------------------------------------------------
     def _start(self) -> None:
@@ -272,7 +284,7 @@ class Dashboard(Screen):
         # makes comes back in a tick, so the last one of a burst is always drawn here even if
         # a deferred redraw (`_model_later`) was lost
         self._show_model()
-        self.query_one(TopologyStrip).show(self.session.effective)
+        self.show_map()
         self.query_one(PicturesView).show()
 
     def _model_later(self) -> None:
@@ -558,22 +570,8 @@ class Dashboard(Screen):
         self.app.push_screen(NewPresetScreen(self._new_form), done)
 
     def discard_run_then(self, what: str, go: Any) -> None:
-        """Replace the running run with `go()`, asking first when it has run long enough to
-        lose (DISCARD_AFTER_S simulated seconds) or is a drill not yet scored."""
-        from prfaas_tui.screens.prompt import ConfirmScreen
+        discard_run_then(self, what, go)
 
-        tick = self.tick
-        ran = tick.snapshot.sim_time if tick is not None else 0.0
-        drill = self.drill is not None and not self.scored
-        if ran < DISCARD_AFTER_S and not drill:
-            go()
-            return
-        run = f"drill {self.drill.name}" if drill else self.settings.scenario.name
-        self.app.push_screen(
-            ConfirmScreen(f"Discard the running {run} and {what}?",
-                          f"it has run {format_duration(ran)} of simulated time; "
-                          "export it first with e (the time series) or E (the events)"),
-            lambda yes: go() if yes else None)
     def action_plan(self) -> None:
         from prfaas_tui.screens.plan import PlanScreen  # the planner loads on first use
 

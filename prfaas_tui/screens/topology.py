@@ -4,9 +4,11 @@ The map (sites and regions as boxes, links as lines; a sites x regions matrix be
 columns), the selected element's figures and the model at the live state, a status line and
 the keys. Arrow keys walk the elements (sites, then regions, then links); `enter` opens the
 selected element's knobs, checked as the pair's knobs are (a refusal stays in the dialog):
-a region's t, N_p/N_d and routing policy, a site's instances, a link's bandwidth. `o` applies
-the best threshold policy at the live state, `O` the routing bound's split with `lp` routing.
-A drill (`d`) runs in the view and ends with a scorecard per region. Every knob change is a
+a region's t, N_p/N_d and routing policy, a site's instances, a link's bandwidth; `t`, as on
+the pair, opens the selected region's (or the selected link's region's). `o` applies the best
+threshold policy at the live state, `O` the routing bound's split with `lp` routing. A drill
+(`d`) runs in the view under the pair's incident timeline and ends with a scorecard per
+region; `p` loads another preset (a single pair opens its dashboard). Every knob change is a
 logged change, as the pair's: `E` lists them with the incidents, `f` forks the run (replayed to
 now, checked identical) to try a change beside it, `c` runs the routing policies side by side
 on the same seeded workload.
@@ -36,12 +38,14 @@ from prfaas_tui.live import Tick
 from prfaas_tui.messages import EmulatorFailed, TickReady
 from prfaas_tui.metrics_export import default_export_dir
 from prfaas_tui.modelview import Refused, step_speed
+from prfaas_tui.screens.discard import discard_run_then
 from prfaas_tui.screens.drills import DrillPicker, drill_here
 from prfaas_tui.screens.element_knobs import change_element, edit_element, knob_prompt, parse_knobs
 from prfaas_tui.screens.prompt import ValuePrompt
 from prfaas_tui.session import Session
 from prfaas_tui.topology_text import Element, Figures, elements, step_element
 from prfaas_tui.widgets.status import KeyFooter, clock
+from prfaas_tui.widgets.timeline import DrillTimeline
 from prfaas_tui.widgets.topology_map import (
     SelectionChart,
     TopologyDetail,
@@ -80,6 +84,9 @@ TOPOLOGY_TERMS = (
 )
 
 
+EXPORT_KEYS = "E (the events)"  # what saves a run here before it is replaced
+
+
 class TopologyScreen(Screen):
     DEFAULT_CSS = """
     TopologyScreen #topo-body { height: 1fr; }
@@ -95,6 +102,9 @@ class TopologyScreen(Screen):
         Binding("enter", "knobs", "Knobs", id="topology-knobs",
                 tooltip="The selected element's knobs (region: t, N_p/N_d, routing; site: "
                         "instances; link: bandwidth)"),
+        Binding("t", "region_knobs", "Set t", show=False, id="topology-set-threshold",
+                tooltip="The selected region's t, N_p/N_d and routing (a link selected: its "
+                        "region's), as the pair's t"),
         Binding("space", "pause", "Pause", id="topology-pause",
                 tooltip="Pause or resume the simulated clock"),
         Binding("full_stop", "step", "Step", id="topology-step",
@@ -107,6 +117,9 @@ class TopologyScreen(Screen):
                 tooltip="Apply the best threshold policy of the live state (t, N_p/N_d)"),
         Binding("O", "bound_optimum", "Bound", id="topology-bound",
                 tooltip="Apply the routing bound's split of the live state, with lp routing"),
+        Binding("p", "presets", "Presets", show=False, id="topology-presets",
+                tooltip="Load a shipped preset or a TOML file (a single pair opens its "
+                        "dashboard)"),
         Binding("d", "drills", "Drills", id="topology-drills",
                 tooltip="Run a drill in the topology view; a scorecard per region at its end"),
         Binding("w", "chart_window", "Window", show=False, id="topology-chart-window",
@@ -161,6 +174,7 @@ class TopologyScreen(Screen):
         with Vertical(id="topo-body"):
             yield TopologyMap(id="topology-map")
             yield TopologyDetail(id="topology-detail")
+            yield DrillTimeline(id="timeline")
             yield SelectionChart(id="topology-chart")
         yield Static(id="topo-status")
         yield KeyFooter(compact=True)
@@ -199,6 +213,14 @@ class TopologyScreen(Screen):
         chart = self.query_one(SelectionChart)
         detail_rows = 2 + len(detail_lines(fig, self.selected)) if fig and self.selected else 0
         room = self.size.height - 3 - self.query_one(TopologyMap).rows - detail_rows
+        timeline = self.query_one(DrillTimeline)
+        if self.tick is not None:
+            self._show_timeline(self.tick)
+        if timeline.display:  # whole or not at all, where the chart keeps its room
+            rows = str(timeline.content).count("\n") + 1
+            chart_fits = room >= SelectionChart.MIN_ROWS
+            timeline.display = room - rows >= (SelectionChart.MIN_ROWS if chart_fits else 0)
+            room -= rows if timeline.display else 0
         chart.display = room >= SelectionChart.MIN_ROWS  # the map and the detail come first
         if chart.display and self.tick is not None and self.selected is not None:
             xs, series = selection_series(self.tick.history, self.selected)
@@ -235,6 +257,16 @@ class TopologyScreen(Screen):
             self.notify(message.text, severity="error", timeout=8)
             self.redraw()
 
+    def _show_timeline(self, tick: Tick) -> None:
+        """The pair's incident timeline: a drill's incidents or the ones injected by hand."""
+        d, windows = self.drill, tick.snapshot.incident_windows
+        timeline = self.query_one(DrillTimeline)
+        if d is None and not windows:
+            timeline.display = False
+            return
+        timeline.show(f"drill {d.name}" if d else "incidents", windows, tick.snapshot.sim_time,
+                      d.duration if d else None)
+
     def _follow_drill(self, tick: Tick) -> None:
         d = self.drill
         if d is not None and tick.snapshot.sim_time >= d.duration and not self.scored:
@@ -264,6 +296,27 @@ class TopologyScreen(Screen):
     def action_knobs(self) -> None:
         if self.selected is not None and self.session.driver is not None:
             edit_element(self, self.session, self.selected, self.redraw)
+
+    def edit(self, element: Element) -> None:
+        """Select the element and open its knobs (the palette's "Set ELEMENT…")."""
+        if element in self.order:
+            self.select(*element)
+            self.action_knobs()
+
+    def action_region_knobs(self) -> None:
+        """The pair's `t` on a topology: the knobs of the selected region, or of the region
+        the selected link leads to."""
+        if self.selected is None or self.session.driver is None:
+            return
+        kind, name = self.selected
+        if kind == "site":
+            self.notify(f"site {name} has no t: select a region or a link (arrows)",
+                        severity="warning")
+            return
+        region = ("region", name.split("->", 1)[1] if kind == "link" else name)
+        self.selected = region
+        self.redraw()
+        edit_element(self, self.session, region, self.redraw)
 
     def change(self, kind: str, name: str, **knobs: Any) -> bool:
         """Turn one element's knobs; a refusal is a notice and changes nothing."""
@@ -387,8 +440,27 @@ class TopologyScreen(Screen):
     def action_drills(self) -> None:
         def done(name: str | None) -> None:
             if name:
-                self.start_drill(name)
+                discard_run_then(self, f"start drill {name}", lambda: self.start_drill(name),
+                                 export=EXPORT_KEYS)
         self.app.push_screen(DrillPicker(self.session.scenario), done)
+
+    def action_presets(self) -> None:
+        """Another preset: a topology's runs here, a single pair's on the pair's dashboard."""
+        from prfaas_tui.screens.presets import PresetPicker
+
+        def go(sc: Scenario) -> None:
+            if sc.declared_topology is None:
+                self.app.switch_screen(self.app.screen_for(  # type: ignore[attr-defined]
+                    sc, live=self.live, at=self.at, speed=self.session.settings.speed,
+                    seed=self.session.seed))
+            else:
+                self.load(sc)
+            self.app.notify(f"loaded {sc.name}")
+
+        def done(sc: Scenario | None) -> None:
+            if sc is not None:
+                discard_run_then(self, f"load {sc.name}", lambda: go(sc), export=EXPORT_KEYS)
+        self.app.push_screen(PresetPicker(), done)
 
     def start_drill(self, name: str) -> None:
         """Run the drill on the running topology (never the drill's own base preset) and
