@@ -12,8 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from emulator.cards import CardError
-from emulator.cards.decode import (bs_max, busiest_rank_experts, step_time, sublayers,
-                                   touched_experts)
+from emulator.cards.decode import (
+    bs_max,
+    busiest_rank_experts,
+    step_time,
+    sublayers,
+    touched_experts,
+)
 from emulator.cards.gpu import load_gpu
 from emulator.cards.kernel import resolve_setup
 from emulator.cards.model_card import load_card, read_config
