@@ -265,7 +265,7 @@ async def test_the_dashboard_opens_a_decode_from_the_cards(tmp_path):
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
         assert isinstance(dash(app).settings.scenario.sim.step, CardStep)
-        assert "at BS_max 217" in screen_text(app)
+        assert "at BS_max 239" in screen_text(app)
 
 
 @pytest.mark.parametrize("decode", ["cards", "constants"])
@@ -299,5 +299,5 @@ def test_a_decode_bound_run_serves_eq5_from_the_cards(tmp_path, capsys):
         out = emu.run().json
     d = out["stages"]["pd-d"]
     assert out["bottleneck"] == "pd-d"
-    assert d["steps"]["mean_batch"] == pytest.approx(sc.system.decode.bs_max, rel=0.02)
+    assert d["steps"]["mean_batch"] == pytest.approx(sc.system.decode.bs_max, rel=0.03)
     assert d["served_rate"] == pytest.approx(sc.system.decode.per_instance_rate, rel=0.03)

@@ -5,34 +5,43 @@ user's own model and GPUs; a constant (25 ms, 20) is right for one model on one 
 
 Per GPU, for a batch of B requests each at `context` tokens, on one instance of `setup`:
 
-    weights   dense/tp + LM head/tp, read once per step, plus the routed experts the batch
-              touches: per MoE layer E x (1 - (1 - k/E)^B) distinct experts (B tokens each
-              picking k of E uniformly), spread over all the instance's GPUs (EP x expert-TP)
+    weights   dense/tp + LM head/tp, read once per step, plus the routed experts of the busiest
+              EP rank: a rank holds E/ep experts, each touched by B tokens picking k of E with
+              p = 1 - (1 - k/E)^B, and the step waits for the rank that touches the most
+              (busiest_rank_experts), split over the expert-TP GPUs; at memory x HBM
     kv        B x S_kv(context) / min(tp, kv_heads): the per-layer cache model, so a full layer
               reads `context` tokens, a window min(context, window), a chunk at most a chunk,
-              a state layer its state (what the memory check holds per request)
+              a state layer its state (what the memory check holds per request); at
+              decode_attention x HBM (decode attention streams the cache near peak)
     compute   2 x active matmul params x B (dense and LM head /tp, routed /gpus) at the gemm /
               moe efficiency, plus B tokens' attention FLOPs against their contexts /tp at the
               attention efficiency
-    comm      the prefill kernel model's collective term for B tokens: two TP all-reduces per
-              layer (or an EP all-to-all per MoE layer under attention-DP), collective_us each
-    overhead  layer_us per layer (launches, small kernels)
+    comm      one TP all-reduce per sublayer (mixer, FFN: sublayers) of B x hidden x 2 bytes,
+              ring 2 (tp-1)/tp of it at decode_collective x NVLink + decode_collective_us
+              (small messages: latency-bound, far below a prefill collective); attention-DP with
+              EP: an all-to-all per MoE layer each way instead
+    overhead  decode_mixer_us per attention or state layer, decode_block_us per sublayer,
+              decode_moe_us per MoE layer: the fixed latency of a step's small kernels
 
-    T_step = max((weights + kv) / (HBM x memory), compute) + comm + overhead
+    T_step = max(weights + kv, compute) + comm + overhead
 
 (max: a decode GEMM and attention stream their operands while they compute, so the slower of
-the two bounds the step; collectives and launches do not overlap them.) Efficiencies are the GPU
-card's calibration, so an uncalibrated GPU gives an uncalibrated step (`DecodeStep.calibrated`).
+the two bounds the step; collectives and launches do not overlap them.) The decode_* fields are
+the GPU card's, fitted on measured-operator decode steps (tests/decode_reference.py); an
+uncalibrated GPU gives an uncalibrated step (`DecodeStep.calibrated`).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from functools import lru_cache
+
+import numpy as np
 
 from emulator.cards import CardError
 from emulator.cards.gpu import GpuCard
-from emulator.cards.kernel import Setup, _moe_eff, _peak, kernel_parts, weight_bytes
+from emulator.cards.kernel import ACT_DTYPE_BYTES, Setup, _moe_eff, _peak, weight_bytes
 from emulator.cards.memory import memory_per_gpu
 from emulator.cards.model_card import ModelCard
 
@@ -76,6 +85,33 @@ def touched_experts(experts: int, top_k: int, batch: float) -> float:
     return experts * (1.0 - (1.0 - min(top_k, experts) / experts) ** batch)
 
 
+@lru_cache(maxsize=4096)
+def busiest_rank_experts(experts: int, top_k: int, batch: int, ep: int) -> float:
+    """Expected distinct experts the busiest of `ep` ranks reads in one MoE layer: each rank
+    holds E/ep experts, each touched with p = 1 - (1 - k/E)^B, so a rank's count is
+    Binomial(E/ep, p) and the step waits for the largest of ep of them,
+    E[max] = sum_j 1 - F(j - 1)^ep. One rank: the mean, touched_experts."""
+    if experts <= 0 or top_k <= 0:
+        return 0.0
+    p = touched_experts(experts, top_k, batch) / experts
+    if ep <= 1 or p >= 1.0:
+        return experts / max(ep, 1) * p
+    n = experts // ep
+    j = np.arange(n + 1)
+    log_pmf = (np.array([math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1)
+                         for i in range(n + 1)]) + j * math.log(p) + (n - j) * math.log1p(-p))
+    cdf = np.minimum(np.cumsum(np.exp(log_pmf)), 1.0)
+    return float(np.sum(1.0 - cdf[:-1] ** ep))
+
+
+def sublayers(card: ModelCard) -> int:
+    """Mixer and FFN blocks a token passes, one collective after each under TP: two per layer,
+    or one per layer where a model's layers each hold a mixer or an FFN (Nemotron-H: fewer
+    mixers than layers)."""
+    mixers = sum(g.count for g in card.groups)
+    return 2 * card.num_layers if mixers >= card.num_layers else card.num_layers
+
+
 def step_time(card: ModelCard, gpu: GpuCard, setup: Setup, batch: int, context: float) -> DecodeStep:
     """The decode step of `batch` requests at `context` tokens each (module docstring)."""
     m = card.matmul
@@ -85,25 +121,42 @@ def step_time(card: ModelCard, gpu: GpuCard, setup: Setup, batch: int, context: 
     c = gpu.calibration
     b = float(batch)
     wb, wb_moe = weight_bytes(setup.dtype)
-    hbm = gpu.hbm_tbps * 1e12 * c.memory
+    hbm = gpu.hbm_tbps * 1e12
     peak, bf16 = _peak(gpu, setup.dtype), gpu.bf16_tflops * 1e12
     g_eff = c.gemm_fp8 if setup.dtype == "fp8" else c.gemm
     head = max(card.active_params - m.dense - m.routed_active, 0.0)  # the LM head
     routed = 0.0
     if m.routed_active and m.moe_layers and m.experts:
         per_expert = m.routed_total / (m.moe_layers * m.experts)
-        routed = touched_experts(m.experts, m.top_k, b) * per_expert * m.moe_layers / setup.gpus
+        lo = max(math.floor(b), 1)  # a fractional (mean) batch: between its neighbours
+        busiest = busiest_rank_experts(m.experts, m.top_k, lo, setup.ep)
+        if b > lo:
+            up = busiest_rank_experts(m.experts, m.top_k, lo + 1, setup.ep)
+            busiest += (b - lo) * (up - busiest)
+        routed = busiest * per_expert * m.moe_layers / (setup.gpus // setup.ep)
     w_bytes = (m.dense + head) / setup.tp * wb + routed * wb_moe
     kv = b * float(served.kv_bytes(context)) / min(setup.tp, m.kv_heads)
     compute = 2 * b * (m.dense + head) / setup.tp / (peak * g_eff)
     if m.routed_active:
         compute += 2 * b * m.routed_active / setup.gpus / (peak * _moe_eff(c, setup.dtype))
     compute += b * served.attn_flops_per_token(context) / setup.tp / (bf16 * c.attention)
-    parts = kernel_parts(served, gpu, setup, b)
-    return DecodeStep(batch=int(batch), context=float(context), weights_s=w_bytes / hbm,
-                      kv_s=kv / hbm, compute_s=compute, comm_s=float(parts["collective"]),
-                      overhead_s=float(parts["layer"]), weight_bytes=w_bytes, kv_bytes=kv,
-                      calibrated=gpu.calibrated)
+    comm = 0.0
+    if setup.gpus > 1:
+        nv = gpu.nvlink_gbps / 8 * 1e9 * c.decode_collective
+        act = b * m.hidden * ACT_DTYPE_BYTES
+        if setup.tp > 1:
+            comm = sublayers(card) * (2 * (setup.tp - 1) / setup.tp * act / nv
+                                      + c.decode_collective_us * 1e-6)
+        elif setup.ep > 1 and m.moe_layers:
+            a2a = act * m.top_k * (setup.ep - 1) / setup.ep / nv
+            comm = m.moe_layers * 2 * (a2a + c.decode_collective_us * 1e-6)
+    mixers = sum(g.count for g in card.groups)
+    overhead = (mixers * c.decode_mixer_us + sublayers(card) * c.decode_block_us
+                + m.moe_layers * c.decode_moe_us) * 1e-6
+    return DecodeStep(batch=int(batch), context=float(context),
+                      weights_s=w_bytes / (hbm * c.memory), kv_s=kv / (hbm * c.decode_attention),
+                      compute_s=compute, comm_s=comm, overhead_s=overhead, weight_bytes=w_bytes,
+                      kv_bytes=kv, calibrated=gpu.calibrated)
 
 
 @dataclass(frozen=True)

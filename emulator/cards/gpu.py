@@ -44,14 +44,22 @@ CALIBRATION = {
     "linear": "linear-attention / state kernels, of bf16_tflops",
     "memory": "HBM-bound kernels (norms, activations, weight reads), of hbm_tbps",
     "collective": "TP all-reduce / EP all-to-all, of nvlink_gbps",
+    # the decode step (emulator.cards.decode): small batches, CUDA-graphed, its own kernels
+    "decode_attention": "decode attention's KV and state read, of hbm_tbps",
+    "decode_collective": "a decode step's small all-reduces, bytes over nvlink_gbps",
 }
 FIXED_US = {"attention_us": "per attention layer", "collective_us": "per collective",
             "layer_us": "per layer (launches, small kernels)",
-            "linear_ns": "per token and linear-attention layer (the chunk loop's floor), ns"}
+            "linear_ns": "per token and linear-attention layer (the chunk loop's floor), ns",
+            "decode_collective_us": "per decode all-reduce / all-to-all (its latency)",
+            "decode_mixer_us": "per attention or state layer of a decode step",
+            "decode_block_us": "per decode sublayer (mixer or FFN block: launches, norms)",
+            "decode_moe_us": "per MoE layer of a decode step (routing, permute)"}
 OLD_KEYS = {"mfu", "attn_mfu", "overhead_s"}
 # keys added to [calibration] after its per-operation format first shipped: a card written
 # before them reads with the older key's efficiency, and says so (Calibration.derived)
-LATER_KEYS = {"moe_int4": "moe", "attention_mla": "attention"}
+LATER_KEYS = {"moe_int4": "moe", "attention_mla": "attention", "decode_attention": "memory",
+              "decode_collective": "collective", "decode_collective_us": "collective_us"}
 
 
 @dataclass(frozen=True)
@@ -74,6 +82,12 @@ class Calibration:
     collective_us: float = 0.0
     layer_us: float = 0.0
     linear_ns: float = 0.0
+    decode_attention: float = 0.79
+    decode_collective: float = 1.0
+    decode_collective_us: float = 0.0
+    decode_mixer_us: float = 0.0
+    decode_block_us: float = 0.0
+    decode_moe_us: float = 0.0
     measured: bool = False
     source: str = ""
     derived: tuple[str, ...] = ()  # LATER_KEYS the card did not give (taken from older keys)
