@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from emulator.cards import CardError
 from emulator.cards.decode import DEFAULT_TPOT_S, BatchLimit, bs_max, step_time, tpot_problem
@@ -24,6 +25,9 @@ from emulator.model import DecodeSpec
 from emulator.scenario.lengths import MAX_TOKENS
 from emulator.scenario.reader import Reader, at_most, positive
 from emulator.units import parse_duration, parse_tokens
+
+if TYPE_CHECKING:
+    from emulator.scenario.scenario import Scenario
 
 _CHECKS = {
     "t_decode": (parse_duration, lambda x: positive(x) or at_most(60, "a minute per decode step")(x)),
@@ -219,6 +223,24 @@ class CardStep:
         slope = (t1 - t0) / (g1 - g0)  # seconds per token of mean context
         return t0 - slope * g0, slope / batch, valid
 
+    def at_tpot(self, tpot: float) -> CardStep:
+        """The same cards and context under another TPOT SLO: BS_max derived again (the step
+        itself is physics and keeps its memo and chords). ValueError, the phrase after the
+        knob's name, when no batch of 1 meets `tpot` or it is out of range."""
+        if (why := tpot_problem(tpot)) is not None:
+            raise ValueError(why)
+        try:
+            lim = bs_max(self.card, self.gpu, self.setup, self.context, tpot)
+        except CardError as exc:
+            raise ValueError(exc.message) from None
+        return CardStep(self.card, self.gpu, self.setup, tpot, self.context, lim, self._memo,
+                        self._lines)
+
+    def decode(self, base: DecodeSpec) -> DecodeSpec:
+        """`base` (its l_out) with Eq. 5's BS_max and t_decode of this step's limit."""
+        assert self.limit is not None
+        return replace(base, t_decode=self.limit.step.step_s, bs_max=self.limit.batch)
+
     def _line(self, batch: int) -> tuple[float, float] | None:
         """(a, c) when the step at `batch` is affine in context up to MAX_CONTEXT, else None."""
         top = self.MAX_CONTEXT
@@ -229,3 +251,27 @@ class CardStep:
                     self._AFFINE * chord:
                 return None
         return t0, (t1 - t0) / top / batch
+
+
+def retimed(step: object, tpot: float, where: str | None = None) -> CardStep:
+    """`step` (a region's or the pair's decode step) under the TPOT SLO `tpot`: KnobError
+    naming the knob (and the element `where`, "region west") when its decode is constants or
+    no batch of 1 meets `tpot`."""
+    from emulator.scenario.knobs import CONSTANT_DECODE, TPOT, KnobError
+
+    if not isinstance(step, CardStep):
+        raise KnobError("tpot", CONSTANT_DECODE, where)
+    if (why := TPOT.refusal(tpot)) is not None:
+        raise KnobError("tpot", why, where)
+    try:
+        return step.at_tpot(tpot)
+    except ValueError as exc:
+        raise KnobError("tpot", str(exc), where) from None
+
+
+def with_tpot(sc: Scenario, tpot: float) -> Scenario:
+    """The pair `sc` with its decode derived again under `tpot` (Eq. 5's BS_max and t_decode,
+    and the step its emulated decode runs); KnobError when it cannot be."""
+    step = retimed(sc.sim.step, tpot)
+    return replace(sc, system=replace(sc.system, decode=step.decode(sc.system.decode)),
+                   sim=replace(sc.sim, step=step))

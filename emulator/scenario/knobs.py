@@ -38,7 +38,15 @@ from emulator.model import Knobs, System
 from emulator.paradigm import Paradigm
 from emulator.topology.spec import PAIR_LINK, PAIR_REGION, PAIR_SITE, ROUTINGS, Link, Topology
 from emulator.topology.transport import Goodput, Transport
-from emulator.units import GBPS, UnitError, format_tokens, parse_bandwidth, parse_tokens, to_gbps
+from emulator.units import (
+    GBPS,
+    UnitError,
+    format_tokens,
+    parse_bandwidth,
+    parse_duration,
+    parse_tokens,
+    to_gbps,
+)
 
 MAX_INSTANCES = 100_000  # instances of one pool; the work cap (emulator.budget) is lower
 MIN_BANDWIDTH = 1e6 / 8  # bytes/s: 1 Mbps
@@ -241,9 +249,31 @@ CONNECTIONS = Knob("connections", "--connections", whole, "connections", "N",
                    elements=(("link", "connections", "connections"),))
 TRANSPORT_KNOBS = (LOSS, CONNECTIONS)
 
+# the TPOT SLO of a decode derived from the cards (emulator.scenario.decode.CardStep): turning
+# it derives BS_max and t_decode again (the model's Eq. 5 and the running decode stage's
+# admission; the step is physics and stays). Not a Controls field: a preset with constant
+# t_decode/bs_max has none, and its knobs read as before
+MAX_TPOT = 60.0  # seconds: the cards' own bound (emulator.cards.decode.tpot_problem)
+
+
+def _tpot(raw: Any) -> float:
+    """A TPOT SLO: a duration above 0 (no step takes no time)."""
+    value = parse_duration(raw)
+    if not value > 0:
+        raise ValueError(f"must be > 0 s and at most {MAX_TPOT:g} s, got {raw!r}")
+    return value
+
+
+TPOT = Knob("tpot", "--tpot", _tpot, "TPOT", "DURATION",
+            "the TPOT SLO a decode from the cards derives BS_max under (from = \"cards\")",
+            "decode.tpot", written="a duration like 25 ms", lo=0.0, hi=MAX_TPOT,
+            show=lambda x: f"{x * 1e3:g} ms", elements=(("region", "tpot", "tpot"),))
+CONSTANT_DECODE = 'decode is constants t_decode/bs_max: set [decode] from = "cards"'
+DECODE_KNOBS = (TPOT,)
+
 # element kind -> {the knob's name there: the knob}
 ELEMENT_KNOBS: dict[str, dict[str, Knob]] = {}
-for _k in (*KNOBS.values(), ROUTING, *TRANSPORT_KNOBS):
+for _k in (*KNOBS.values(), ROUTING, *TRANSPORT_KNOBS, *DECODE_KNOBS):
     for _kind, _name, _ in _k.elements:
         ELEMENT_KNOBS.setdefault(_kind, {})[_name] = _k
 
