@@ -152,7 +152,7 @@ class PrfaasApp(App):
         """Every binding of the app and the dashboard, plus one command per knob and preset."""
         yield from super().get_system_commands(screen)
         from prfaas_tui.screens.dashboard import Dashboard
-        from prfaas_tui.widgets.controls import KNOBS
+        from prfaas_tui.widgets.controls import shown
 
         dash = next((s for s in self.screen_stack if isinstance(s, Dashboard)), None)
         seen = {"Quit"}  # the palette has its own
@@ -167,7 +167,7 @@ class PrfaasApp(App):
             return
         yield SystemCommand("Step by…", "Pause and advance a typed number of simulated seconds",
                             dash.action_step_by)
-        for k in KNOBS:
+        for k in shown(dash.settings):
             yield SystemCommand(f"Set {k.label}…", k.hint, partial(dash.edit_knob, k))
         for name, desc, path in presets.list_presets(topology=False):
             yield SystemCommand(f"Load preset {name}", desc,

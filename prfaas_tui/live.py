@@ -113,6 +113,8 @@ def apply_controls(emu: Emulation, new: Settings) -> None:
     A topology's knobs are its elements' (`ElementChange`): its settings carry the pace only."""
     if emu.topology is not None:
         return
+    if new.tpot is not None and new.tpot != emu.tpot():
+        emu.set_tpot(new.tpot)
     target, now = new.controls, emu.controls
     if not target.paradigm.threshold_routing:
         target = replace(target, n_p=now.n_p, n_d=now.n_d)

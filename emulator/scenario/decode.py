@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 from emulator.cards import CardError
 from emulator.cards.decode import DEFAULT_TPOT_S, BatchLimit, bs_max, step_time, tpot_problem
@@ -22,12 +21,10 @@ from emulator.cards.gpu import GpuCard
 from emulator.cards.kernel import Setup
 from emulator.cards.model_card import ModelCard
 from emulator.model import DecodeSpec
+from emulator.scenario.knobs import CONSTANT_DECODE, TPOT, KnobError
 from emulator.scenario.lengths import MAX_TOKENS
 from emulator.scenario.reader import Reader, at_most, positive
 from emulator.units import parse_duration, parse_tokens
-
-if TYPE_CHECKING:
-    from emulator.scenario.scenario import Scenario
 
 _CHECKS = {
     "t_decode": (parse_duration, lambda x: positive(x) or at_most(60, "a minute per decode step")(x)),
@@ -78,7 +75,7 @@ def parse_base_decode(dec: Reader) -> DecodeSpec | FromCards:
         return parse_decode(dec)
     _no_constants(dec)
     return FromCards(dec.get("l_out", *_CHECKS["l_out"]),
-                     dec.get("tpot", parse_duration, DEFAULT_TPOT_S, check=tpot_problem))
+                     dec.get("tpot", TPOT.parse, DEFAULT_TPOT_S))
 
 
 Cards = tuple[ModelCard, GpuCard, Setup]
@@ -126,8 +123,7 @@ def parse_region_decode(dec: Reader | None, top: Reader, base: DecodeSpec | From
         return derive_decode(top, cards, base, mean_in, where)
     _no_constants(dec)
     l_out = dec.get("l_out", *_CHECKS["l_out"]) if dec.has("l_out") else base.l_out
-    tpot = dec.get("tpot", parse_duration, getattr(base, "tpot", DEFAULT_TPOT_S),
-                   check=tpot_problem)
+    tpot = dec.get("tpot", TPOT.parse, getattr(base, "tpot", DEFAULT_TPOT_S))
     return derive_decode(dec, cards, FromCards(l_out, tpot), mean_in, where)
 
 
@@ -257,21 +253,10 @@ def retimed(step: object, tpot: float, where: str | None = None) -> CardStep:
     """`step` (a region's or the pair's decode step) under the TPOT SLO `tpot`: KnobError
     naming the knob (and the element `where`, "region west") when its decode is constants or
     no batch of 1 meets `tpot`."""
-    from emulator.scenario.knobs import CONSTANT_DECODE, TPOT, KnobError
-
     if not isinstance(step, CardStep):
         raise KnobError("tpot", CONSTANT_DECODE, where)
-    if (why := TPOT.refusal(tpot)) is not None:
-        raise KnobError("tpot", why, where)
     try:
         return step.at_tpot(tpot)
     except ValueError as exc:
         raise KnobError("tpot", str(exc), where) from None
 
-
-def with_tpot(sc: Scenario, tpot: float) -> Scenario:
-    """The pair `sc` with its decode derived again under `tpot` (Eq. 5's BS_max and t_decode,
-    and the step its emulated decode runs); KnobError when it cannot be."""
-    step = retimed(sc.sim.step, tpot)
-    return replace(sc, system=replace(sc.system, decode=step.decode(sc.system.decode)),
-                   sim=replace(sc.sim, step=step))

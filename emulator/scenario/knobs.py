@@ -34,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from emulator.cards.decode import tpot_problem
 from emulator.model import Knobs, System
 from emulator.paradigm import Paradigm
 from emulator.topology.spec import PAIR_LINK, PAIR_REGION, PAIR_SITE, ROUTINGS, Link, Topology
@@ -253,21 +254,20 @@ TRANSPORT_KNOBS = (LOSS, CONNECTIONS)
 # it derives BS_max and t_decode again (the model's Eq. 5 and the running decode stage's
 # admission; the step is physics and stays). Not a Controls field: a preset with constant
 # t_decode/bs_max has none, and its knobs read as before
-MAX_TPOT = 60.0  # seconds: the cards' own bound (emulator.cards.decode.tpot_problem)
 
 
 def _tpot(raw: Any) -> float:
-    """A TPOT SLO: a duration above 0 (no step takes no time)."""
+    """A TPOT SLO: a duration above 0 (no step takes no time), at most the cards' bound."""
     value = parse_duration(raw)
-    if not value > 0:
-        raise ValueError(f"must be > 0 s and at most {MAX_TPOT:g} s, got {raw!r}")
+    if (why := tpot_problem(value)) is not None:
+        raise ValueError(f"{why}, got {raw!r}")
     return value
 
 
 TPOT = Knob("tpot", "--tpot", _tpot, "TPOT", "DURATION",
             "the TPOT SLO a decode from the cards derives BS_max under (from = \"cards\")",
-            "decode.tpot", written="a duration like 25 ms", lo=0.0, hi=MAX_TPOT,
-            show=lambda x: f"{x * 1e3:g} ms", elements=(("region", "tpot", "tpot"),))
+            "decode.tpot", written="a duration like 25 ms", lo=0.0, hi=60.0,
+            show=lambda x: f"{x:g} s", elements=(("region", "tpot", "tpot"),))
 CONSTANT_DECODE = 'decode is constants t_decode/bs_max: set [decode] from = "cards"'
 DECODE_KNOBS = (TPOT,)
 

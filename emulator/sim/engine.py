@@ -27,10 +27,10 @@ from emulator.distributions import LengthDistribution
 from emulator.model import STAGES, Cluster, OperatingPoint, Stage
 from emulator.optimizer import homogeneous as homogeneous_point
 from emulator.paradigm import Paradigm
-from emulator.scenario.decode import CardStep, retimed, with_tpot
+from emulator.scenario.decode import CardStep, retimed
 from emulator.scenario.incidents import Incident
 from emulator.scenario.knobs import Controls, KnobError, best_cache_problem
-from emulator.scenario.scenario import Scenario
+from emulator.scenario.scenario import Scenario, with_tpot
 from emulator.scenario.topology import replay_problem
 from emulator.sim.arrivals.sessions import generate_sessions, to_trace
 from emulator.sim.arrivals.workload import TraceSource, Workload

@@ -14,10 +14,9 @@ from emulator.budget import FLAGS, BudgetError, Caps, caps_for
 from emulator.files import cap_help
 from emulator.optimizer import starting_split
 from emulator.paradigm import Paradigm
-from emulator.scenario.decode import with_tpot
 from emulator.scenario.knobs import KNOBS, TPOT, TRANSPORT_KNOBS, Controls, KnobError, number
 from emulator.scenario.presets import load
-from emulator.scenario.scenario import Scenario, with_transport
+from emulator.scenario.scenario import Scenario, with_tpot, with_transport
 from prfaas_tui.errors import UsageError, parse_flag
 
 if TYPE_CHECKING:
