@@ -130,9 +130,6 @@ KNOBS: tuple[Knob, ...] = (
          _gbps_step, _typed("bandwidth")),
     Knob("rate", "rate", f"offered rate: {hint('rate')}",
          lambda s: f"{s.rate:.3g} req/s", _rate_step, _typed("rate")),
-    Knob("tpot", "TPOT", f"TPOT SLO of a decode from the cards: {TPOT.written} (BS_max follows)",
-         lambda s: "constants" if s.tpot is None else f"{s.tpot * 1e3:.4g} ms",
-         _tpot_step, _tpot),
     Knob("paradigm", "paradigm", "prfaas-pd, homogeneous or naive",
          lambda s: s.paradigm.label, _cycle, lambda s, x: _paradigm(x)),
     Knob("speed", "speed", f"simulated seconds per wall second: {hint('speed')}",
@@ -140,12 +137,17 @@ KNOBS: tuple[Knob, ...] = (
          lambda s, d: {"speed": step_speed(s.speed, int(math.copysign(1, d)))},
          _typed("speed")),
 )
-KNOB_BY_KEY = {k.key: k for k in KNOBS}
+# the TPOT SLO: a row of its own, only on a decode from the cards (`shown`)
+TPOT_KNOB = Knob("tpot", "TPOT",
+                 f"TPOT SLO of a decode from the cards: {TPOT.written} (BS_max follows)",
+                 lambda s: "constants" if s.tpot is None else f"{s.tpot * 1e3:.4g} ms",
+                 _tpot_step, _tpot)
+KNOB_BY_KEY = {k.key: k for k in (*KNOBS, TPOT_KNOB)}
 
 
 def shown(s: Settings) -> tuple[Knob, ...]:
     """The knobs these settings have: TPOT only on a decode from the cards."""
-    return KNOBS if s.tpot is not None else tuple(k for k in KNOBS if k.key != "tpot")
+    return KNOBS if s.tpot is None else (*KNOBS, TPOT_KNOB)
 
 
 class ControlPanel(Widget, can_focus=True):
