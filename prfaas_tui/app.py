@@ -153,7 +153,7 @@ class PrfaasApp(App):
         yield from super().get_system_commands(screen)
         from prfaas_tui.screens.dashboard import Dashboard
         from prfaas_tui.screens.topology import TopologyScreen
-        from prfaas_tui.widgets.controls import KNOBS
+        from prfaas_tui.widgets.controls import shown
 
         view = next((s for s in self.screen_stack if isinstance(s, Dashboard | TopologyScreen)),
                     None)
@@ -175,7 +175,7 @@ class PrfaasApp(App):
             return
         yield SystemCommand("Step by…", "Pause and advance a typed number of simulated seconds",
                             dash.action_step_by)
-        for k in KNOBS:
+        for k in shown(dash.settings):
             yield SystemCommand(f"Set {k.label}…", k.hint, partial(dash.edit_knob, k))
         for name, desc, path in presets.list_presets(topology=False):
             yield SystemCommand(f"Load preset {name}", desc,

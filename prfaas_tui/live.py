@@ -131,11 +131,14 @@ def apply_controls(emu: Emulation, new: Settings, asked: tuple[str, ...] | None 
         link.rebalance()
         emu.note(f"link: loss {sc.transport.loss:g}, {sc.transport.n} connections -> goodput "
                  f"{to_gbps(sc.system.bandwidth):.3g} Gbps")
+    if new.tpot is not None and new.tpot != emu.tpot():
+        emu.set_tpot(new.tpot)
     target, now = new.controls, emu.controls
     if asked is not None:
         if {"n_p", "n_d"} & set(asked):  # a split is one knob: checked whole by the caller
             asked = (*asked, "n_p", "n_d")
-        target = replace(now, **{k: getattr(target, k) for k in asked})
+        target = replace(now, **{k: getattr(target, k) for k in asked
+                                 if k in {f.name for f in fields(now)}})  # tpot: set above
     if not target.paradigm.threshold_routing:
         target = replace(target, n_p=now.n_p, n_d=now.n_d)
     emu.apply(target)
@@ -162,6 +165,7 @@ class ElementChange:
     bandwidth: float | None = None
     loss: float | None = None  # a link's TCP: its goodput is recomputed under them
     connections: int | None = None
+    tpot: float | None = None  # a region's TPOT SLO (its decode from the cards; the pair's "pd")
 
     @classmethod
     def of(cls, kind: str, name: str, knobs: Mapping[str, object]) -> ElementChange:
@@ -169,7 +173,7 @@ class ElementChange:
         does not have."""
         from emulator.scenario.knobs import KnobError
 
-        own = {"region": {"t", "n_p", "n_d", "routing", "shares"}, "site": {"instances"},
+        own = {"region": {"t", "n_p", "n_d", "routing", "shares", "tpot"}, "site": {"instances"},
                "link": {"bandwidth", "loss", "connections"}}
         if kind not in own:
             raise KnobError("element", f"no such element kind {kind!r}")
@@ -201,10 +205,19 @@ def check_element(emu: Emulation, change: ElementChange) -> None:
     """KnobError (one line) unless the change could run now: the knob registry's check on the
     running spec (`emulator.scenario.knobs.check_element`), the one the engine makes when it
     takes it."""
-    from emulator.scenario.knobs import best_cache_problem
+    from emulator.scenario.knobs import KnobError, best_cache_problem
     from emulator.scenario.knobs import check_element as check
 
-    knobs = {k: v for k, v in change.knobs().items() if k != "shares"}  # shares: as applied
+    knobs = {k: v for k, v in change.knobs().items() if k not in ("shares", "tpot")}
+    if change.tpot is not None:  # its own check: the region's decode step derives it
+        from emulator.scenario.decode import retimed
+
+        if change.name not in emu.regions:
+            raise KnobError("tpot", f"no region {change.name!r}")
+        retimed(emu.regions[change.name].pdd.step, change.tpot,
+                None if emu.topology is None else f"region {change.name}")
+        if not knobs:
+            return
     check(running_spec(emu), change.kind, change.name, has_bound=emu.bound is not None,
           cache_problem=best_cache_problem(emu.scenario.sim), **knobs)
 
@@ -213,6 +226,10 @@ def set_element(emu: Emulation, change: ElementChange) -> None:
     """Turn one element's knobs on the running topology now (the engine checks and notes it)."""
     from emulator.sim.runtime import topology_live as tl
 
+    if change.tpot is not None:
+        emu.set_tpot(change.tpot, change.name)
+        if not replace(change, tpot=None).knobs():
+            return
     if change.kind == "region":
         tl.set_region(emu, change.name, t=change.t, n_p=change.n_p, n_d=change.n_d,
                       routing=change.routing, shares=_share_map(change.shares))

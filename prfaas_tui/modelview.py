@@ -19,9 +19,10 @@ from emulator.latency import SLOOptimum, predict, slo_rate, slo_search
 from emulator.model import OperatingPoint, ceilings, evaluate, split_stats
 from emulator.optimizer import SearchResult, homogeneous, naive, search
 from emulator.paradigm import Paradigm
+from emulator.scenario.decode import CardStep
 from emulator.scenario.knobs import KNOBS as KNOB_SPECS
 from emulator.scenario.knobs import Controls, KnobError
-from emulator.scenario.scenario import Scenario
+from emulator.scenario.scenario import Scenario, with_tpot
 
 SPEEDS: tuple[float, ...] = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, math.inf)
 DEFAULT_SPEED = 20.0
@@ -34,7 +35,8 @@ class Refused(ValueError):
 @dataclass(frozen=True)
 class Settings:
     """Everything a knob can change: the live knobs (`controls`: t, N_p, N_d, N_prfaas and
-    B_out carried by the scenario, the offered rate and the paradigm) and the speed."""
+    B_out carried by the scenario, the offered rate and the paradigm), the TPOT SLO of a
+    decode from the cards (the scenario's decode step) and the speed."""
 
     scenario: Scenario
     paradigm: Paradigm = Paradigm.PRFAAS_PD
@@ -49,6 +51,12 @@ class Settings:
         if rate is None:
             rate = scenario.sim.load * evaluate(scenario.system, scenario.knobs, "exact").lambda_max
         return cls(scenario=scenario, rate=float(rate), speed=speed)
+
+    @property
+    def tpot(self) -> float | None:
+        """The TPOT SLO the decode from the cards runs under (None: constant decode)."""
+        return getattr(self.scenario.sim.step, "tpot", None) if isinstance(
+            self.scenario.sim.step, CardStep) else None
 
     @property
     def controls(self) -> Controls:
@@ -66,6 +74,14 @@ class Settings:
         speed = float(changes.pop("speed", self.speed))
         if not speed > 0:
             raise Refused("the speed must be > 0")
+        if "tpot" in changes:  # a decode from the cards, derived again (Eq. 5 follows)
+            try:
+                turned = replace(self, scenario=with_tpot(self.scenario,
+                                                          float(changes.pop("tpot"))))  # type: ignore[arg-type]
+            except KnobError as exc:
+                raise Refused(f"TPOT {exc.reason}" if exc.reason.startswith("must")
+                              else exc.reason) from None
+            return turned.apply(speed=speed, **changes)
         if unknown := set(changes) - set(KNOB_SPECS):
             raise Refused(f"unknown setting {sorted(unknown)[0]!r}")
         try:

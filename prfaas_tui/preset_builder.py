@@ -14,7 +14,6 @@ import tomlkit
 
 from emulator.cards import CardError
 from emulator.cards.decode import bs_max as decode_bs_max
-from emulator.cards.decode import tpot_problem
 from emulator.cards.gpu import load_gpu
 from emulator.cards.memory import check_memory
 from emulator.cards.model_card import load_card
@@ -25,7 +24,7 @@ from emulator.optimizer import paradigms, search
 from emulator.scenario import presets
 from emulator.scenario.decode import SOURCES as DECODE_SOURCES
 from emulator.scenario.decode import context_problem
-from emulator.scenario.knobs import KNOBS
+from emulator.scenario.knobs import KNOBS, TPOT
 from emulator.scenario.lengths import parse_lengths
 from emulator.scenario.reader import Reader, positive
 from emulator.topology.load import no_local_prefill_warning
@@ -112,8 +111,7 @@ def build_preset(spec: NewSpec, out: Path) -> tomlkit.TOMLDocument:
         parse_flag("--t-decode", parse_duration, spec.t_decode, positive)
     if spec.bs_max is not None and spec.bs_max <= 0:
         raise UsageError(f"--bs-max: must be > 0 (got {spec.bs_max})")
-    tpot = parse_flag("--tpot", parse_duration, spec.tpot,
-                      tpot_problem)
+    tpot = parse_flag(TPOT.flag, TPOT.parse, spec.tpot)  # the knob's one rule
     if spec.decode not in DECODE_SOURCES:
         raise UsageError(f"--decode: must be {' or '.join(DECODE_SOURCES)}, got {spec.decode!r}")
     if spec.decode == "cards" and (spec.t_decode is not None or spec.bs_max is not None):

@@ -250,3 +250,103 @@ def test_a_links_tcp_gets_the_same_verdict_on_every_surface(tmp_path, knob, text
         "topology view": _tcp_topology_view(knob, text),
     }
     assert verdicts == dict.fromkeys(verdicts, accepted)
+
+
+# -- the TPOT SLO of a decode from the cards: its range, and the step a batch of 1 must meet --------
+TPOT_CASES = [  # (the value as typed, accepted?)
+    ("25 ms", True), ("50ms", True), ("60 s", True), ("0.5", True),
+    ("0", False), ("-5 ms", False), ("61 s", False), ("nan", False), ("fast", False),
+    ("1 us", False),  # below one step at batch 1: the cards' own floor
+]
+
+
+@pytest.fixture(scope="module")
+def cards_preset(tmp_path_factory) -> Path:
+    from prfaas_tui.cli import main
+
+    out = tmp_path_factory.mktemp("tpot") / "p.toml"
+    configs = Path(__file__).parent / "configs"
+    assert main(["new", "--model", str(configs / "qwen3-30b-a3b.json"), "--decode", "cards",
+                 "--out", str(out), "--force", "--json"]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def cards_topology(cards_preset):
+    import tomllib
+
+    from test_decode_from_cards import _two_regions
+
+    from emulator.scenario.presets import from_dict
+    from emulator.sim.engine import Emulation
+
+    data = _two_regions(tomllib.loads(cards_preset.read_text()))
+    sc = from_dict(data, cards_preset.parent / "t.toml", topology=True)
+    with Emulation(sc, rate=1.0, duration=60, seed=1) as emu:
+        yield data, emu
+
+
+def _toml(text: str) -> str:
+    return f'"{text}"' if text != "0.5" else text
+
+
+@pytest.mark.parametrize("text, accepted", TPOT_CASES)
+def test_the_tpot_gets_the_same_verdict_everywhere(tmp_path, capsys, cards_preset,
+                                                   cards_topology, text, accepted):
+    import tomllib
+
+    import tomlkit
+
+    from emulator.scenario.presets import from_dict
+    from prfaas_tui.cli import main
+    from prfaas_tui.live import ElementChange
+    from prfaas_tui.live import check_element as live_check
+
+    def loads(data: dict, **kw) -> bool:
+        try:
+            from_dict(data, tmp_path / "p.toml", **kw)
+        except PresetError as exc:
+            assert "\n" not in str(exc) and "decode.tpot" in str(exc)
+            return False
+        return True
+
+    pair = tomllib.loads(cards_preset.read_text())
+    topo, emu = cards_topology
+    cli = main(["solve", "--preset", str(cards_preset), f"--tpot={text}"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert cli == 0 or (len(err) == 1 and "--tpot" in err[0]), err
+    settings = Settings.initial(load(cards_preset))
+    try:
+        settings.apply(**KNOB_BY_KEY["tpot"].parse(settings, text))
+        dashboard = True
+    except Refused as exc:
+        assert "\n" not in str(exc)
+        dashboard = False
+    typed = text.replace(" ", "")  # the region editor's parts are split on spaces
+    try:
+        live_check(emu, ElementChange.of("region", "west", parse_knobs("region", "west",
+                                                                       f"tpot={typed}")))
+        view = True
+    except KnobError as exc:
+        assert "\n" not in str(exc) and "region west" in str(exc)
+        view = False
+    value = tomlkit.parse(f"x = {_toml(text)}")["x"]
+    verdicts = {
+        "cli": cli == 0,
+        "pair preset": loads({**pair, "decode": {**pair["decode"], "tpot": value}}),
+        "topology preset": loads({**topo, "decode": {**topo["decode"], "tpot": value}},
+                                 topology=True),
+        "dashboard": dashboard,
+        "topology view": view,
+    }
+    assert verdicts == dict.fromkeys(verdicts, accepted)
+
+
+def test_the_tpot_of_a_constant_decode_is_refused_everywhere(tmp_path, capsys, settings):
+    from prfaas_tui.cli import main
+
+    assert main(["solve", "--preset", "paper-case-study", "--tpot", "30ms"]) == 2
+    assert 'set [decode] from = "cards"' in capsys.readouterr().err
+    assert not _preset(tmp_path, PAIR, "[decode]\n", '[decode]\ntpot = "30 ms"\n')
+    with pytest.raises(Refused, match='set \\[decode\\] from = "cards"'):
+        settings.apply(**KNOB_BY_KEY["tpot"].parse(settings, "30 ms"))

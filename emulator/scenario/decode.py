@@ -21,6 +21,7 @@ from emulator.cards.gpu import GpuCard
 from emulator.cards.kernel import Setup
 from emulator.cards.model_card import ModelCard
 from emulator.model import DecodeSpec
+from emulator.scenario.knobs import CONSTANT_DECODE, TPOT, KnobError
 from emulator.scenario.lengths import MAX_TOKENS
 from emulator.scenario.reader import Reader, at_most, positive
 from emulator.units import parse_duration, parse_tokens
@@ -74,7 +75,7 @@ def parse_base_decode(dec: Reader) -> DecodeSpec | FromCards:
         return parse_decode(dec)
     _no_constants(dec)
     return FromCards(dec.get("l_out", *_CHECKS["l_out"]),
-                     dec.get("tpot", parse_duration, DEFAULT_TPOT_S, check=tpot_problem))
+                     dec.get("tpot", TPOT.parse, DEFAULT_TPOT_S))
 
 
 Cards = tuple[ModelCard, GpuCard, Setup]
@@ -122,8 +123,7 @@ def parse_region_decode(dec: Reader | None, top: Reader, base: DecodeSpec | From
         return derive_decode(top, cards, base, mean_in, where)
     _no_constants(dec)
     l_out = dec.get("l_out", *_CHECKS["l_out"]) if dec.has("l_out") else base.l_out
-    tpot = dec.get("tpot", parse_duration, getattr(base, "tpot", DEFAULT_TPOT_S),
-                   check=tpot_problem)
+    tpot = dec.get("tpot", TPOT.parse, getattr(base, "tpot", DEFAULT_TPOT_S))
     return derive_decode(dec, cards, FromCards(l_out, tpot), mean_in, where)
 
 
@@ -219,6 +219,24 @@ class CardStep:
         slope = (t1 - t0) / (g1 - g0)  # seconds per token of mean context
         return t0 - slope * g0, slope / batch, valid
 
+    def at_tpot(self, tpot: float) -> CardStep:
+        """The same cards and context under another TPOT SLO: BS_max derived again (the step
+        itself is physics and keeps its memo and chords). ValueError, the phrase after the
+        knob's name, when no batch of 1 meets `tpot` or it is out of range."""
+        if (why := tpot_problem(tpot)) is not None:
+            raise ValueError(why)
+        try:
+            lim = bs_max(self.card, self.gpu, self.setup, self.context, tpot)
+        except CardError as exc:
+            raise ValueError(exc.message) from None
+        return CardStep(self.card, self.gpu, self.setup, tpot, self.context, lim, self._memo,
+                        self._lines)
+
+    def decode(self, base: DecodeSpec) -> DecodeSpec:
+        """`base` (its l_out) with Eq. 5's BS_max and t_decode of this step's limit."""
+        assert self.limit is not None
+        return replace(base, t_decode=self.limit.step.step_s, bs_max=self.limit.batch)
+
     def _line(self, batch: int) -> tuple[float, float] | None:
         """(a, c) when the step at `batch` is affine in context up to MAX_CONTEXT, else None."""
         top = self.MAX_CONTEXT
@@ -229,3 +247,16 @@ class CardStep:
                     self._AFFINE * chord:
                 return None
         return t0, (t1 - t0) / top / batch
+
+
+def retimed(step: object, tpot: float, where: str | None = None) -> CardStep:
+    """`step` (a region's or the pair's decode step) under the TPOT SLO `tpot`: KnobError
+    naming the knob (and the element `where`, "region west") when its decode is constants or
+    no batch of 1 meets `tpot`."""
+    if not isinstance(step, CardStep):
+        raise KnobError("tpot", CONSTANT_DECODE, where)
+    try:
+        return step.at_tpot(tpot)
+    except ValueError as exc:
+        raise KnobError("tpot", str(exc), where) from None
+

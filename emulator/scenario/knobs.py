@@ -34,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from emulator.cards.decode import tpot_problem
 from emulator.model import Knobs, System
 from emulator.paradigm import Paradigm
 from emulator.topology.spec import PAIR_LINK, PAIR_REGION, PAIR_SITE, ROUTINGS, Link, Topology
@@ -43,6 +44,7 @@ from emulator.units import (
     UnitError,
     format_tokens,
     parse_bandwidth,
+    parse_duration,
     parse_tokens,
     shown,
     to_gbps,
@@ -250,9 +252,30 @@ CONNECTIONS = Knob("connections", "--connections", whole, "connections", "N",
                    elements=(("link", "connections", "connections"),))
 TRANSPORT_KNOBS = (LOSS, CONNECTIONS)
 
+# the TPOT SLO of a decode derived from the cards (emulator.scenario.decode.CardStep): turning
+# it derives BS_max and t_decode again (the model's Eq. 5 and the running decode stage's
+# admission; the step is physics and stays). Not a Controls field: a preset with constant
+# t_decode/bs_max has none, and its knobs read as before
+
+
+def _tpot(raw: Any) -> float:
+    """A TPOT SLO: a duration above 0 (no step takes no time), at most the cards' bound."""
+    value = parse_duration(raw)
+    if (why := tpot_problem(value)) is not None:
+        raise ValueError(f"{why}, got {raw!r}")
+    return value
+
+
+TPOT = Knob("tpot", "--tpot", _tpot, "TPOT", "DURATION",
+            "the TPOT SLO a decode from the cards derives BS_max under (from = \"cards\")",
+            "decode.tpot", written="a duration like 25 ms", lo=0.0, hi=60.0,
+            show=lambda x: f"{x:g} s", elements=(("region", "tpot", "tpot"),))
+CONSTANT_DECODE = 'decode is constants t_decode/bs_max: set [decode] from = "cards"'
+DECODE_KNOBS = (TPOT,)
+
 # element kind -> {the knob's name there: the knob}
 ELEMENT_KNOBS: dict[str, dict[str, Knob]] = {}
-for _k in (*KNOBS.values(), ROUTING, *TRANSPORT_KNOBS):
+for _k in (*KNOBS.values(), ROUTING, *TRANSPORT_KNOBS, *DECODE_KNOBS):
     for _kind, _name, _ in _k.elements:
         ELEMENT_KNOBS.setdefault(_kind, {})[_name] = _k
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from emulator.model import MODES, Knobs, System
 from emulator.profiles import Profile
+from emulator.scenario.decode import retimed
 from emulator.scenario.knobs import KNOBS, Controls, KnobError, retuned
 from emulator.scenario.reader import PresetError, one_of, positive, setting
 from emulator.scenario.sim import SimConfig
@@ -98,3 +99,11 @@ def check_knobs(sc: Scenario) -> None:
         sc.controls.validate(sc.system)
     except KnobError as exc:
         raise PresetError(sc.path, KNOBS[exc.knob].key or "", exc.reason) from None
+
+
+def with_tpot(sc: Scenario, tpot: float) -> Scenario:
+    """The pair `sc` with its decode derived again under `tpot` (Eq. 5's BS_max and t_decode,
+    and the step its emulated decode runs); KnobError when it cannot be."""
+    step = retimed(sc.sim.step, tpot)
+    return replace(sc, system=replace(sc.system, decode=step.decode(sc.system.decode)),
+                   sim=replace(sc.sim, step=step))

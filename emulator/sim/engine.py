@@ -27,9 +27,10 @@ from emulator.distributions import LengthDistribution
 from emulator.model import STAGES, Cluster, OperatingPoint, Stage
 from emulator.optimizer import homogeneous as homogeneous_point
 from emulator.paradigm import Paradigm
+from emulator.scenario.decode import CardStep, retimed
 from emulator.scenario.incidents import Incident
 from emulator.scenario.knobs import Controls, KnobError, best_cache_problem
-from emulator.scenario.scenario import Scenario
+from emulator.scenario.scenario import Scenario, with_tpot
 from emulator.scenario.topology import replay_problem
 from emulator.sim.arrivals.sessions import generate_sessions, to_trace
 from emulator.sim.arrivals.workload import TraceSource, Workload
@@ -519,6 +520,43 @@ class Emulation:
     def change(self, **knobs: object) -> Controls:
         """`apply` with some knobs changed (names as in Controls), the rest as they are."""
         return self.apply(replace(self.controls, **knobs))
+
+    def tpot(self, region: str | None = None) -> float | None:
+        """The TPOT SLO a region's decode from the cards runs under (None: constants)."""
+        step = self.regions[region or self.region.name].pdd.step
+        return getattr(step, "tpot", None) if isinstance(step, CardStep) else None
+
+    def set_tpot(self, tpot: float, region: str | None = None) -> None:
+        """Derive a region's decode (the pair's, `region` None) again under the TPOT SLO
+        `tpot`: the model's Eq. 5 and the decode stage's BS_max, which new joins obey (those
+        in a batch stay; the step is physics and unchanged). KnobError, and nothing changed,
+        on constant decode or a TPOT no batch of 1 meets."""
+        name = region or self.region.name
+        if name not in self.regions:
+            raise KnobError("tpot", f"no region {name!r}")
+        stage = self.regions[name].pdd
+        where = None if self.topology is None else f"region {name}"
+        sc = self.scenario
+        if self.topology is None:
+            sc = with_tpot(sc, tpot)
+            step = sc.sim.step
+        else:
+            step = retimed(stage.step, tpot, where)
+
+            def turned(topo: Topology) -> Topology:
+                return replace(topo, regions=tuple(
+                    replace(r, decode=step.decode(r.decode), step=step) if r.name == name
+                    else r for r in topo.regions))
+
+            assert sc.declared_topology is not None
+            sc = replace(sc, declared_topology=turned(sc.declared_topology))
+            self.topology.topo = turned(self.topology.topo)
+        self.scenario = sc
+        assert isinstance(step, CardStep) and step.limit is not None
+        stage.retime(step.limit.batch, step.limit.step.step_s, step)
+        self.note(f"{'' if where is None else name + ': '}TPOT -> {tpot * 1e3:g} ms: BS_max "
+                  f"{step.limit.batch} ({step.limit.binds} binds), t_decode "
+                  f"{step.limit.step.step_s * 1e3:.2f} ms")
 
     def _split_of(self, par: Paradigm) -> tuple[int, int]:
         """The local split a paradigm starts with: homogeneous its own best, naive all decode,

@@ -14,9 +14,9 @@ from emulator.budget import FLAGS, BudgetError, Caps, caps_for
 from emulator.files import cap_help
 from emulator.optimizer import starting_split
 from emulator.paradigm import Paradigm
-from emulator.scenario.knobs import KNOBS, TRANSPORT_KNOBS, Controls, KnobError, number
+from emulator.scenario.knobs import KNOBS, TPOT, TRANSPORT_KNOBS, Controls, KnobError, number
 from emulator.scenario.presets import load
-from emulator.scenario.scenario import Scenario, with_transport
+from emulator.scenario.scenario import Scenario, with_tpot, with_transport
 from prfaas_tui.errors import UsageError, parse_flag
 
 if TYPE_CHECKING:
@@ -43,11 +43,15 @@ def add_scenario_flags(p: argparse.ArgumentParser,
     for k in TRANSPORT_KNOBS:  # the pair's link TCP: its goodput follows (docs/transport.md)
         p.add_argument(k.flag, dest=k.name, metavar=k.unit,
                        help=f"{k.help} (the pair's; {k.span()})")
+    p.add_argument(TPOT.flag, dest=TPOT.name, metavar=TPOT.unit,
+                   help=f"{TPOT.help}; BS_max and t_decode follow (docs/decode.md)")
 
 
 def transport_from_args(sc: Scenario, args: argparse.Namespace) -> Scenario:
     """`sc` with --loss and --connections applied to the pair's link (its bandwidth becomes
-    the goodput over its line rate); a topology's links keep theirs in its [[link]] tables."""
+    the goodput over its line rate); a topology's links keep theirs in its [[link]] tables.
+    --tpot derives the pair's decode from the cards again first (`tpot_from_args`)."""
+    sc = tpot_from_args(sc, args)
     given = {k.name: parse_flag(k.flag, k.parse, getattr(args, k.name, None))
              for k in TRANSPORT_KNOBS if getattr(args, k.name, None) is not None}
     if not given:
@@ -64,6 +68,22 @@ def transport_from_args(sc: Scenario, args: argparse.Namespace) -> Scenario:
     except KnobError as exc:
         flag = next((k.flag for k in TRANSPORT_KNOBS if k.name == exc.knob), flag)
         raise UsageError(f"{flag}: {exc.reason}") from None
+
+
+def tpot_from_args(sc: Scenario, args: argparse.Namespace) -> Scenario:
+    """`sc` with --tpot applied: BS_max and t_decode derived again under it (a pair whose
+    [decode] is from = "cards"; one line, exit 2, otherwise)."""
+    raw = getattr(args, TPOT.name, None)
+    if raw is None:
+        return sc
+    tpot = parse_flag(TPOT.flag, TPOT.parse, raw, TPOT.problem)
+    if sc.declared_topology is not None:
+        raise UsageError(f"{TPOT.flag}: a topology preset sets each region's TPOT in its "
+                         "[decode] tables; edit the preset")
+    try:
+        return with_tpot(sc, tpot)
+    except KnobError as exc:
+        raise UsageError(f"{TPOT.flag}: {exc.reason}") from None
 
 
 def knob_error(exc: KnobError) -> UsageError:

@@ -62,7 +62,7 @@ from prfaas_tui.screens.prompt import ValuePrompt
 from prfaas_tui.session import Session
 from prfaas_tui.throttle import Coalesced, Toasts
 from prfaas_tui.topology_text import Element
-from prfaas_tui.widgets.controls import KNOB_BY_KEY, KNOBS, ControlPanel, Knob
+from prfaas_tui.widgets.controls import KNOB_BY_KEY, KNOBS, ControlPanel, Knob, shown
 from prfaas_tui.widgets.live_charts import LiveCharts
 from prfaas_tui.widgets.model_panel import DecisionLog, ModelPanel, RouterPanel
 from prfaas_tui.widgets.pictures_view import PicturesView
@@ -241,7 +241,9 @@ class Dashboard(Screen):
     def selected(self) -> Element | None:
         """The pair's element the knob cursor turns (its 1x1 topology's site, link or region;
         None on the run's own knobs: rate, paradigm, speed): the map marks it."""
-        return KNOB_ELEMENT.get(KNOBS[self.query_one(ControlPanel).cursor].key)
+        knobs = shown(self.settings)
+        cursor = self.query_one(ControlPanel).cursor
+        return KNOB_ELEMENT.get(knobs[cursor].key) if cursor < len(knobs) else None
 
     def show_map(self) -> None:
         self.query_one(TopologyStrip).show(self.session.effective, self.selected)

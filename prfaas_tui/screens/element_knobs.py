@@ -42,7 +42,7 @@ def knob_prompt(session: Session, element: Element) -> tuple[str, str, str]:
 
 def parse_knobs(kind: str, name: str, text: str) -> dict[str, Any]:
     """An element's knobs as the dialog takes them: a site's instances, a link's bandwidth, a
-    region's `t N_p/N_d routing` (any part left out), each through the knob registry's parse
+    region's `t N_p/N_d routing tpot=D` (any part left out), each through the knob registry's parse
     and range (KnobError: one line naming the element and the knob)."""
     if kind == "site":
         return {"instances": read_at(kind, name, "instances", text)}
@@ -59,7 +59,10 @@ def parse_knobs(kind: str, name: str, text: str) -> dict[str, Any]:
         return out
     out: dict[str, Any] = {}
     for part in text.split():
-        if "/" in part:
+        if "=" in part:  # a region's named knob: tpot=50ms (a decode from the cards)
+            key, value = (x.strip() for x in part.split("=", 1))
+            out[key] = read_at(kind, name, key, value)
+        elif "/" in part:
             a, b = part.split("/", 1)
             out["n_p"], out["n_d"] = (read_at(kind, name, k, x) for k, x in (("n_p", a), ("n_d", b)))
         elif part[0].isdigit() or part[0] in "+-.":

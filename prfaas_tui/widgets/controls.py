@@ -19,6 +19,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from emulator.paradigm import Paradigm
+from emulator.scenario.knobs import TPOT, KnobError
 from emulator.units import GBPS, K_TOKENS, format_tokens, to_gbps
 from prfaas_tui.knob_input import KnobInputError, Limits, hint, parse_knob
 from prfaas_tui.modelview import (
@@ -80,6 +81,22 @@ def _rate_step(s: Settings, d: int) -> dict:
     return {"rate": max(step / 10, s.rate + math.copysign(step, d))}
 
 
+def _tpot(s: Settings, text: str) -> dict:
+    """A typed TPOT SLO through the registry's rule (the decode's own check in `apply`)."""
+    try:
+        return {"tpot": TPOT.read(text)}
+    except KnobError as exc:
+        raise Refused(f"TPOT {exc.reason}" if exc.reason.startswith("must") else str(exc)) \
+            from None
+
+
+def _tpot_step(s: Settings, d: int) -> dict:
+    if s.tpot is None:
+        return {"tpot": math.nan}  # refused by `apply` in the constants' words
+    step = nice_step(s.tpot * (0.999 if d < 0 else 1.0), 2) * abs(d)
+    return {"tpot": max(step / 10, s.tpot + math.copysign(step, d))}
+
+
 @dataclass(frozen=True)
 class Knob:
     """One control: how to show it, step it (d = +-1 small, +-8 big) and parse a typed value."""
@@ -120,7 +137,17 @@ KNOBS: tuple[Knob, ...] = (
          lambda s, d: {"speed": step_speed(s.speed, int(math.copysign(1, d)))},
          _typed("speed")),
 )
-KNOB_BY_KEY = {k.key: k for k in KNOBS}
+# the TPOT SLO: a row of its own, only on a decode from the cards (`shown`)
+TPOT_KNOB = Knob("tpot", "TPOT",
+                 f"TPOT SLO of a decode from the cards: {TPOT.written} (BS_max follows)",
+                 lambda s: "constants" if s.tpot is None else f"{s.tpot * 1e3:.4g} ms",
+                 _tpot_step, _tpot)
+KNOB_BY_KEY = {k.key: k for k in (*KNOBS, TPOT_KNOB)}
+
+
+def shown(s: Settings) -> tuple[Knob, ...]:
+    """The knobs these settings have: TPOT only on a decode from the cards."""
+    return KNOBS if s.tpot is None else (*KNOBS, TPOT_KNOB)
 
 
 class ControlPanel(Widget, can_focus=True):
@@ -160,17 +187,21 @@ class ControlPanel(Widget, can_focus=True):
         super().__init__(id=id)
         self.session = session
 
+    @property
+    def knobs(self) -> tuple[Knob, ...]:
+        return shown(self.session.settings)
+
     def select(self, key: str) -> None:
-        self.cursor = next(i for i, k in enumerate(KNOBS) if k.key == key)
+        self.cursor = next(i for i, k in enumerate(self.knobs) if k.key == key)
 
     def action_move(self, d: int) -> None:
-        self.cursor = (self.cursor + d) % len(KNOBS)
+        self.cursor = (self.cursor + d) % len(self.knobs)
 
     def action_step(self, d: int) -> None:
         """One step from the session's current settings (not from the view drawn, which may
         lag a burst of keys)."""
         try:
-            self.session.request(**KNOBS[self.cursor].step(self.session.settings, d))
+            self.session.request(**self.knobs[self.cursor].step(self.session.settings, d))
         except Refused as exc:
             self.reason = str(exc)
             return
@@ -178,7 +209,7 @@ class ControlPanel(Widget, can_focus=True):
         self.post_message(self.Changed())
 
     def action_edit(self) -> None:
-        self.post_message(self.Edit(KNOBS[self.cursor]))
+        self.post_message(self.Edit(self.knobs[self.cursor]))
 
     def render(self) -> Text:
         out = Text()
@@ -186,7 +217,7 @@ class ControlPanel(Widget, can_focus=True):
             return out
         s = self.view.settings
         width = max(self.size.width - 2, 20)
-        for i, k in enumerate(KNOBS):
+        for i, k in enumerate(shown(s)):
             sel = i == self.cursor
             style = "reverse" if sel and self.has_focus else ("bold" if sel else "")
             row = Text(("▸ " if sel else "  ") + k.label.ljust(9), style=style)
@@ -206,7 +237,7 @@ class ControlPanel(Widget, can_focus=True):
         return out
 
     def get_content_height(self, container, viewport, width: int) -> int:
-        return len(KNOBS) + 2 + (self._reason_lines(width) if self.reason else 0)
+        return len(self.knobs) + 2 + (self._reason_lines(width) if self.reason else 0)
 
     def _reason_lines(self, width: int) -> int:
         return max(1, math.ceil((len(self.reason) + 2) / max(width, 1)))

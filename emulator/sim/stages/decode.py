@@ -379,6 +379,17 @@ class DecodeStage(Stage):
         if when < math.inf:
             w.timer = self.loop.call_at(when, self._boundary, w)
 
+    def retime(self, bs_max: int, t_decode: float, step: CardStep) -> None:
+        """A decode from the cards under another TPOT SLO: new joins obey `bs_max` (a batch
+        above it drains as its requests finish) and waiting requests take the slots a larger
+        one opens; the step is physics and unchanged."""
+        self.bs_max, self.t_decode, self.step = bs_max, t_decode, step
+        now = self.loop.now
+        self._account(now)
+        queue = self.queue
+        while queue and (w := self._pick(queue[0].kv)) is not None:
+            self._admit(w, queue.popleft(), now)
+
     # -- pool interface ----------------------------------------------------------------------
     def add_worker(self, machine) -> DecodeWorker:
         w = DecodeWorker(len(self.workers), machine)
