@@ -78,3 +78,11 @@ async def test_a_loss_on_a_pair_without_a_round_trip_names_its_link_latency():
         session.set_element("link", "prfaas->pd", connections=8)  # no loss: the line rate
         assert session.settings.scenario.system.bandwidth == 1000e6
         assert session.settings.scenario.transport.n == 8
+        # the dialog shows the refusal whole: "[emulator]" is text, not markup
+        await pilot.press("b", "ctrl+a", "ctrl+k", *"loss=1e-4", "enter")
+        await pilot.pause()
+        assert isinstance(pilot.app.screen, ValuePrompt)
+        shown = " ".join(screen_text(pilot.app).split())
+        assert "set the preset's [emulator]" in shown and "link_latency" in shown
+        assert "bandwidth [loss=P] [connections=N] = ?" in shown
+        assert "loss= 0 to under 1" in shown

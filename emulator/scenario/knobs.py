@@ -146,6 +146,8 @@ class Knob:
     def span(self, limits: Limits | None = None) -> str:
         """The range in words: '1 Mbps to 8 Pbps', '0 to 131,072 tokens', '0 req/s or more'."""
         lo, hi = self.bounds(limits)
+        if self.below is not None and math.isinf(hi):  # an open upper bound
+            return f"{self.show(lo)} to under {self.show(self.below)}"
         if math.isinf(hi):
             return f"{self.show(lo)} or more"
         a, b = self.show(lo).split(" "), self.show(hi).split(" ")

@@ -167,7 +167,7 @@ class IncidentForm(ModalScreen[object | None]):
         try:
             incident = self.build(self.values())
         except PresetError as exc:
-            self.query_one("#error", Static).update(f"✗ {exc}")
+            self.query_one("#error", Static).update(Text(f"✗ {exc}"))
             return
         self.dismiss(incident)
 

@@ -33,7 +33,8 @@ def knob_prompt(session: Session, element: Element) -> tuple[str, str, str]:
     k = spec.link(*name.split("->", 1))
     tcp = "" if k.transport is None else \
         f" loss={k.transport.loss:g} connections={k.transport.n}"
-    return (f"link {name}: bandwidth  loss=  connections= = ?", f"{to_gbps(k.bandwidth):g}{tcp}",
+    return (f"link {name}: bandwidth [loss=P] [connections=N] = ?",
+            f"{to_gbps(k.bandwidth):g}{tcp}",
             f"{knob_at('link', 'bandwidth').span()}, in Gbps or with a unit ('1000 MB/s'); "
             f"loss= {knob_at('link', 'loss').span()}, connections= "
             f"{knob_at('link', 'connections').span()} (the goodput follows); "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -102,7 +103,7 @@ class NewPresetScreen(ModalScreen[Scenario | None]):
             answer = write_preset(spec, out)  # refuses an existing file: nothing is overwritten
             sc = presets.load(out)
         except (CardError, UsageError, TraceError, PresetError, UnitError) as exc:
-            self.query_one("#error", Static).update(f"✗ {exc}")
+            self.query_one("#error", Static).update(Text(f"✗ {exc}"))
             return
         for note in [*uncalibrated_notes(answer), *answer["warnings"]]:  # as `new` prints them
             self.app.notify(note, severity="warning", timeout=10)

@@ -360,7 +360,7 @@ class PlanScreen(ModalScreen[PlanChoice | None]):
             self.query_one(DataTable).focus()
 
     def _error(self, text: str) -> None:
-        self.query_one("#error", Static).update(f"✗ {text}" if text else "")
+        self.query_one("#error", Static).update(Text(f"✗ {text}" if text else ""))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()

@@ -101,7 +101,7 @@ class PresetPicker(ModalScreen[Scenario | None]):
         try:
             sc = load_any(Path(name_or_path).expanduser() if "/" in name_or_path else name_or_path)
         except PresetError as exc:
-            self.query_one("#error", Static).update(f"✗ {exc}")
+            self.query_one("#error", Static).update(Text(f"✗ {exc}"))
             return
         self.dismiss(sc)
 

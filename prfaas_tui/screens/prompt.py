@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -59,9 +60,9 @@ class ValuePrompt(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="frame"):
-            yield Label(self._title, id="title")
+            yield Label(Text(self._title), id="title")  # text, not markup: "[loss=P]"
             yield steady_input(self, self._value, id="value", select_on_focus=True)
-            yield Static(self._hint, classes="help")
+            yield Static(Text(self._hint), classes="help")
             yield Static("", id="error", classes="error")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
@@ -69,7 +70,7 @@ class ValuePrompt(ModalScreen[str | None]):
         text = event.value.strip()
         err = self._validate(text) if self._validate else None
         if err:
-            self.query_one("#error", Static).update(f"✗ {err}")
+            self.query_one("#error", Static).update(Text(f"✗ {err}"))
             return
         self.dismiss(text)
 
