@@ -183,7 +183,7 @@ def draw_map(fig: Figures, width: int, selected: Element | None, bind: str = "re
             j = i - 1
             if 0 <= j < len(links) and i < BOX_H - 1:
                 k = links[j]
-                label = f" {k.site} {fig.link_line(k.name)} "
+                label = f" {k.name} {fig.link_line(k.name)} "  # both ends: a site feeds several
                 style = _styles(fig, k.name, sel, bind)
                 mark = "▸" if k.name == sel else "━"
                 fill = max(mid - len(label) - 3, 2)

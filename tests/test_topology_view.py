@@ -192,6 +192,8 @@ def test_both_layouts_draw_every_element_and_reverse_the_binding_one():
         reversed_spans = [plain[s.start:s.end] for s in text.spans if "reverse" in str(s.style)]
         assert any("4.0G 50%" in x for x in reversed_spans)  # the binding link, reversed
         assert not any("40G" in x for x in reversed_spans)  # and no other
+    plain = draw_map(fig, 156, None).plain
+    assert all(f" {k.name} " in plain for k in topo.links)  # a link's label names both ends
 
 
 def test_snapshot_txt_of_a_topology_is_deterministic(tmp_path, capsys):
