@@ -35,8 +35,8 @@ pytestmark = [pytest.mark.torch]
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "tests" / "configs"
 RUN = {"repeats": 1, "warmup": 0, "threads": 1}
-TIMED = {"repeats": 3, "warmup": 1, "threads": 1}  # for the one ordering of times asserted
-LENGTHS = [64, 512]  # 8x apart: the longer is slower however busy the machine
+TIMED = {"repeats": 7, "warmup": 1, "threads": 1}  # the median of 7: a busy machine moves few
+LENGTHS = [64, 512]  # 8x apart: some 80x the time on a quiet CPU
 
 
 def tiny_llama() -> dict:
