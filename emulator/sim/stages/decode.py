@@ -57,7 +57,7 @@ class DecodeWorker(Worker):
         self.ctx = 0.0  # context tokens they hold at seg_start
         self.finish: deque = deque()  # (finish step, rid, request), in order (`_finish_at`)
         self.pending: list[Request] = []  # joining at the next boundary
-        self.timer = None  # fires at `due` or before it (a join moved `due` later)
+        self.timer = None  # fires at `due` (a join moves it later: `loop.move_later`)
         self.due = math.inf  # when the next batch change is due
 
     @property
@@ -277,8 +277,10 @@ class DecodeStage(Stage):
         k = next_k - w.k_total
         w.due = when = w.seg_start + (k * first + grow * k * (k - 1) / 2)
         timer = w.timer
-        if timer is None or timer._when > when:  # else it fires early and `_boundary` waits
+        if timer is None or timer._when > when:
             self._schedule(w)
+        else:  # the join moved the next change later
+            self.loop.move_later(timer, when)
 
     def _advance(self, w: DecodeWorker, k: int) -> None:
         """Count k steps of the current segment."""
@@ -317,7 +319,7 @@ class DecodeStage(Stage):
         """At a step boundary: count the steps, let finished requests go, let waiting ones in,
         start a new segment."""
         now = self.loop.now
-        if now < w.due:  # a join moved the next change later than this timer: wait for it
+        if now < w.due:  # moved later once it was already due to run now: wait for it
             w.timer = self.loop.call_at(w.due, self._boundary, w)
             return
         self._account(now)
@@ -370,9 +372,10 @@ class DecodeStage(Stage):
         w.due = when
         timer = w.timer
         if timer is not None:
-            # One that fires no later stays: `_boundary` sends it on to `due` (a join moves the
-            # next completion later, and a cancelled timer cost more than a spare one)
-            if timer._when <= when:
+            # One due no later is moved (a join moves the next completion later, and a
+            # cancelled timer and a new one cost more than a move)
+            if timer._when <= when < math.inf:
+                self.loop.move_later(timer, when)
                 return
             timer.cancel()
             w.timer = None
