@@ -27,6 +27,7 @@ from emulator.sim.stages.stage import Stage, Worker
 
 _STEP_TOL = 1e-6  # a time within this fraction of a step from a boundary is on it
 _index = attrgetter("idx")
+_floor, _sqrt = math.floor, math.sqrt
 
 
 def _finish_at(finish: deque, entry: tuple) -> None:
@@ -241,14 +242,19 @@ class DecodeStage(Stage):
         """Join at the next step boundary. Without a completion or refit there the segment is
         re-based to it at once (its start may lie ahead of now) and no event is spent on the
         join; with one, the request waits in `pending` for that boundary's event. The common
-        path (a re-based join, a batch whose chord is cached, a timer that may stay) is written
-        out: it runs once per request."""
+        path (a re-based join, a batch whose chord is cached, a timer moved later) is written
+        out, `_steps_by`, `_advance` and `_finish_at` included: it runs once per request."""
         self._take(w, req)
         if w.batch == 0 and not w.pending:  # an idle instance starts stepping at once
-            w.seg_start = now
-        elif now > w.seg_start:  # else the segment starts ahead (a re-based join): join there
-            first, grow, start = w.first, w.grow, w.seg_start
-            k = self._steps_by(now - start, first, grow)  # `_next_boundary`, written out
+            w.seg_start = start = now
+        elif now > (start := w.seg_start):  # else the segment starts ahead: join there
+            first, grow = w.first, w.grow
+            if grow <= 0:
+                k = int(_floor((now - start) / first + _STEP_TOL))
+            else:
+                half = first - grow / 2
+                k = int(_floor((-half + _sqrt(half * half + 2 * grow * (now - start))) / grow
+                               + _STEP_TOL))
             t = start + (k * first + grow * k * (k - 1) / 2)
             if t < now - _STEP_TOL * first:
                 k += 1
@@ -258,39 +264,40 @@ class DecodeStage(Stage):
                 self._schedule(w)
                 return
             if k:
-                self._advance(w, k)
-            w.seg_start = t if t > now else now
+                batch = w.batch
+                self.steps += k
+                self.batch_steps += k * batch
+                self.step_seconds += k * first + grow * k * (k - 1) / 2
+                self.context_steps += k * w.ctx + batch * k * (k - 1) / 2
+                w.k_total += k
+                w.ctx += k * batch
+            w.seg_start = start = t if t > now else now
         w.batch = batch = w.batch + 1
         w.ctx = ctx = w.ctx + req.length
-        _finish_at(w.finish, (w.k_total + req.out_len, req.rid, req))
+        finish = w.finish
+        entry = (w.k_total + req.out_len, req.rid, req)
+        if not finish or finish[-1] < entry:
+            finish.append(entry)
+        else:
+            finish.insert(bisect.bisect(finish, entry), entry)
         line = self._lines.get(batch)
         if line is None or w.pending:
             self._refit(w)
-            req.t_first = w.seg_start + w.first
+            req.t_first = start + w.first
             self._schedule(w)
             return
         a, c = line
         w.first = first = a + c * ctx
         w.grow = grow = c * batch
-        w.next_k = next_k = w.finish[0][0]
-        req.t_first = w.seg_start + first
+        w.next_k = next_k = finish[0][0]
+        req.t_first = start + first
         k = next_k - w.k_total
-        w.due = when = w.seg_start + (k * first + grow * k * (k - 1) / 2)
+        w.due = when = start + (k * first + grow * k * (k - 1) / 2)
         timer = w.timer
         if timer is None or timer._when > when:
             self._schedule(w)
         else:  # the join moved the next change later
             self.loop.move_later(timer, when)
-
-    def _advance(self, w: DecodeWorker, k: int) -> None:
-        """Count k steps of the current segment."""
-        batch = w.batch
-        self.steps += k
-        self.batch_steps += k * batch
-        self.step_seconds += k * w.first + w.grow * k * (k - 1) / 2
-        self.context_steps += k * w.ctx + batch * k * (k - 1) / 2
-        w.k_total += k
-        w.ctx += k * batch
 
     def _refit(self, w: DecodeWorker) -> None:
         """The segment starting now (the batch just changed): its step's coefficients, its
@@ -317,7 +324,8 @@ class DecodeStage(Stage):
 
     def _boundary(self, w: DecodeWorker) -> None:
         """At a step boundary: count the steps, let finished requests go, let waiting ones in,
-        start a new segment."""
+        start a new segment. `_advance`, `_refit` and `_schedule` are written out for the
+        common case (a completion, a cached chord, no request waiting): it runs per request."""
         now = self.loop.now
         if now < w.due:  # moved later once it was already due to run now: wait for it
             w.timer = self.loop.call_at(w.due, self._boundary, w)
@@ -325,27 +333,41 @@ class DecodeStage(Stage):
         self._account(now)
         w.timer = None
         joined = w.pending
-        if w.batch:  # the timer was for step next_k unless it let a pending request in
-            k = self._steps_by(now - w.seg_start, w.first, w.grow) if joined \
+        batch = w.batch
+        if batch:  # the timer was for step next_k unless it let a pending request in
+            first, grow = w.first, w.grow
+            k = self._steps_by(now - w.seg_start, first, grow) if joined \
                 else w.next_k - w.k_total
             if k:
-                self._advance(w, k)
+                self.steps += k
+                self.batch_steps += k * batch
+                self.step_seconds += k * first + grow * k * (k - 1) / 2
+                self.context_steps += k * w.ctx + batch * k * (k - 1) / 2
+                w.k_total += k
+                w.ctx += k * batch
         done = []
         finish = w.finish
         k_total = w.k_total
         while finish and finish[0][0] <= k_total:
             req = finish.popleft()[2]
-            w.batch -= 1
+            batch -= 1
             w.ctx -= req.length + req.out_len
             done.append(req)
         w.seg_start = now
         if joined:
             w.pending = []
             for req in joined:
-                w.batch += 1
+                batch += 1
                 w.ctx += req.length
                 _finish_at(finish, (k_total + req.out_len, req.rid, req))
-        self._refit(w)
+        w.batch = batch
+        line = self._lines.get(batch) if batch else None
+        if line is None:
+            self._refit(w)
+        else:
+            a, c = line
+            w.first, w.grow = a + c * w.ctx, c * batch
+            w.next_k = finish[0][0]
         if joined:
             for req in joined:
                 req.t_first = now + w.first
@@ -354,7 +376,12 @@ class DecodeStage(Stage):
             self.complete(req, now)
         if done:  # before the timer: a queued request joining `w` now would move it again
             self._after_release(w, now)
-        self._schedule(w)
+        if w.timer is None and w.batch and not w.pending:
+            k = w.next_k - w.k_total
+            w.due = when = w.seg_start + (k * w.first + w.grow * k * (k - 1) / 2)
+            w.timer = self.loop.call_at(when, self._boundary, w)
+        else:
+            self._schedule(w)
 
     def _schedule(self, w: DecodeWorker) -> None:
         """One timer per instance, due at its next completion (or the end of its chord, where a
