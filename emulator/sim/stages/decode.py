@@ -296,8 +296,8 @@ class DecodeStage(Stage):
         timer = w.timer
         if timer is None or timer._when > when:
             self._schedule(w)
-        else:  # the join moved the next change later
-            self.loop.move_later(timer, when)
+        else:  # the join moved the next change later: `loop.move_later`, written out
+            timer._when = when
 
     def _refit(self, w: DecodeWorker) -> None:
         """The segment starting now (the batch just changed): its step's coefficients, its
