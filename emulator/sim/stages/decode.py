@@ -326,60 +326,73 @@ class DecodeStage(Stage):
         """At a step boundary: count the steps, let finished requests go, let waiting ones in,
         start a new segment. `_advance`, `_refit` and `_schedule` are written out for the
         common case (a completion, a cached chord, no request waiting): it runs per request."""
-        now = self.loop.now
+        loop = self.loop
+        now = loop.now
         if now < w.due:  # moved later once it was already due to run now: wait for it
-            w.timer = self.loop.call_at(w.due, self._boundary, w)
+            w.timer = loop.call_at(w.due, self._boundary, w)
             return
         self._account(now)
         w.timer = None
         joined = w.pending
         batch = w.batch
+        ctx = w.ctx
+        k_total = w.k_total
         if batch:  # the timer was for step next_k unless it let a pending request in
             first, grow = w.first, w.grow
-            k = self._steps_by(now - w.seg_start, first, grow) if joined \
-                else w.next_k - w.k_total
+            k = self._steps_by(now - w.seg_start, first, grow) if joined else w.next_k - k_total
             if k:
+                tri = k * (k - 1) / 2
                 self.steps += k
                 self.batch_steps += k * batch
-                self.step_seconds += k * first + grow * k * (k - 1) / 2
-                self.context_steps += k * w.ctx + batch * k * (k - 1) / 2
-                w.k_total += k
-                w.ctx += k * batch
-        done = []
+                self.step_seconds += k * first + grow * tri
+                self.context_steps += k * ctx + batch * tri
+                w.k_total = k_total = k_total + k
+                ctx += k * batch
         finish = w.finish
-        k_total = w.k_total
-        while finish and finish[0][0] <= k_total:
-            req = finish.popleft()[2]
+        req = finish.popleft()[2] if finish and finish[0][0] <= k_total else None
+        if req is not None:
             batch -= 1
-            w.ctx -= req.length + req.out_len
-            done.append(req)
+            ctx -= req.length + req.out_len
+            done = None
+            while finish and finish[0][0] <= k_total:  # more than one finishes here
+                if done is None:
+                    done = [req]
+                req = finish.popleft()[2]
+                batch -= 1
+                ctx -= req.length + req.out_len
+                done.append(req)
         w.seg_start = now
         if joined:
             w.pending = []
-            for req in joined:
+            for one in joined:
                 batch += 1
-                w.ctx += req.length
-                _finish_at(finish, (k_total + req.out_len, req.rid, req))
-        w.batch = batch
+                ctx += one.length
+                _finish_at(finish, (k_total + one.out_len, one.rid, one))
+        w.batch, w.ctx = batch, ctx
         line = self._lines.get(batch) if batch else None
         if line is None:
             self._refit(w)
         else:
             a, c = line
-            w.first, w.grow = a + c * w.ctx, c * batch
+            w.first, w.grow = a + c * ctx, c * batch
             w.next_k = finish[0][0]
         if joined:
-            for req in joined:
-                req.t_first = now + w.first
-        for req in done:
-            self._release(w, req)
-            self.complete(req, now)
-        if done:  # before the timer: a queued request joining `w` now would move it again
+            for one in joined:
+                one.t_first = now + w.first
+        if req is not None:
+            if done is None:
+                self._release(w, req)
+                self.complete(req, now)
+            else:
+                for req in done:
+                    self._release(w, req)
+                    self.complete(req, now)
+            # before the timer: a queued request joining `w` now would move it again
             self._after_release(w, now)
         if w.timer is None and w.batch and not w.pending:
             k = w.next_k - w.k_total
             w.due = when = w.seg_start + (k * w.first + w.grow * k * (k - 1) / 2)
-            w.timer = self.loop.call_at(when, self._boundary, w)
+            w.timer = loop.call_at(when, self._boundary, w)
         else:
             self._schedule(w)
 
