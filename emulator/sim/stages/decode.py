@@ -245,7 +245,8 @@ class DecodeStage(Stage):
         path (a re-based join, a batch whose chord is cached, a timer moved later) is written
         out, `_steps_by`, `_advance` and `_finish_at` included: it runs once per request."""
         self._take(w, req)
-        if w.batch == 0 and not w.pending:  # an idle instance starts stepping at once
+        batch, ctx, k_total = w.batch, w.ctx, w.k_total
+        if batch == 0 and not w.pending:  # an idle instance starts stepping at once
             w.seg_start = start = now
         elif now > (start := w.seg_start):  # else the segment starts ahead: join there
             first, grow = w.first, w.grow
@@ -255,27 +256,28 @@ class DecodeStage(Stage):
                 half = first - grow / 2
                 k = int(_floor((-half + _sqrt(half * half + 2 * grow * (now - start))) / grow
                                + _STEP_TOL))
-            t = start + (k * first + grow * k * (k - 1) / 2)
+            tri = k * (k - 1) / 2
+            t = start + (k * first + grow * tri)
             if t < now - _STEP_TOL * first:
                 k += 1
-                t = start + (k * first + grow * k * (k - 1) / 2)
-            if w.pending or w.next_k <= w.k_total + k:
+                tri = k * (k - 1) / 2
+                t = start + (k * first + grow * tri)
+            if w.pending or w.next_k <= k_total + k:
                 w.pending.append(req)  # the boundary's event takes it in
                 self._schedule(w)
                 return
             if k:
-                batch = w.batch
                 self.steps += k
                 self.batch_steps += k * batch
-                self.step_seconds += k * first + grow * k * (k - 1) / 2
-                self.context_steps += k * w.ctx + batch * k * (k - 1) / 2
-                w.k_total += k
-                w.ctx += k * batch
+                self.step_seconds += k * first + grow * tri
+                self.context_steps += k * ctx + batch * tri
+                w.k_total = k_total = k_total + k
+                ctx += k * batch
             w.seg_start = start = t if t > now else now
-        w.batch = batch = w.batch + 1
-        w.ctx = ctx = w.ctx + req.length
+        w.batch = batch = batch + 1
+        w.ctx = ctx = ctx + req.length
         finish = w.finish
-        entry = (w.k_total + req.out_len, req.rid, req)
+        entry = (k_total + req.out_len, req.rid, req)
         if not finish or finish[-1] < entry:
             finish.append(entry)
         else:
@@ -291,7 +293,7 @@ class DecodeStage(Stage):
         w.grow = grow = c * batch
         w.next_k = next_k = finish[0][0]
         req.t_first = start + first
-        k = next_k - w.k_total
+        k = next_k - k_total
         w.due = when = start + (k * first + grow * k * (k - 1) / 2)
         timer = w.timer
         if timer is None or timer._when > when:
