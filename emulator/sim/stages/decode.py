@@ -243,7 +243,7 @@ class DecodeStage(Stage):
         re-based to it at once (its start may lie ahead of now) and no event is spent on the
         join; with one, the request waits in `pending` for that boundary's event. The common
         path (a re-based join, a batch whose chord is cached, a timer moved later) is written
-        out, `_steps_by`, `_advance` and `_finish_at` included: it runs once per request."""
+        out, `_steps_by` and `_finish_at` included: it runs once per request."""
         self._take(w, req)
         batch, ctx, k_total = w.batch, w.ctx, w.k_total
         if batch == 0 and not w.pending:  # an idle instance starts stepping at once
@@ -267,10 +267,7 @@ class DecodeStage(Stage):
                 self._schedule(w)
                 return
             if k:
-                self.steps += k
-                self.batch_steps += k * batch
-                self.step_seconds += k * first + grow * tri
-                self.context_steps += k * ctx + batch * tri
+                self._count(k, batch, ctx, first, grow)
                 w.k_total = k_total = k_total + k
                 ctx += k * batch
             w.seg_start = start = t if t > now else now
@@ -301,6 +298,15 @@ class DecodeStage(Stage):
         else:  # the join moved the next change later: `loop.move_later`, written out
             timer._when = when
 
+    def _count(self, k: int, batch: int, ctx: float, first: float, grow: float) -> None:
+        """Add k steps of a segment (`batch` requests holding `ctx` tokens at its start, the
+        first step `first` seconds, each next `grow` more) to the run's step statistics."""
+        tri = k * (k - 1) / 2
+        self.steps += k
+        self.batch_steps += k * batch
+        self.step_seconds += k * first + grow * tri
+        self.context_steps += k * ctx + batch * tri
+
     def _refit(self, w: DecodeWorker) -> None:
         """The segment starting now (the batch just changed): its step's coefficients, its
         first step and growth per step, and the step of its next event (a completion, or the
@@ -326,7 +332,7 @@ class DecodeStage(Stage):
 
     def _boundary(self, w: DecodeWorker) -> None:
         """At a step boundary: count the steps, let finished requests go, let waiting ones in,
-        start a new segment. `_advance`, `_refit` and `_schedule` are written out for the
+        start a new segment. `_refit` and `_schedule` are written out for the
         common case (a completion, a cached chord, no request waiting): it runs per request."""
         loop = self.loop
         now = loop.now
@@ -343,11 +349,7 @@ class DecodeStage(Stage):
             first, grow = w.first, w.grow
             k = self._steps_by(now - w.seg_start, first, grow) if joined else w.next_k - k_total
             if k:
-                tri = k * (k - 1) / 2
-                self.steps += k
-                self.batch_steps += k * batch
-                self.step_seconds += k * first + grow * tri
-                self.context_steps += k * ctx + batch * tri
+                self._count(k, batch, ctx, first, grow)
                 w.k_total = k_total = k_total + k
                 ctx += k * batch
         finish = w.finish
