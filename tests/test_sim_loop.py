@@ -75,3 +75,26 @@ async def test_runs_inside_another_running_loop():
     loop.run_until(120.0)
     assert hit == [1]
     assert asyncio.get_running_loop() is not loop
+
+
+def test_a_moved_timer_fires_once_at_its_new_deadline_and_never_on_the_way():
+    loop = VirtualTimeLoop()
+    seen = []
+    moved = loop.call_at(1.0, lambda: seen.append(("moved", loop.time())))
+    loop.call_at(2.0, lambda: seen.append(("other", loop.time())))
+    loop.call_at(0.5, lambda: loop.move_later(moved, 3.0))
+    loop.call_at(2.0 - 1e-9, lambda: loop.move_later(moved, 4.0))  # moved again, queued deep
+    loop.run_until(10.0)
+    assert seen == [("other", 2.0), ("moved", 4.0)]
+    assert loop.pending_timers() == 0
+
+
+def test_a_timer_moved_while_others_share_its_old_deadline_runs_after_them():
+    loop = VirtualTimeLoop()
+    seen = []
+    loop.call_at(1.0, lambda: seen.append("same"))
+    moved = loop.call_at(1.0, lambda: seen.append("moved"))
+    loop.call_at(1.0, lambda: seen.append("same2"))
+    loop.move_later(moved, 1.5)
+    loop.run_until(2.0)
+    assert seen == ["same", "same2", "moved"]

@@ -140,6 +140,14 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
         self.timer_events -= 1
         return timer
 
+    @staticmethod
+    def move_later(timer: asyncio.TimerHandle, when: float) -> None:
+        """Let a scheduled timer of this loop fire at `when` (not before its deadline) instead:
+        its heap entry is put back at `when` once it reaches the head, so a deadline that keeps
+        moving later (a decode instance's next completion as requests join) costs a store per
+        move and one re-push, not a cancel or an early callback and a new timer."""
+        timer._when = when
+
     def _timer_handle_cancelled(self, handle) -> None:
         if handle._scheduled:
             self._timer_cancelled_count += 1
@@ -169,10 +177,16 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
                 heapq.heapify(kept)
                 self._scheduled = sched = kept
                 self._timer_cancelled_count = 0
-            else:
-                while sched and sched[0][2]._cancelled:
+            while sched:  # drop cancelled heads; a moved one goes back in at its deadline
+                timer = sched[0][2]
+                if timer._cancelled:
                     self._timer_cancelled_count -= 1
                     _heappop(sched)[2]._scheduled = False
+                elif timer._when > sched[0][0]:
+                    self._seq = seq = self._seq + 1
+                    heapq.heapreplace(sched, (timer._when, seq, timer))
+                else:
+                    break
             now = self.now
             if not (ready or self._stopping):
                 if not sched:
@@ -206,7 +220,11 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
                     continue
                 append(timer)
             while sched and sched[0][0] < end_time:
-                timer = _heappop(sched)[2]
+                when, _, timer = _heappop(sched)
+                if timer._when > when:  # moved later (`move_later`)
+                    self._seq = seq = self._seq + 1
+                    _heappush(sched, (timer._when, seq, timer))
+                    continue
                 timer._scheduled = False
                 append(timer)
             for _ in range(len(ready)):

@@ -27,6 +27,7 @@ from emulator.sim.stages.stage import Stage, Worker
 
 _STEP_TOL = 1e-6  # a time within this fraction of a step from a boundary is on it
 _index = attrgetter("idx")
+_floor, _sqrt = math.floor, math.sqrt
 
 
 def _finish_at(finish: deque, entry: tuple) -> None:
@@ -57,7 +58,7 @@ class DecodeWorker(Worker):
         self.ctx = 0.0  # context tokens they hold at seg_start
         self.finish: deque = deque()  # (finish step, rid, request), in order (`_finish_at`)
         self.pending: list[Request] = []  # joining at the next boundary
-        self.timer = None  # fires at `due` or before it (a join moved `due` later)
+        self.timer = None  # fires at `due` (a join moves it later: `loop.move_later`)
         self.due = math.inf  # when the next batch change is due
 
     @property
@@ -241,54 +242,70 @@ class DecodeStage(Stage):
         """Join at the next step boundary. Without a completion or refit there the segment is
         re-based to it at once (its start may lie ahead of now) and no event is spent on the
         join; with one, the request waits in `pending` for that boundary's event. The common
-        path (a re-based join, a batch whose chord is cached, a timer that may stay) is written
-        out: it runs once per request."""
+        path (a re-based join, a batch whose chord is cached, a timer moved later) is written
+        out, `_steps_by` and `_finish_at` included: it runs once per request."""
         self._take(w, req)
-        if w.batch == 0 and not w.pending:  # an idle instance starts stepping at once
-            w.seg_start = now
-        elif now > w.seg_start:  # else the segment starts ahead (a re-based join): join there
-            first, grow, start = w.first, w.grow, w.seg_start
-            k = self._steps_by(now - start, first, grow)  # `_next_boundary`, written out
-            t = start + (k * first + grow * k * (k - 1) / 2)
+        batch, ctx, k_total = w.batch, w.ctx, w.k_total
+        if batch == 0 and not w.pending:  # an idle instance starts stepping at once
+            w.seg_start = start = now
+        elif now > (start := w.seg_start):  # else the segment starts ahead: join there
+            first, grow = w.first, w.grow
+            if grow <= 0:
+                k = int(_floor((now - start) / first + _STEP_TOL))
+            else:
+                half = first - grow / 2
+                k = int(_floor((-half + _sqrt(half * half + 2 * grow * (now - start))) / grow
+                               + _STEP_TOL))
+            tri = k * (k - 1) / 2
+            t = start + (k * first + grow * tri)
             if t < now - _STEP_TOL * first:
                 k += 1
-                t = start + (k * first + grow * k * (k - 1) / 2)
-            if w.pending or w.next_k <= w.k_total + k:
+                tri = k * (k - 1) / 2
+                t = start + (k * first + grow * tri)
+            if w.pending or w.next_k <= k_total + k:
                 w.pending.append(req)  # the boundary's event takes it in
                 self._schedule(w)
                 return
             if k:
-                self._advance(w, k)
-            w.seg_start = t if t > now else now
-        w.batch = batch = w.batch + 1
-        w.ctx = ctx = w.ctx + req.length
-        _finish_at(w.finish, (w.k_total + req.out_len, req.rid, req))
+                self._count(k, batch, ctx, first, grow)
+                w.k_total = k_total = k_total + k
+                ctx += k * batch
+            w.seg_start = start = t if t > now else now
+        w.batch = batch = batch + 1
+        w.ctx = ctx = ctx + req.length
+        finish = w.finish
+        entry = (k_total + req.out_len, req.rid, req)
+        if not finish or finish[-1] < entry:
+            finish.append(entry)
+        else:
+            finish.insert(bisect.bisect(finish, entry), entry)
         line = self._lines.get(batch)
         if line is None or w.pending:
             self._refit(w)
-            req.t_first = w.seg_start + w.first
+            req.t_first = start + w.first
             self._schedule(w)
             return
         a, c = line
         w.first = first = a + c * ctx
         w.grow = grow = c * batch
-        w.next_k = next_k = w.finish[0][0]
-        req.t_first = w.seg_start + first
-        k = next_k - w.k_total
-        w.due = when = w.seg_start + (k * first + grow * k * (k - 1) / 2)
+        w.next_k = next_k = finish[0][0]
+        req.t_first = start + first
+        k = next_k - k_total
+        w.due = when = start + (k * first + grow * k * (k - 1) / 2)
         timer = w.timer
-        if timer is None or timer._when > when:  # else it fires early and `_boundary` waits
+        if timer is None or timer._when > when:
             self._schedule(w)
+        else:  # the join moved the next change later: `loop.move_later`, written out
+            timer._when = when
 
-    def _advance(self, w: DecodeWorker, k: int) -> None:
-        """Count k steps of the current segment."""
-        batch = w.batch
+    def _count(self, k: int, batch: int, ctx: float, first: float, grow: float) -> None:
+        """Add k steps of a segment (`batch` requests holding `ctx` tokens at its start, the
+        first step `first` seconds, each next `grow` more) to the run's step statistics."""
+        tri = k * (k - 1) / 2
         self.steps += k
         self.batch_steps += k * batch
-        self.step_seconds += k * w.first + w.grow * k * (k - 1) / 2
-        self.context_steps += k * w.ctx + batch * k * (k - 1) / 2
-        w.k_total += k
-        w.ctx += k * batch
+        self.step_seconds += k * first + grow * tri
+        self.context_steps += k * ctx + batch * tri
 
     def _refit(self, w: DecodeWorker) -> None:
         """The segment starting now (the batch just changed): its step's coefficients, its
@@ -315,44 +332,73 @@ class DecodeStage(Stage):
 
     def _boundary(self, w: DecodeWorker) -> None:
         """At a step boundary: count the steps, let finished requests go, let waiting ones in,
-        start a new segment."""
-        now = self.loop.now
-        if now < w.due:  # a join moved the next change later than this timer: wait for it
-            w.timer = self.loop.call_at(w.due, self._boundary, w)
+        start a new segment. `_refit` and `_schedule` are written out for the
+        common case (a completion, a cached chord, no request waiting): it runs per request."""
+        loop = self.loop
+        now = loop.now
+        if now < w.due:  # moved later once it was already due to run now: wait for it
+            w.timer = loop.call_at(w.due, self._boundary, w)
             return
         self._account(now)
         w.timer = None
         joined = w.pending
-        if w.batch:  # the timer was for step next_k unless it let a pending request in
-            k = self._steps_by(now - w.seg_start, w.first, w.grow) if joined \
-                else w.next_k - w.k_total
-            if k:
-                self._advance(w, k)
-        done = []
-        finish = w.finish
+        batch = w.batch
+        ctx = w.ctx
         k_total = w.k_total
-        while finish and finish[0][0] <= k_total:
-            req = finish.popleft()[2]
-            w.batch -= 1
-            w.ctx -= req.length + req.out_len
-            done.append(req)
+        if batch:  # the timer was for step next_k unless it let a pending request in
+            first, grow = w.first, w.grow
+            k = self._steps_by(now - w.seg_start, first, grow) if joined else w.next_k - k_total
+            if k:
+                self._count(k, batch, ctx, first, grow)
+                w.k_total = k_total = k_total + k
+                ctx += k * batch
+        finish = w.finish
+        req = finish.popleft()[2] if finish and finish[0][0] <= k_total else None
+        if req is not None:
+            batch -= 1
+            ctx -= req.length + req.out_len
+            done = None
+            while finish and finish[0][0] <= k_total:  # more than one finishes here
+                if done is None:
+                    done = [req]
+                req = finish.popleft()[2]
+                batch -= 1
+                ctx -= req.length + req.out_len
+                done.append(req)
         w.seg_start = now
         if joined:
             w.pending = []
-            for req in joined:
-                w.batch += 1
-                w.ctx += req.length
-                _finish_at(finish, (k_total + req.out_len, req.rid, req))
-        self._refit(w)
+            for one in joined:
+                batch += 1
+                ctx += one.length
+                _finish_at(finish, (k_total + one.out_len, one.rid, one))
+        w.batch, w.ctx = batch, ctx
+        line = self._lines.get(batch) if batch else None
+        if line is None:
+            self._refit(w)
+        else:
+            a, c = line
+            w.first, w.grow = a + c * ctx, c * batch
+            w.next_k = finish[0][0]
         if joined:
-            for req in joined:
-                req.t_first = now + w.first
-        for req in done:
-            self._release(w, req)
-            self.complete(req, now)
-        if done:  # before the timer: a queued request joining `w` now would move it again
+            for one in joined:
+                one.t_first = now + w.first
+        if req is not None:
+            if done is None:
+                self._release(w, req)
+                self.complete(req, now)
+            else:
+                for req in done:
+                    self._release(w, req)
+                    self.complete(req, now)
+            # before the timer: a queued request joining `w` now would move it again
             self._after_release(w, now)
-        self._schedule(w)
+        if w.timer is None and w.batch and not w.pending:
+            k = w.next_k - w.k_total
+            w.due = when = w.seg_start + (k * w.first + w.grow * k * (k - 1) / 2)
+            w.timer = loop.call_at(when, self._boundary, w)
+        else:
+            self._schedule(w)
 
     def _schedule(self, w: DecodeWorker) -> None:
         """One timer per instance, due at its next completion (or the end of its chord, where a
@@ -370,9 +416,10 @@ class DecodeStage(Stage):
         w.due = when
         timer = w.timer
         if timer is not None:
-            # One that fires no later stays: `_boundary` sends it on to `due` (a join moves the
-            # next completion later, and a cancelled timer cost more than a spare one)
-            if timer._when <= when:
+            # One due no later is moved (a join moves the next completion later, and a
+            # cancelled timer and a new one cost more than a move)
+            if timer._when <= when < math.inf:
+                self.loop.move_later(timer, when)
                 return
             timer.cancel()
             w.timer = None
