@@ -31,6 +31,8 @@ async def test_ctrl_s_saves_the_topology_at_its_knobs_now_and_it_loads_back(tmp_
         s = _screen(app).session
         s.set_link("hub->west", 25e9 / 8)  # 25 Gbps
         s.set_region("east", n_p=2, n_d=6)
+        for r in ("east", "west"):
+            s.set_region(r, routing="lp")
         await pilot.press("ctrl+s")
         await pilot.pause()
         assert isinstance(app.screen, ValuePrompt)
@@ -42,7 +44,7 @@ async def test_ctrl_s_saves_the_topology_at_its_knobs_now_and_it_loads_back(tmp_
         await pilot.pause()
         assert _screen(again).total_rate() == pytest.approx(total, rel=1e-9)
     back = presets.load(tmp_path / "mine.toml", topology=True).declared_topology
-    assert back is not None
+    assert back is not None and back.routing == "lp"
     assert back.link("hub", "west").bandwidth == running.link("hub", "west").bandwidth == 25e9 / 8
     assert back.link("hub", "east").bandwidth == running.link("hub", "east").bandwidth
     east = back.region("east")
@@ -94,3 +96,20 @@ async def test_S_and_U_answer_as_on_the_pair(monkeypatch):
         await pilot.pause()
         expected = [] if enabled is None else [("scheduler", not enabled)]
         assert calls == [*expected, "release"]
+
+
+@pytest.mark.asyncio
+async def test_help_on_the_topology_lists_the_new_keys():
+    from prfaas_tui.commands.snapshot import normalize, screen_text
+    from prfaas_tui.screens.help import HelpScreen
+
+    app = PrfaasApp("two-regions", live=False, at=10.0)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        text = screen_text(normalize(app.export_screenshot()))
+    for words in ("scheduler on or off", "Release the knobs", "at its knobs now",
+                  "SVG screenshot"):
+        assert words in text, words

@@ -54,10 +54,12 @@ def screenshot(screen: Screen, scenario: str, at: float) -> Path:
     return Path(saved)
 
 
-def at_knobs(sc: Scenario, running: Topology | None) -> Scenario:
+def at_knobs(sc: Scenario, running: Topology | None, routing: frozenset[str] = frozenset()) -> Scenario:
     """`sc` with its topology's element knobs as they run now (site instances, a region's t and
     split, a link's bandwidth) written into its source, so a saved preset loads back at them.
-    Only the elements that moved are rewritten: the rest stays as the file said it."""
+    Only the elements that moved are rewritten: the rest stays as the file said it. `routing`,
+    the regions' policies now, is the file's `routing` when they all run one (the preset key is
+    one policy for every region)."""
     declared = sc.declared_topology
     if declared is None or running is None:
         return sc
@@ -80,6 +82,8 @@ def at_knobs(sc: Scenario, running: Topology | None) -> Scenario:
             entry["bandwidth"] = format_bandwidth(now.bandwidth)
             for key in TRANSPORT_KEYS:
                 entry.pop(key, None)
+    if len(routing) == 1:
+        source["routing"] = next(iter(routing))
     return replace(sc, source=source, declared_topology=running)
 
 

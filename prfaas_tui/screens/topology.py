@@ -411,7 +411,9 @@ class TopologyScreen(Screen):
             self.notify("nothing runs to save yet", severity="warning")
             return
         s = self.session
-        run_keys.save_preset(self, run_keys.at_knobs(s.scenario, s.running_spec()),
+        assert s.topology is not None
+        policies = frozenset(s.region_policy(r.name) for r in s.topology.regions)
+        run_keys.save_preset(self, run_keys.at_knobs(s.scenario, s.running_spec(), policies),
                              rate=self.total_rate(), paradigm=None)
 
     def total_rate(self) -> float | None:
