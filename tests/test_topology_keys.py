@@ -113,3 +113,53 @@ async def test_help_on_the_topology_lists_the_new_keys():
     for words in ("scheduler on or off", "Release the knobs", "at its knobs now",
                   "SVG screenshot"):
         assert words in text, words
+
+
+async def _select(pilot, screen: TopologyScreen, element: tuple[str, str]) -> None:
+    for _ in range(len(screen.order)):
+        if screen.selected == element:
+            return
+        await pilot.press("down")
+        await pilot.pause()
+    assert screen.selected == element
+
+
+@pytest.mark.asyncio
+async def test_i_strikes_the_selected_link_and_a_missing_one_stays_in_the_form():
+    from prfaas_tui.screens.drills import IncidentForm, InjectPicker
+
+    app = PrfaasApp("two-regions", live=False, at=10.0)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        screen = _screen(app)
+        await _select(pilot, screen, ("link", "hub->west"))
+        await pilot.press("i")
+        await pilot.pause()
+        assert isinstance(app.screen, InjectPicker)
+        await pilot.press("enter")  # the first, as the catalog has it: a brownout to 20%
+        await pilot.pause()
+        form = app.screen
+        assert isinstance(form, IncidentForm) and "link" in form.keys
+        await pilot.press("enter")
+        await pilot.pause()
+        assert screen.tick.snapshot.incidents == ("hub->west brownout to 20%",)
+        await pilot.press("full_stop")
+        await pilot.pause()
+        links = screen.session.objects["links"]
+        assert links["hub->west"]["capacity_gbps"] == pytest.approx(0.2 * 40, rel=1e-6)
+        assert links["hub->east"]["capacity_gbps"] == pytest.approx(100, rel=1e-6)
+        await pilot.press("i", *"link brownout")  # past the "end ..." entries on top
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, IncidentForm)
+        from textual.widgets import Input
+
+        app.screen.query_one("#inc-link", Input).value = "nowhere"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, IncidentForm)  # refused in the form
+        assert "no link named 'nowhere'" in str(app.screen.query_one("#error").render())
+        await pilot.press("escape")
+        await pilot.pause()
+        assert screen.tick.snapshot.incidents == ("hub->west brownout to 20%",)

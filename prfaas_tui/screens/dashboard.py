@@ -27,19 +27,15 @@ from emulator.figure5 import effective_figure5
 from emulator.files import unusable
 from emulator.model import OperatingPoint
 from emulator.paradigm import Paradigm
-from emulator.scenario.incidents import hand_keys
 from emulator.scenario.reader import PresetError
 from emulator.scenario.scenario import Scenario
 from emulator.stability import served_note
 from emulator.topology.spec import PAIR_LINK
 from emulator.units import format_duration
 from prfaas_tui.live import (
-    END_ALL,
     Driver,
     Tick,
     hand_incident,
-    incident_catalog,
-    incident_kinds,
 )
 from prfaas_tui.messages import EmulatorFailed, TickReady
 from prfaas_tui.metrics_export import default_export_dir, export_metrics
@@ -49,8 +45,6 @@ from prfaas_tui.screens.compare import CompareScreen
 from prfaas_tui.screens.discard import discard_run_then
 from prfaas_tui.screens.drills import (
     DrillPicker,
-    IncidentForm,
-    InjectPicker,
     ScorecardScreen,
     drill_here,
 )
@@ -603,34 +597,8 @@ class Dashboard(Screen):
 
     def action_inject(self) -> None:
         """Pick an incident, then its parameters (IncidentForm), checked as a drill file's."""
-        ready = {label: (desc, inc) for label, desc, inc in incident_catalog()}
-
-        def started(incident: Any) -> None:
-            if incident is None:
-                return
-            self.session.inject(incident)
-            self.sync()
-            until = (f" for {format_duration(incident.duration)}" if incident.duration
-                     else " until you end it (i, end all)")
-            self.notify(f"incident: {incident.label}{until}")
-
-        on = {f"end {label} (#{i + 1})": i for i, label in self.session.hand_incidents()}
-
-        def picked(label: str | None) -> None:
-            if label == END_ALL:
-                self.session.inject(END_ALL)
-                self.sync()
-            elif label in on:  # one of them, the others go on
-                self.session.end_incident(on[label])
-                self.sync()
-                self.notify(f"ended {label.removeprefix('end ')}")
-            elif label:
-                desc, inc = ready[label]
-                self.app.push_screen(IncidentForm(
-                    label, desc, hand_keys(inc), inc,
-                    lambda values: hand_incident(inc.kind, values, self.settings)), started)
-        ends = [(text, "end this one; the others go on") for text in on]
-        self.app.push_screen(InjectPicker(ends + incident_kinds()), picked)
+        run_keys.inject(self, self.session, self.sync,
+                        lambda kind, values: hand_incident(kind, values, self.settings))
 
     def action_compare(self) -> None:
         self.app.push_screen(CompareScreen(self.settings, live=self.live, seed=self.session.seed,

@@ -141,6 +141,9 @@ class TopologyScreen(Screen):
                 tooltip="Switch the scheduler on or off live (where the scenario has one)"),
         Binding("U", "release_pins", "Unpin", show=False, id="topology-release-pins",
                 tooltip="Release the knobs set by hand: the scheduler may move them again"),
+        Binding("i", "inject", "Incident", show=False, id="topology-inject",
+                tooltip="Inject an incident now, aimed at the selected link, site or region; "
+                        "or end one"),
         Binding("ctrl+s", "save", "Save", show=False, id="topology-save-preset",
                 tooltip="Save the topology at its knobs now as a preset TOML that loads back"),
         Binding("x", "screenshot", "SVG", show=False, id="topology-screenshot",
@@ -404,6 +407,17 @@ class TopologyScreen(Screen):
 
     def action_release_pins(self) -> None:
         run_keys.release_pins(self, self.session, self.redraw)
+
+    def action_inject(self) -> None:
+        """An incident by hand, aimed at the selected element, checked as a drill file's."""
+        s = self.session
+        if s.driver is None:
+            self.notify("nothing runs to strike yet", severity="warning")
+            return
+        spec = s.running_spec()
+        run_keys.inject(self, s, self.redraw, lambda kind, values: run_keys.topology_incident(
+            kind, values, spec, rate=self.total_rate() or 0.0,
+            duration=s.scenario.sim.duration), target=self.selected)
 
     def action_save(self) -> None:
         """The running topology at its element knobs now, as a preset that loads back."""
