@@ -5,22 +5,18 @@ now (it loads back at them), `x` writes an SVG, `S`/`U` answer as on the pair. S
 from __future__ import annotations
 
 import pytest
+from test_topology_view import _screen, _select
 from test_ui_support import type_value
 
 from emulator.scenario import presets
 from prfaas_tui.app import PrfaasApp
 from prfaas_tui.screens.prompt import ValuePrompt
-from prfaas_tui.screens.topology import TopologyScreen
 
 
 @pytest.fixture(autouse=True)
 def _here(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HOME", str(tmp_path))
-
-
-def _screen(app: PrfaasApp) -> TopologyScreen:
-    return next(s for s in app.screen_stack if isinstance(s, TopologyScreen))
 
 
 @pytest.mark.asyncio
@@ -113,15 +109,6 @@ async def test_help_on_the_topology_lists_the_new_keys():
     for words in ("scheduler on or off", "Release the knobs", "at its knobs now",
                   "SVG screenshot"):
         assert words in text, words
-
-
-async def _select(pilot, screen: TopologyScreen, element: tuple[str, str]) -> None:
-    for _ in range(len(screen.order)):
-        if screen.selected == element:
-            return
-        await pilot.press("down")
-        await pilot.pause()
-    assert screen.selected == element
 
 
 @pytest.mark.asyncio
