@@ -92,6 +92,9 @@ async def test_S_and_U_answer_as_on_the_pair(monkeypatch):
         await pilot.pause()
         expected = [] if enabled is None else [("scheduler", not enabled)]
         assert calls == [*expected, "release"]
+        notes = " ".join(str(n.message) for n in app._notifications)
+        assert "pins released" in notes
+        assert enabled is not None or "runs without a scheduler" in notes
 
 
 @pytest.mark.asyncio

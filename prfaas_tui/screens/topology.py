@@ -11,7 +11,8 @@ threshold policy at the live state, `O` the routing bound's split with `lp` rout
 region; `p` loads another preset (a single pair opens its dashboard). Every knob change is a
 logged change, as the pair's: `E` lists them with the incidents, `f` forks the run (replayed to
 now, checked identical) to try a change beside it, `c` runs the routing policies side by side
-on the same seeded workload.
+on the same seeded workload. `S`/`U` (scheduler, pins), `i` (an incident, aimed at the selected
+element), `ctrl+s` (save at the knobs now) and `x` (SVG) run the pair's code (screens.run_keys).
 
 The state is a `Session`, as the pair's dashboard's; the screen draws what its latest tick and
 model say.
