@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from emulator.files import JsonRefused, escapes, file_stem, parse_json
 from prfaas_tui.commands import profile
 from prfaas_tui.metrics_export import fresh_base
-from prfaas_tui.screens.dashboard import _new_file
+from prfaas_tui.screens.run_keys import new_file as _new_file
 
 ROOT = Path(__file__).resolve().parents[1]
 

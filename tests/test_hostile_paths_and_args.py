@@ -161,7 +161,8 @@ def test_a_typed_file_name_no_system_can_hold_is_refused_not_raised(tmp_path, mo
     """The dashboard's save, export-folder and new-preset prompts check a typed name before they
     stat() it (exists() raises on a name too long instead of answering)."""
     from emulator.files import unusable
-    from prfaas_tui.screens.dashboard import _new_file, _parent_exists
+    from prfaas_tui.screens.dashboard import _parent_exists
+    from prfaas_tui.screens.run_keys import new_file as _new_file
 
     monkeypatch.chdir(tmp_path)
     assert unusable(typed) is not None

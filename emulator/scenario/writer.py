@@ -44,20 +44,21 @@ def preset_source(sc: Scenario, dest: Path, *, rate: float | None = None) -> dic
     data = copy.deepcopy(sc.source)
     src_dir = Path(sc.path).parent if sc.path else Path.cwd()
     data["name"] = dest.stem
-    dep = data.setdefault("deployment", {})
-    dep["threshold"] = int(sc.t) if float(sc.t).is_integer() else float(sc.t)
-    dep["n_p"], dep["n_d"] = sc.n_p, sc.n_d
-    if "prfaas_gpus" in dep:
-        dep["prfaas_gpus"] = sc.system.n_prfaas * sc.system.parallelism
-    else:
-        dep["n_prfaas"] = sc.system.n_prfaas
-    # with a transport the knob is its goodput: write the line rate it came from; a knob that
-    # moved left the transport behind, so its keys go too
-    dep["bandwidth"] = _bandwidth(sc.system.bandwidth if sc.line_bandwidth is None
-                                  else sc.line_bandwidth)
-    if sc.transport is None:
-        for key in TRANSPORT_KEYS:
-            dep.pop(key, None)
+    if sc.declared_topology is None:  # a topology's knobs live in its elements' entries
+        dep = data.setdefault("deployment", {})
+        dep["threshold"] = int(sc.t) if float(sc.t).is_integer() else float(sc.t)
+        dep["n_p"], dep["n_d"] = sc.n_p, sc.n_d
+        if "prfaas_gpus" in dep:
+            dep["prfaas_gpus"] = sc.system.n_prfaas * sc.system.parallelism
+        else:
+            dep["n_prfaas"] = sc.system.n_prfaas
+        # with a transport the knob is its goodput: write the line rate it came from; a knob that
+        # moved left the transport behind, so its keys go too
+        dep["bandwidth"] = _bandwidth(sc.system.bandwidth if sc.line_bandwidth is None
+                                      else sc.line_bandwidth)
+        if sc.transport is None:
+            for key in TRANSPORT_KEYS:
+                dep.pop(key, None)
     if rate is not None:
         data.setdefault("workload", {})["rate"] = float(rate)  # a rate overrides `load`
     for prof in data.get("profiles", {}).values():
@@ -79,7 +80,19 @@ def write_preset(sc: Scenario, dest: Path, *, rate: float | None = None,
     doc.add(tomlkit.comment(f"saved by prfaas-tui from preset {sc.name!r}{note}"))
     doc.update(preset_source(sc, dest, rate=rate))
     dest.write_text(tomlkit.dumps(doc), encoding="utf-8")
-    back = load(dest)
-    if back.knobs != sc.knobs:
+    topology = sc.declared_topology is not None
+    back = load(dest, topology=topology)
+    if topology and _element_knobs(back) != _element_knobs(sc):
+        raise PresetError(dest, "", "the saved topology's knobs differ from the running ones")
+    if not topology and back.knobs != sc.knobs:
         raise PresetError(dest, "", f"saved knobs {back.knobs} differ from {sc.knobs}")
     return back
+
+
+def _element_knobs(sc: Scenario) -> tuple:
+    """A topology's knobs by element: site instances, region t and split, link bandwidth."""
+    topo = sc.declared_topology
+    assert topo is not None
+    return (tuple((s.name, s.instances) for s in topo.sites),
+            tuple((r.name, r.n_p, r.n_d, r.threshold) for r in topo.regions),
+            tuple((ln.site, ln.region, ln.bandwidth) for ln in topo.links))

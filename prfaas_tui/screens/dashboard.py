@@ -24,39 +24,33 @@ from textual.widgets import Header
 
 from emulator.effective import LiveState
 from emulator.figure5 import effective_figure5
-from emulator.files import escapes, file_stem, unusable
+from emulator.files import unusable
 from emulator.model import OperatingPoint
 from emulator.paradigm import Paradigm
-from emulator.scenario.incidents import hand_keys
 from emulator.scenario.reader import PresetError
 from emulator.scenario.scenario import Scenario
-from emulator.scenario.writer import write_preset
 from emulator.stability import served_note
 from emulator.topology.spec import PAIR_LINK
 from emulator.units import format_duration
 from prfaas_tui.live import (
-    END_ALL,
     Driver,
     Tick,
     hand_incident,
-    incident_catalog,
-    incident_kinds,
 )
 from prfaas_tui.messages import EmulatorFailed, TickReady
 from prfaas_tui.metrics_export import default_export_dir, export_metrics
 from prfaas_tui.modelview import ModelView, Refused, Settings, slo_target, step_speed
+from prfaas_tui.screens import run_keys
 from prfaas_tui.screens.compare import CompareScreen
 from prfaas_tui.screens.discard import discard_run_then
 from prfaas_tui.screens.drills import (
     DrillPicker,
-    IncidentForm,
-    InjectPicker,
     ScorecardScreen,
     drill_here,
 )
 from prfaas_tui.screens.element_knobs import edit_element
 from prfaas_tui.screens.events import EventsScreen
-from prfaas_tui.screens.new_preset import NewPresetScreen, free_name
+from prfaas_tui.screens.new_preset import NewPresetScreen
 from prfaas_tui.screens.presets import PresetPicker
 from prfaas_tui.screens.prompt import ValuePrompt
 from prfaas_tui.session import Session
@@ -485,18 +479,10 @@ class Dashboard(Screen):
                         f"{KNOBS[0].show(self.settings)}, N_p/N_d = {n_p}/{n_d}")
 
     def action_toggle_scheduler(self) -> None:
-        snap = self.tick.snapshot if self.tick else None
-        if snap is None or snap.scheduler_enabled is None:
-            self.notify("this scenario runs without a scheduler", severity="warning")
-            return
-        self.session.set_scheduler(not snap.scheduler_enabled)
-        self.sync()
-        self.notify(f"scheduler {'off: t and the split stay as they are' if snap.scheduler_enabled else 'on'}")
+        run_keys.toggle_scheduler(self, self.session, self.sync)
 
     def action_release_pins(self) -> None:
-        self.session.release_pins()
-        self.sync()
-        self.notify("pins released: the scheduler may move t and the split again")
+        run_keys.release_pins(self, self.session, self.sync)
 
     def action_toggle_mode(self) -> None:
         mode = self.session.toggle_mode()
@@ -611,34 +597,8 @@ class Dashboard(Screen):
 
     def action_inject(self) -> None:
         """Pick an incident, then its parameters (IncidentForm), checked as a drill file's."""
-        ready = {label: (desc, inc) for label, desc, inc in incident_catalog()}
-
-        def started(incident: Any) -> None:
-            if incident is None:
-                return
-            self.session.inject(incident)
-            self.sync()
-            until = (f" for {format_duration(incident.duration)}" if incident.duration
-                     else " until you end it (i, end all)")
-            self.notify(f"incident: {incident.label}{until}")
-
-        on = {f"end {label} (#{i + 1})": i for i, label in self.session.hand_incidents()}
-
-        def picked(label: str | None) -> None:
-            if label == END_ALL:
-                self.session.inject(END_ALL)
-                self.sync()
-            elif label in on:  # one of them, the others go on
-                self.session.end_incident(on[label])
-                self.sync()
-                self.notify(f"ended {label.removeprefix('end ')}")
-            elif label:
-                desc, inc = ready[label]
-                self.app.push_screen(IncidentForm(
-                    label, desc, hand_keys(inc), inc,
-                    lambda values: hand_incident(inc.kind, values, self.settings)), started)
-        ends = [(text, "end this one; the others go on") for text in on]
-        self.app.push_screen(InjectPicker(ends + incident_kinds()), picked)
+        run_keys.inject(self, self.session, self.sync,
+                        lambda kind, values: hand_incident(kind, values, self.settings))
 
     def action_compare(self) -> None:
         self.app.push_screen(CompareScreen(self.settings, live=self.live, seed=self.session.seed,
@@ -670,26 +630,8 @@ class Dashboard(Screen):
         self.app.push_screen(screen, done)
 
     def action_save(self) -> None:
-        def done(text: str | None) -> None:
-            if text is None:
-                return
-            if (why := escapes(text)) is not None:
-                self.notify(f"not saved: {why}", severity="error")
-                return
-            try:
-                path = Path(text)
-                write_preset(self.settings.scenario, path, rate=self.settings.rate,
+        run_keys.save_preset(self, self.settings.scenario, rate=self.settings.rate,
                              paradigm=self.settings.paradigm)
-            except (OSError, PresetError) as exc:
-                self.notify(f"not saved: {exc}", severity="error")
-                return
-            self.notify(f"saved {path} (loads back with --preset {path})")
-
-        self.app.push_screen(ValuePrompt("save the scenario as a preset TOML",
-                                         str(free_name(Path(f"{file_stem(self.settings.scenario.name)}"
-                                                            "-saved.toml"))),
-                                         "the knobs and offered rate as they are now; "
-                                         "never over an existing file", _new_file), done)
 
     def action_export(self) -> None:
         def done(text: str | None) -> None:
@@ -717,12 +659,8 @@ class Dashboard(Screen):
                                           export_dir=self.export_dir, live=self.live))
 
     def action_screenshot(self) -> None:
-        """An SVG of the screen under a name of its own (simulated time in it; never over an
-        earlier one)."""
-        at = int(self.tick.snapshot.sim_time) if self.tick is not None else 0
-        path = free_name(Path.cwd() / f"prfaas-{file_stem(self.settings.scenario.name)}-{at}s.svg")
-        saved = self.app.save_screenshot(path.name, str(path.parent))
-        self.notify(f"saved {saved}")
+        at = self.tick.snapshot.sim_time if self.tick is not None else 0.0
+        run_keys.screenshot(self, self.settings.scenario.name, at)
 
 
 def _positive_seconds(text: str) -> str | None:
@@ -740,14 +678,4 @@ def _parent_exists(text: str) -> str | None:
     p = Path(text).expanduser()
     if p.exists() and not p.is_dir():
         return f"not a folder: {p}"
-    return None if p.parent.is_dir() else f"no such directory: {p.parent}"
-
-
-def _new_file(text: str) -> str | None:
-    """A file that does not exist yet, in this folder or one below it that exists."""
-    if (why := escapes(text)) is not None:
-        return why
-    p = Path(text)
-    if p.exists():
-        return f"{p} exists: type another name (nothing is overwritten)"
     return None if p.parent.is_dir() else f"no such directory: {p.parent}"

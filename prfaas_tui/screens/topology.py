@@ -11,7 +11,8 @@ threshold policy at the live state, `O` the routing bound's split with `lp` rout
 region; `p` loads another preset (a single pair opens its dashboard). Every knob change is a
 logged change, as the pair's: `E` lists them with the incidents, `f` forks the run (replayed to
 now, checked identical) to try a change beside it, `c` runs the routing policies side by side
-on the same seeded workload.
+on the same seeded workload. `S`/`U` (scheduler, pins), `i` (an incident, aimed at the selected
+element), `ctrl+s` (save at the knobs now) and `x` (SVG) run the pair's code (screens.run_keys).
 
 The state is a `Session`, as the pair's dashboard's; the screen draws what its latest tick and
 model say.
@@ -38,6 +39,7 @@ from prfaas_tui.live import Tick
 from prfaas_tui.messages import EmulatorFailed, TickReady
 from prfaas_tui.metrics_export import default_export_dir
 from prfaas_tui.modelview import Refused, step_speed
+from prfaas_tui.screens import run_keys
 from prfaas_tui.screens.discard import discard_run_then
 from prfaas_tui.screens.drills import DrillPicker, drill_here
 from prfaas_tui.screens.element_knobs import change_element, edit_element, knob_prompt, parse_knobs
@@ -136,6 +138,17 @@ class TopologyScreen(Screen):
                 tooltip="The run's knob changes, incidents and scheduler decisions: filter, export"),
         Binding("c", "compare", "Compare", show=False, id="topology-compare",
                 tooltip="Compare the routing policies on the same seeded workload"),
+        Binding("S", "toggle_scheduler", "Scheduler", show=False, id="topology-scheduler",
+                tooltip="Switch the scheduler on or off live (where the scenario has one)"),
+        Binding("U", "release_pins", "Unpin", show=False, id="topology-release-pins",
+                tooltip="Release the knobs set by hand: the scheduler may move them again"),
+        Binding("i", "inject", "Incident", show=False, id="topology-inject",
+                tooltip="Inject an incident now, aimed at the selected link, site or region; "
+                        "or end one"),
+        Binding("ctrl+s", "save", "Save", show=False, id="topology-save-preset",
+                tooltip="Save the topology at its knobs now as a preset TOML that loads back"),
+        Binding("x", "screenshot", "SVG", show=False, id="topology-screenshot",
+                tooltip="Save an SVG screenshot of the view"),
         Binding("P", "plan", "Plan", show=False, id="topology-plan",
                 tooltip="Open a topology plan's results (prfaas-tui plan --out FILE) and "
                         "view any candidate"),
@@ -390,6 +403,43 @@ class TopologyScreen(Screen):
         self.app.push_screen(CompareScreen(self.session.settings, live=self.live,
                                            seed=self.session.seed, drill=self.drill))
 
+    def action_toggle_scheduler(self) -> None:
+        run_keys.toggle_scheduler(self, self.session, self.redraw)
+
+    def action_release_pins(self) -> None:
+        run_keys.release_pins(self, self.session, self.redraw)
+
+    def action_inject(self) -> None:
+        """An incident by hand, aimed at the selected element, checked as a drill file's."""
+        s = self.session
+        if s.driver is None:
+            self.notify("nothing runs to strike yet", severity="warning")
+            return
+        spec = s.running_spec()
+        run_keys.inject(self, s, self.redraw, lambda kind, values: run_keys.topology_incident(
+            kind, values, spec, rate=self.total_rate() or 0.0,
+            duration=s.scenario.sim.duration), target=self.selected)
+
+    def action_save(self) -> None:
+        """The running topology at its element knobs now, as a preset that loads back."""
+        if self.session.driver is None:
+            self.notify("nothing runs to save yet", severity="warning")
+            return
+        s = self.session
+        assert s.topology is not None
+        policies = frozenset(s.region_policy(r.name) for r in s.topology.regions)
+        run_keys.save_preset(self, run_keys.at_knobs(s.scenario, s.running_spec(), policies),
+                             rate=self.total_rate(), paradigm=None)
+
+    def total_rate(self) -> float | None:
+        """The total offered rate now (the regions' shares summed); None before the first tick."""
+        now = self.session.objects
+        return sum(r["target_rate"] for r in now["regions"].values()) if now else None
+
+    def action_screenshot(self) -> None:
+        at = self.tick.snapshot.sim_time if self.tick is not None else 0.0
+        run_keys.screenshot(self, self.session.scenario.name, at)
+
     def action_rate(self) -> None:
         """A prompt for the total offered rate, checked as typed (the rate knob's range and
         the dashboard's work caps)."""
@@ -411,8 +461,7 @@ class TopologyScreen(Screen):
             self.notify(f"offered rate -> {self.session.settings.rate:.3g} req/s in total")
             self.redraw()
 
-        now = self.session.objects
-        total = sum(r["target_rate"] for r in now["regions"].values()) if now else None
+        total = self.total_rate()
         self.app.push_screen(ValuePrompt("offered rate, req/s in total",
                                          f"{total:.4g}" if total else "",
                                          "each region is offered its share", check), done)
