@@ -138,7 +138,7 @@ def main() -> int:
         record("perf_emulator", source=f"python benchmarks/bench_emulator.py --repeat {args.repeat}",
                columns=["case", "target", "requests", "wall s", "req/wall s", "events/wall s",
                         "sim s / wall s", "peak traced memory"], rows=rows,
-               values={"rss": f"{rss:.0f} MB"})
+               values={"rss": f"{rss:.0f} MB", "decode_ratio": f"{dec['ratio']:.2f}x"})
     return 0
 
 
