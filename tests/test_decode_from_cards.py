@@ -131,6 +131,8 @@ def test_the_constant_presets_report_no_steps():
     ({"bs_max": 10}, "decode.bs_max"),
     ({"from": "card"}, "decode.from"),
     ({"l_out": 200_000}, "decode.l_out"),  # a mean decode context beyond the model's 40,960
+    ({"l_out": 0}, "decode.l_out"),  # the rule the constants' l_out keeps
+    ({"l_out": "lots"}, "decode.l_out"),
     ({"step": {"a": "20 ms"}}, "decode.step"),
 ])
 def test_bad_decode_keys_are_one_line(tmp_path, capsys, change, key):
@@ -150,6 +152,14 @@ def test_tpot_without_from_and_from_without_cards_are_refused():
         parse_pair_decode(Reader(dec, "p.toml", "decode"), None, 1000.0)
     with pytest.raises(PresetError, match="decode.from: .*roofline"):
         parse_pair_decode(Reader({"from": "cards", "l_out": 1024}, "p.toml", "decode"), None, 1e3)
+
+
+def test_a_topologys_decode_from_the_cards_keeps_the_l_out_rule():
+    from emulator.scenario.decode import parse_base_decode
+    with pytest.raises(PresetError, match="decode.l_out: must be > 0"):
+        parse_base_decode(Reader({"from": "cards", "l_out": 0}, "t.toml", "decode"))
+    with pytest.raises(PresetError, match="decode.l_out: missing"):
+        parse_base_decode(Reader({"from": "cards"}, "t.toml", "decode"))
 
 
 def test_a_model_that_fits_no_request_names_from():

@@ -28,6 +28,7 @@ CASES = [
     ("zero bs_max", _edit("bs_max = 10", "bs_max = 0"), "decode.bs_max", "> 0"),
     ("negative t_decode", _edit('t_decode = "25 ms"', 't_decode = "-25 ms"'), "decode.t_decode", "> 0"),
     ("absurd bandwidth", _edit('bandwidth = "1000 MB/s"', 'bandwidth = "1e9 Tbps"'), "deployment.bandwidth", "at most 8 Pbps"),
+    ("absurd round trip", _edit("seed = 1", 'seed = 1\nlink_latency = "1e300 s"'), "emulator.link_latency", "a minute"),
     ("absurd length", _edit('values = ["1K", "32K"]', 'values = ["1K", "32000M"]'), "workload.lengths.values", "16M"),
     ("absurd pool", _edit("local_pool = 3", "local_pool = 10000000"), "deployment.local_pool", "absurd"),
     ("split over pool", _edit("n_p = 1\nn_d = 2", "n_p = 2\nn_d = 2"), "deployment.n_p", "exceeds"),

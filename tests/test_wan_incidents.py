@@ -297,6 +297,7 @@ BAD = [
     ('kind = "loss-spike"\nloss = 0.1\nfactor = 2', "incidents[0].loss", "not both"),
     ('kind = "rtt-change"\nrtt = "-5 ms"', "incidents[0].rtt", ">= 0"),
     ('kind = "rtt-change"\nfactor = 0', "incidents[0].factor", "> 0"),
+    ('kind = "rtt-change"\nrtt = "1e300 s"', "incidents[0].rtt", "a minute"),
 ]
 
 
@@ -454,3 +455,10 @@ def test_transport_flags_need_a_round_trip_and_a_pair(capsys):
     assert "[emulator] link_latency" in capsys.readouterr().err
     assert main(["solve", "--preset", "two-regions", "--connections", "4"]) == 2
     assert "[[link]]" in capsys.readouterr().err
+
+
+def test_a_route_flap_holds_the_round_trip_at_a_minute():
+    """However large the factor: past a minute a transfer would outlive any run."""
+    from emulator.topology.transport import MAX_RTT, changed
+    assert changed(0.01, None, [PathChange(rtt_factor=1e300)])[0] == MAX_RTT
+    assert changed(0.01, None, [PathChange(rtt_factor=3.0)])[0] == pytest.approx(0.03)

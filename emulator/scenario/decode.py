@@ -65,6 +65,12 @@ def _no_constants(dec: Reader) -> None:
             raise dec.error(key, 'derived from the cards with from = "cards": drop one of the two')
 
 
+def _l_out(dec: Reader) -> float:
+    """`l_out`, required, by its rule (the constants' and the cards' alike)."""
+    conv, check = _CHECKS["l_out"]
+    return dec.get("l_out", conv, check=check)
+
+
 def parse_base_decode(dec: Reader) -> DecodeSpec | FromCards:
     """A topology's top-level `[decode]`: the constants its regions inherit, or from = "cards"
     (each region derives its own)."""
@@ -74,7 +80,7 @@ def parse_base_decode(dec: Reader) -> DecodeSpec | FromCards:
                             "or drop it")
         return parse_decode(dec)
     _no_constants(dec)
-    return FromCards(dec.get("l_out", *_CHECKS["l_out"]),
+    return FromCards(_l_out(dec),
                      dec.get("tpot", TPOT.parse, DEFAULT_TPOT_S))
 
 
@@ -122,7 +128,7 @@ def parse_region_decode(dec: Reader | None, top: Reader, base: DecodeSpec | From
         assert isinstance(base, FromCards)
         return derive_decode(top, cards, base, mean_in, where)
     _no_constants(dec)
-    l_out = dec.get("l_out", *_CHECKS["l_out"]) if dec.has("l_out") else base.l_out
+    l_out = _l_out(dec) if dec.has("l_out") else base.l_out
     tpot = dec.get("tpot", TPOT.parse, getattr(base, "tpot", DEFAULT_TPOT_S))
     return derive_decode(dec, cards, FromCards(l_out, tpot), mean_in, where)
 

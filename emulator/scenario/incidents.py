@@ -23,8 +23,8 @@ from emulator.distributions import LengthDistribution, Reweighted
 from emulator.model import STAGES
 from emulator.scenario.knobs import LOSS
 from emulator.scenario.lengths import parse_lengths
-from emulator.scenario.reader import Reader, non_negative, one_of, positive, setting
-from emulator.topology.transport import PathChange
+from emulator.scenario.reader import Reader, at_most, non_negative, one_of, positive, setting
+from emulator.topology.transport import MAX_RTT, PathChange
 from emulator.units import parse_duration, parse_tokens
 
 
@@ -393,7 +393,8 @@ class RttChange(PathIncident):
     arrive that much later, and where its connections bind the goodput falls with the round
     trip (window / RTT, and the loss-bound rate's MSS / RTT)."""
 
-    rtt: float | None = setting(None, parse=parse_duration, check=non_negative)
+    rtt: float | None = setting(None, parse=parse_duration, check=lambda x: non_negative(x) or
+                                at_most(MAX_RTT, "a minute of round trip")(x))
     kind: ClassVar[str] = "rtt-change"
     SET: ClassVar[str] = "rtt"
     DEFAULT_FACTOR: ClassVar[float] = 2.0

@@ -42,6 +42,7 @@ from emulator.scenario.reader import (
     a_load,
     a_seed,
     at_least,
+    at_most,
     between,
     non_negative,
     one_of,
@@ -50,6 +51,7 @@ from emulator.scenario.reader import (
     setting,
 )
 from emulator.scenario.scheduler import SchedulerConfig, parse_scheduler
+from emulator.topology.transport import MAX_RTT
 from emulator.traces import MOONCAKE_BLOCK_TOKENS
 from emulator.units import parse_bandwidth, parse_bytes, parse_duration, parse_tokens
 
@@ -99,7 +101,9 @@ class SimConfig:
     link_burst: float = setting(0.0, parse=parse_bytes, check=non_negative, section=EMU)
     # bytes/s while burst tokens last; None: 2 x bandwidth
     link_peak: float | None = setting(None, parse=parse_bandwidth, check=positive, section=EMU)
-    link_latency: float = setting(0.0, parse=parse_duration, check=non_negative, section=EMU)
+    link_latency: float = setting(0.0, parse=parse_duration, section=EMU,  # the pair's RTT
+                                  check=lambda x: non_negative(x) or
+                                  at_most(MAX_RTT, "a minute of round trip")(x))
     rdma_latency: float = setting(0.0, parse=parse_duration, check=non_negative, section=EMU)
     kv_budget: float | None = setting(None, parse=parse_bytes, check=positive, section=DEC)
     step: StepProfile | CardStep | None = None  # None: every step lasts t_decode

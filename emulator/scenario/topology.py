@@ -52,7 +52,7 @@ from emulator.topology.spec import (
     Site,
     Topology,
 )
-from emulator.topology.transport import DEFAULT_MSS, Transport, goodput, transport_problem
+from emulator.topology.transport import DEFAULT_MSS, MAX_RTT, Transport, goodput, transport_problem
 from emulator.trace_formats import read_workload
 from emulator.traces import TraceError
 from emulator.units import parse_bandwidth, parse_bytes, parse_duration
@@ -198,7 +198,7 @@ def _link(r: Reader) -> Link:
     bw = knob_at("link", "bandwidth")
     bandwidth = r.get("bandwidth", bw.parse, check=bw.problem)
     rtt = r.get("rtt", parse_duration, 0.0, check=lambda x: non_negative(x) or
-                at_most(60.0, "a minute of round trip")(x))
+                at_most(MAX_RTT, "a minute of round trip")(x))
     long_share = r.get("long_share", float, None, check=between(0.0, 1.0))
     price = r.get("price_per_tb", float, None, check=a_price_or_free)
     fluctuation = r.get("fluctuation", float, 0.0, check=between(0.0, 0.99))

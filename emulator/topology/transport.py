@@ -106,6 +106,7 @@ def transport_problem(t: Transport, rtt: float) -> tuple[str, str] | None:
 
 # -- what incidents do to a path -----------------------------------------------------------------
 LOSS_CEILING = 0.99  # a multiplied loss is held below 1 (a probability)
+MAX_RTT = 60.0  # seconds: a link's round trip (its key's bound), held there under incidents too
 HANDSHAKE_RTTS = 2  # a new connection: TCP's SYN / SYN-ACK, then a TLS 1.3 handshake (1 RTT)
 
 
@@ -125,14 +126,15 @@ def changed(rtt: float, t: Transport | None,
             changes: list[PathChange]) -> tuple[float, Transport | None]:
     """The round trip and transport under `changes` (oldest first): the newest value set wins,
     then every factor multiplies. A loss set on a link without transport keys is one
-    connection's (the keys' defaults); a loss that would reach 1 is held at LOSS_CEILING."""
+    connection's (the keys' defaults); a loss that would reach 1 is held at LOSS_CEILING, a
+    round trip past a minute at MAX_RTT (a transfer would otherwise outlive any run)."""
     if not changes:
         return rtt, t
     loss = t.loss if t is not None else 0.0
     for c in changes:
         rtt = rtt if c.rtt is None else c.rtt
         loss = loss if c.loss is None else c.loss
-    rtt *= math.prod(c.rtt_factor for c in changes)
+    rtt = min(rtt * math.prod(c.rtt_factor for c in changes), MAX_RTT)
     loss = min(loss * math.prod(c.loss_factor for c in changes), LOSS_CEILING)
     if t is None and loss == 0:
         return rtt, None
