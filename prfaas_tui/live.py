@@ -137,8 +137,8 @@ def apply_controls(emu: Emulation, new: Settings, asked: tuple[str, ...] | None 
     if asked is not None:
         if {"n_p", "n_d"} & set(asked):  # a split is one knob: checked whole by the caller
             asked = (*asked, "n_p", "n_d")
-        target = replace(now, **{k: getattr(target, k) for k in asked
-                                 if k in {f.name for f in fields(now)}})  # tpot: set above
+        knobs = {f.name for f in fields(now)}  # tpot is not one: it was set above
+        target = replace(now, **{k: getattr(target, k) for k in asked if k in knobs})
     if not target.paradigm.threshold_routing:
         target = replace(target, n_p=now.n_p, n_d=now.n_d)
     emu.apply(target)
