@@ -122,15 +122,10 @@ def apply_controls(emu: Emulation, new: Settings, asked: tuple[str, ...] | None 
             emu.topology.set_rate(new.rate)  # each region its share
             emu.note(f"offered rate -> {new.rate:.3f} req/s")
         return
-    from emulator.units import to_gbps
-
-    sc, link = new.scenario, emu.link
-    if sc.transport is not None and sc.transport != link.transport:  # its loss, connections
-        line = sc.line_bandwidth if sc.line_bandwidth is not None else sc.system.bandwidth
-        link.set_transport(line, sc.transport)
-        link.rebalance()
-        emu.note(f"link: loss {sc.transport.loss:g}, {sc.transport.n} connections -> goodput "
-                 f"{to_gbps(sc.system.bandwidth):.3g} Gbps")
+    sc = new.scenario
+    if sc.transport is not None:  # its loss, connections
+        emu.set_transport(sc.line_bandwidth if sc.line_bandwidth is not None
+                          else sc.system.bandwidth, sc.transport)
     if new.tpot is not None and new.tpot != emu.tpot():
         emu.set_tpot(new.tpot)
     target, now = new.controls, emu.controls

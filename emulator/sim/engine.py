@@ -58,7 +58,8 @@ from emulator.sim.stages.link import Link
 from emulator.sim.stages.pool import Pool
 from emulator.sim.stages.prefill import PrefillStage
 from emulator.topology.spec import PAIR_LINK, PAIR_REGION, PAIR_SITE, Topology
-from emulator.topology.transport import PathChange
+from emulator.topology.transport import PathChange, Transport
+from emulator.topology.transport import goodput as path_goodput
 from emulator.trace_formats import load_trace
 from emulator.traces import MOONCAKE_BLOCK_TOKENS, Trace
 from emulator.units import to_gbps
@@ -520,6 +521,18 @@ class Emulation:
     def change(self, **knobs: object) -> Controls:
         """`apply` with some knobs changed (names as in Controls), the rest as they are."""
         return self.apply(replace(self.controls, **knobs))
+
+    def set_transport(self, line: float, transport: Transport) -> None:
+        """The pair's link gets a new TCP (its loss, connections; `line` its line rate): the
+        goodput follows, its bandwidth knob is the caller's `apply`. No-op when unchanged."""
+        link = self.link
+        if transport == link.transport:
+            return
+        link.set_transport(line, transport)
+        link.rebalance()
+        goodput = path_goodput(line, link.rtt, transport).bytes_per_s
+        self.note(f"link: loss {transport.loss:g}, {transport.n} connections -> goodput "
+                  f"{to_gbps(goodput):.3g} Gbps")
 
     def tpot(self, region: str | None = None) -> float | None:
         """The TPOT SLO a region's decode from the cards runs under (None: constants)."""
