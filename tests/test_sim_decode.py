@@ -120,6 +120,60 @@ def test_step_profile_two_requests_share_steps():
                                           2: pytest.approx(finish[2], rel=1e-12)}
 
 
+def _one_step_at_a_time(arrivals, a, b, c):
+    """One instance stepping through a + b * batch + c * context one step at a time: each
+    request joins at the first boundary at or after its arrival, a millionth of a step early
+    counting as on it, as the stage has it (an idle instance starts at once). Returns
+    ({rid: finish time}, step count, mean batch, mean step, mean context)."""
+    todo = sorted(arrivals)
+    batch: list[list] = []  # [rid, length, decoded, out]
+    finish, t, i, dur = {}, -1.0, 0, 0.0
+    steps = batch_sum = context_sum = seconds = 0.0
+    while i < len(todo) or batch:
+        if not batch:  # idle: start with the next arrival, its step the measure of "on it"
+            t = max(t, todo[i][0])
+            dur = a + b + c * todo[i][2]
+        while i < len(todo) and todo[i][0] <= t + 1e-6 * dur:
+            when, rid, length, out = todo[i]
+            batch.append([rid, length, 0, out])
+            i += 1
+        context = sum(r[1] + r[2] for r in batch)
+        dur = a + b * len(batch) + c * context
+        steps += 1
+        batch_sum += len(batch)
+        context_sum += context
+        seconds += dur
+        t += dur
+        for r in batch:
+            r[2] += 1
+            if r[2] == r[3]:
+                finish[r[0]] = t
+        batch = [r for r in batch if r[2] < r[3]]
+    return finish, steps, batch_sum / steps, seconds / steps, context_sum / batch_sum
+
+
+@settings(max_examples=40, deadline=None)
+@given(hs.lists(hs.tuples(hs.floats(0.0, 3.0), hs.integers(1, 5000), hs.integers(1, 60)),
+                min_size=1, max_size=25),
+       hs.sampled_from([(0.02, 0.001, 1e-6), (0.01, 0.0, 2e-6), (0.005, 0.002, 0.0)]))
+def test_the_stroke_and_its_step_statistics_match_stepping_one_step_at_a_time(reqs, abc):
+    """Joins, completions and idle spells in any order: every finish time, and the step count,
+    mean batch, step and context the run reports, are those of stepping one step at a time."""
+    a, b, c = abc
+    loop, st, done = stage(bs=64, step=StepProfile(a, b, c))
+    arrivals = [(when, rid, length, out) for rid, (when, length, out) in enumerate(reqs)]
+    for when, rid, length, out in arrivals:
+        submit(loop, st, when, rid, out=out, length=length)
+    loop.run_until(1e4)
+    finish, steps, mean_batch, mean_step, mean_context = _one_step_at_a_time(arrivals, a, b, c)
+    assert {r: t for r, t, _ in done} == {r: pytest.approx(t, rel=1e-9) for r, t in finish.items()}
+    got = st.step_stats()
+    assert got["steps"] == steps
+    assert got["mean_batch"] == pytest.approx(mean_batch, rel=1e-12)
+    assert got["mean_step"] == pytest.approx(mean_step, rel=1e-9)
+    assert got["mean_context"] == pytest.approx(mean_context, rel=1e-12)
+
+
 DECODE_BOUND = """
 name = "decode-bound"
 [profiles.p]

@@ -148,6 +148,16 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
         move and one re-push, not a cancel or an early callback and a new timer."""
         timer._when = when
 
+    def call_again(self, timer: asyncio.TimerHandle, when: float) -> None:
+        """Schedule a timer of this loop that has fired, with its callback and arguments, to
+        fire again at `when`: an instance's one recurring timer costs a heap push per event,
+        not a new handle."""
+        self.timer_events += 1
+        timer._when = when
+        self._seq = seq = self._seq + 1
+        _heappush(self._scheduled, (when, seq, timer))
+        timer._scheduled = True
+
     def _timer_handle_cancelled(self, handle) -> None:
         if handle._scheduled:
             self._timer_cancelled_count += 1

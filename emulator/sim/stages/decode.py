@@ -41,7 +41,7 @@ def _finish_at(finish: deque, entry: tuple) -> None:
 
 class DecodeWorker(Worker):
     __slots__ = ("n", "kv", "phase", "reqs", "seg_start", "first", "grow", "next_k", "batch",
-                 "ctx", "finish", "pending", "timer", "due", "k_total")
+                 "ctx", "finish", "pending", "timer", "k_total", "busy_from", "stepped")
 
     def __init__(self, idx: int, machine):
         super().__init__(idx, machine)
@@ -58,8 +58,9 @@ class DecodeWorker(Worker):
         self.ctx = 0.0  # context tokens they hold at seg_start
         self.finish: deque = deque()  # (finish step, rid, request), in order (`_finish_at`)
         self.pending: list[Request] = []  # joining at the next boundary
-        self.timer = None  # fires at `due` (a join moves it later: `loop.move_later`)
-        self.due = math.inf  # when the next batch change is due
+        self.timer = None  # fires at the next batch change (a join moves it later)
+        self.busy_from = 0.0  # it last started stepping here...
+        self.stepped = 0.0  # ...after this many seconds of steps in earlier busy spells
 
     @property
     def busy(self) -> bool:
@@ -77,13 +78,13 @@ class DecodeStage(Stage):
         self.kv_budget = math.inf if kv_budget is None else kv_budget
         self.complete = complete  # (request, now): the last token is out
         self.step = step
-        self._lines: dict[int, tuple[float, float]] = {}  # batch -> (a, c) of every segment
-        # steps run, and their sums of batch, seconds and context (stepped modes): the means
-        # a run reports (`step_stats`)
-        self.steps = 0
-        self.batch_steps = 0
-        self.step_seconds = 0.0
-        self.context_steps = 0.0
+        # by batch: the (a, c) of every segment of that batch (None: refit per segment); a list
+        # as long as the largest batch an instance can hold
+        self._lines: list[tuple[float, float] | None] = [None] * (bs_max + 1 if step else 0)
+        # the steps and context tokens decoded by requests that left the batch (stepped modes;
+        # with the instances' step counts and busy spells, the means `step_stats` reports)
+        self._done_steps = 0
+        self._done_context = 0.0
         self._accepting: list[DecodeWorker] = []  # accepting and up, by index
         # (load, index) of accepting instances, pushed at every load change: the least-loaded
         # pick is the first entry that still matches its worker (a min() over a region's 100+
@@ -210,23 +211,35 @@ class DecodeStage(Stage):
     # -- step-profile mode -------------------------------------------------------------------
     def step_stats(self) -> dict | None:
         """Mean batch, step seconds and context per request over the steps run (stepped modes;
-        None with the constant step or before any step)."""
-        if not self.steps:
+        None with the constant step or before any step). Counted per request as it leaves the
+        batch, and per instance by its step count and busy spells, so a stroke of steps costs
+        no bookkeeping: a request that joined at step j of its instance and decoded n steps
+        held its prompt plus 0..n-1 tokens in them."""
+        steps = sum(w.k_total for w in self.workers)
+        if not steps:
             return None
-        return {"steps": self.steps, "mean_batch": self.batch_steps / self.steps,
-                "mean_step": self.step_seconds / self.steps,
-                "mean_context": self.context_steps / self.batch_steps}
+        batch_steps, context, seconds = self._done_steps, self._done_context, 0.0
+        for w in self.workers:
+            seconds += w.stepped
+            if w.batch:
+                seconds += w.seg_start - w.busy_from
+            for fk, _, req in w.finish:
+                n = w.k_total - fk + req.out_len
+                batch_steps += n
+                context += n * (req.length + (n - 1) / 2)
+        return {"steps": steps, "mean_batch": batch_steps / steps, "mean_step": seconds / steps,
+                "mean_context": context / batch_steps}
 
     @staticmethod
     def _steps_by(elapsed: float, first: float, grow: float) -> int:
         """Whole steps finished `elapsed` seconds into a segment (k steps last
         k x first + grow x k(k - 1)/2, written out where it is used: it runs per event)."""
         if grow <= 0:
-            return int(math.floor(elapsed / first + _STEP_TOL))
+            return math.floor(elapsed / first + _STEP_TOL)
         # grow/2 k^2 + (first - grow/2) k - elapsed = 0
         b = first - grow / 2
         k = (-b + math.sqrt(b * b + 2 * grow * elapsed)) / grow
-        return int(math.floor(k + _STEP_TOL))
+        return math.floor(k + _STEP_TOL)
 
     def _next_boundary(self, w: DecodeWorker, now: float) -> tuple[int, float]:
         """(steps into the segment, time) of its first step boundary at or after `now`."""
@@ -245,29 +258,31 @@ class DecodeStage(Stage):
         path (a re-based join, a batch whose chord is cached, a timer moved later) is written
         out, `_steps_by` and `_finish_at` included: it runs once per request."""
         self._take(w, req)
-        batch, ctx, k_total = w.batch, w.ctx, w.k_total
-        if batch == 0 and not w.pending:  # an idle instance starts stepping at once
-            w.seg_start = start = now
+        batch, ctx, k_total, pending = w.batch, w.ctx, w.k_total, w.pending
+        if batch == 0 and not pending:  # an idle instance starts stepping at once
+            w.seg_start = w.busy_from = start = now
         elif now > (start := w.seg_start):  # else the segment starts ahead: join there
             first, grow = w.first, w.grow
             if grow <= 0:
-                k = int(_floor((now - start) / first + _STEP_TOL))
+                k = _floor((now - start) / first + _STEP_TOL)
             else:
                 half = first - grow / 2
-                k = int(_floor((-half + _sqrt(half * half + 2 * grow * (now - start))) / grow
-                               + _STEP_TOL))
+                k = _floor((-half + _sqrt(half * half + 2 * grow * (now - start))) / grow
+                           + _STEP_TOL)
             tri = k * (k - 1) / 2
             t = start + (k * first + grow * tri)
             if t < now - _STEP_TOL * first:
                 k += 1
                 tri = k * (k - 1) / 2
                 t = start + (k * first + grow * tri)
-            if w.pending or w.next_k <= k_total + k:
-                w.pending.append(req)  # the boundary's event takes it in
-                self._schedule(w)
+            if pending or w.next_k <= k_total + k:
+                # the boundary's event takes it in: the timer is due there already (the first
+                # boundary from now is the first joiner's, or the next completion's)
+                pending.append(req)
+                if w.timer is None:
+                    self._schedule(w)
                 return
             if k:
-                self._count(k, batch, ctx, first, grow)
                 w.k_total = k_total = k_total + k
                 ctx += k * batch
             w.seg_start = start = t if t > now else now
@@ -279,8 +294,8 @@ class DecodeStage(Stage):
             finish.append(entry)
         else:
             finish.insert(bisect.bisect(finish, entry), entry)
-        line = self._lines.get(batch)
-        if line is None or w.pending:
+        line = self._lines[batch]
+        if line is None or pending:
             self._refit(w)
             req.t_first = start + w.first
             self._schedule(w)
@@ -291,21 +306,12 @@ class DecodeStage(Stage):
         w.next_k = next_k = finish[0][0]
         req.t_first = start + first
         k = next_k - k_total
-        w.due = when = start + (k * first + grow * k * (k - 1) / 2)
+        when = start + (k * first + grow * k * (k - 1) / 2)
         timer = w.timer
         if timer is None or timer._when > when:
             self._schedule(w)
         else:  # the join moved the next change later: `loop.move_later`, written out
             timer._when = when
-
-    def _count(self, k: int, batch: int, ctx: float, first: float, grow: float) -> None:
-        """Add k steps of a segment (`batch` requests holding `ctx` tokens at its start, the
-        first step `first` seconds, each next `grow` more) to the run's step statistics."""
-        tri = k * (k - 1) / 2
-        self.steps += k
-        self.batch_steps += k * batch
-        self.step_seconds += k * first + grow * tri
-        self.context_steps += k * ctx + batch * tri
 
     def _refit(self, w: DecodeWorker) -> None:
         """The segment starting now (the batch just changed): its step's coefficients, its
@@ -317,7 +323,7 @@ class DecodeStage(Stage):
             w.next_k = math.inf
             return
         next_k = w.finish[0][0]
-        line = self._lines.get(batch)
+        line = self._lines[batch]
         if line is None:
             steps = next_k - w.k_total
             a, c, valid = self.step.coefficients(batch, w.ctx, steps)
@@ -336,8 +342,9 @@ class DecodeStage(Stage):
         common case (a completion, a cached chord, no request waiting): it runs per request."""
         loop = self.loop
         now = loop.now
-        if now < w.due:  # moved later once it was already due to run now: wait for it
-            w.timer = loop.call_at(w.due, self._boundary, w)
+        fired = w.timer
+        if now < fired._when:  # moved later once it was already due to run now: wait for it
+            loop.call_again(fired, fired._when)
             return
         self._account(now)
         w.timer = None
@@ -346,25 +353,31 @@ class DecodeStage(Stage):
         ctx = w.ctx
         k_total = w.k_total
         if batch:  # the timer was for step next_k unless it let a pending request in
-            first, grow = w.first, w.grow
-            k = self._steps_by(now - w.seg_start, first, grow) if joined else w.next_k - k_total
+            k = self._steps_by(now - w.seg_start, w.first, w.grow) if joined else (
+                w.next_k - k_total)
             if k:
-                self._count(k, batch, ctx, first, grow)
                 w.k_total = k_total = k_total + k
                 ctx += k * batch
         finish = w.finish
         req = finish.popleft()[2] if finish and finish[0][0] <= k_total else None
         if req is not None:
+            out, length = req.out_len, req.length
             batch -= 1
-            ctx -= req.length + req.out_len
+            ctx -= length + out
+            steps, context = out, out * (length + (out - 1) / 2)
             done = None
             while finish and finish[0][0] <= k_total:  # more than one finishes here
                 if done is None:
                     done = [req]
                 req = finish.popleft()[2]
+                out, length = req.out_len, req.length
                 batch -= 1
-                ctx -= req.length + req.out_len
+                ctx -= length + out
+                steps += out
+                context += out * (length + (out - 1) / 2)
                 done.append(req)
+            self._done_steps += steps
+            self._done_context += context
         w.seg_start = now
         if joined:
             w.pending = []
@@ -372,14 +385,17 @@ class DecodeStage(Stage):
                 batch += 1
                 ctx += one.length
                 _finish_at(finish, (k_total + one.out_len, one.rid, one))
+        elif req is not None and not batch:  # the last one left: its busy spell ends here
+            w.stepped += now - w.busy_from
         w.batch, w.ctx = batch, ctx
-        line = self._lines.get(batch) if batch else None
+        line = self._lines[batch]  # None for an empty batch
         if line is None:
             self._refit(w)
         else:
             a, c = line
-            w.first, w.grow = a + c * ctx, c * batch
-            w.next_k = finish[0][0]
+            w.first = first = a + c * ctx
+            w.grow = grow = c * batch
+            w.next_k = next_k = finish[0][0]
         if joined:
             for one in joined:
                 one.t_first = now + w.first
@@ -391,12 +407,20 @@ class DecodeStage(Stage):
                 for req in done:
                     self._release(w, req)
                     self.complete(req, now)
-            # before the timer: a queued request joining `w` now would move it again
-            self._after_release(w, now)
-        if w.timer is None and w.batch and not w.pending:
+            if self.queue or not w.accepting:
+                # before the timer: a queued request joining `w` now would move it again
+                self._after_release(w, now)
+                line = None
+        if line is not None and not joined:  # the segment stands as fitted above
+            k = next_k - k_total
+            when = now + (k * first + grow * k * (k - 1) / 2)
+            loop.call_again(fired, when)
+            w.timer = fired
+        elif w.timer is None and w.batch and not w.pending:
             k = w.next_k - w.k_total
-            w.due = when = w.seg_start + (k * w.first + w.grow * k * (k - 1) / 2)
-            w.timer = loop.call_at(when, self._boundary, w)
+            when = w.seg_start + (k * w.first + w.grow * k * (k - 1) / 2)
+            loop.call_again(fired, when)
+            w.timer = fired
         else:
             self._schedule(w)
 
@@ -413,7 +437,6 @@ class DecodeStage(Stage):
                 when = min(when, t if t > now else now)
         elif w.pending:
             when = self.loop.now
-        w.due = when
         timer = w.timer
         if timer is not None:
             # One due no later is moved (a join moves the next completion later, and a
@@ -431,6 +454,7 @@ class DecodeStage(Stage):
         above it drains as its requests finish) and waiting requests take the slots a larger
         one opens; the step is physics and unchanged."""
         self.bs_max, self.t_decode, self.step = bs_max, t_decode, step
+        self._lines += [None] * (bs_max + 1 - len(self._lines))
         now = self.loop.now
         self._account(now)
         queue = self.queue
@@ -468,6 +492,12 @@ class DecodeStage(Stage):
             req.timer = None
             req.worker = None
         self.in_service -= len(lost)
+        for fk, _, req in w.finish:  # the steps they decoded count, as for those that finished
+            n = w.k_total - fk + req.out_len
+            self._done_steps += n
+            self._done_context += n * (req.length + (n - 1) / 2)
+        if w.batch:
+            w.stepped += w.seg_start - w.busy_from
         w.reqs.clear()
         w.n, w.kv, w.batch, w.ctx = 0, 0.0, 0, 0.0
         self._load_changed(w)
@@ -475,7 +505,6 @@ class DecodeStage(Stage):
         if w.timer is not None:
             w.timer.cancel()
             w.timer = None
-        w.due = math.inf
         self._update(w)
         if not w.accepting:
             self._idle(w)
