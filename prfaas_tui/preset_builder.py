@@ -231,10 +231,11 @@ def _decode_table(spec: NewSpec, model, gpu, setup, context: float, tpot: float,
             f"{context:,.0f} tokens (input mean + l_out/2)"))
         dec.add(tomlkit.comment(
             f"BS_max {lim.batch} ({lim.binds} binds: TPOT SLO {tpot * 1e3:g} ms, KV+state fit "
-            f"{lim.memory_batch} requests); t_decode = T_step(BS_max) = "
-            f"{lim.step.step_s * 1e3:.2f} ms (weights {lim.step.weights_s * 1e3:.2f}, KV "
-            f"{lim.step.kv_s * 1e3:.2f}, compute {lim.step.compute_s * 1e3:.2f}, comm "
-            f"{lim.step.comm_s * 1e3:.2f} ms); docs/cards.md"))
+            f"{lim.memory_batch} requests); t_decode = T_step(BS_max) = max(weights + KV, "
+            f"compute) + comm + overhead = {lim.step.step_s * 1e3:.2f} ms (weights "
+            f"{lim.step.weights_s * 1e3:.2f}, KV {lim.step.kv_s * 1e3:.2f}, compute "
+            f"{lim.step.compute_s * 1e3:.2f}, comm {lim.step.comm_s * 1e3:.2f}, overhead "
+            f"{lim.step.overhead_s * 1e3:.2f} ms); docs/cards.md"))
     if spec.decode == "cards":  # derived again on load, so an edited card changes the answer
         dec.add(tomlkit.comment("from the local profile's cards on load; the emulator steps at "
                                 "T_step(batch, context): docs/decode.md"))

@@ -4,6 +4,7 @@ touches and the busiest EP rank, windows capping the KV read, monotonicity, the 
 memory-bound batch, and bad input as one line."""
 
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -262,6 +263,12 @@ def test_new_derives_decode_from_the_cards(tmp_path, capsys):
     assert sc.system.decode.bs_max == lim.batch > 20
     assert sc.system.decode.t_decode == pytest.approx(lim.step.step_s, rel=1e-3)
     assert "# derived from the cards" in text and "binds" in text
+    # the comment's terms add up to the step it states (its overhead included)
+    terms = re.search(r"= ([\d.]+) ms \(weights ([\d.]+), KV ([\d.]+), compute ([\d.]+), "
+                      r"comm ([\d.]+), overhead ([\d.]+) ms\)", text)
+    step, weights, kv, compute, comm, overhead = map(float, terms.groups())
+    assert overhead > 0 and step == pytest.approx(max(weights + kv, compute) + comm + overhead,
+                                                  abs=0.03)
     assert main([*NEW, "--out", str(out), "--force", "--bs-max", "20", "--t-decode", "25 ms"]) == 0
     sc = presets.load(out)
     assert (sc.system.decode.bs_max, sc.system.decode.t_decode) == (20, 0.025)
