@@ -29,7 +29,7 @@ from emulator.budget import Caps
 from emulator.files import cap_help
 from emulator.model import evaluate
 from emulator.paradigm import Paradigm
-from emulator.planner.goodput import SLO, Settings, too_short, unmeetable
+from emulator.planner.goodput import SLO, Settings, too_short, tpot_unmeetable, unmeetable
 from emulator.planner.prices import PlanInputError, Prices
 from emulator.planner.space import AUTO_T, Candidate, Space, TopologySpace
 from emulator.planner.store import OtherPlan, check_writable
@@ -200,7 +200,6 @@ PAIR_FLAGS = (
                  "thresholds (or the bound's routing)"),
     ("per_config", "--per-config", "a single-pair flag; a topology candidate's split and "
                                    "threshold are its policy's"),
-    ("slo_tpot", "--slo-tpot", "a single-pair flag; a topology plan's SLO is P90 TTFT per region"),
     ("trace", "--trace", "a single-pair flag; a topology region replays its own trace "
                          "([region.workload] replay in the preset)"),
     ("columns", "--columns", "a single-pair flag (with --trace)"),
@@ -224,6 +223,12 @@ def refuse_other_kind(args: argparse.Namespace, topology: bool) -> None:
             raise UsageError(f"{flag}: a topology flag; {args.preset} is a single pair")
 
 
+def _slo(args: argparse.Namespace) -> SLO:
+    """--slo-ttft and --slo-tpot: the targets every region of a pair or a topology meets."""
+    return SLO(parse_flag("--slo-ttft", parse_duration, args.slo_ttft, positive),
+               parse_flag("--slo-tpot", parse_duration, args.slo_tpot, positive))
+
+
 def build_plan(args: argparse.Namespace) -> Plan:
     sc = presets.load(args.preset)
     if (wl := workload_from_args(args)) is not None:
@@ -241,8 +246,7 @@ def build_plan(args: argparse.Namespace) -> Plan:
                 sc.controls.changed(sc.system, **{knob: x})
             except KnobError as exc:
                 raise knob_error(exc) from None
-    slo = SLO(parse_flag("--slo-ttft", parse_duration, args.slo_ttft, positive),
-              parse_flag("--slo-tpot", parse_duration, args.slo_tpot, positive))
+    slo = _slo(args)
     duration = parse_flag("--duration", parse_duration, args.duration, positive)
     seeds, steps = _count("--seeds", args.seeds, 1), _count("--steps", args.steps, 1)
     per_config = _count("--per-config", args.per_config or "3", 1)
@@ -361,8 +365,7 @@ def build_topology_plan(args: argparse.Namespace, sc) -> Plan:
     space = TopologySpace(sites, links, routings,
                           _topology_connections(args.connections, topo, links))
     seeds, steps = _count("--seeds", args.seeds, 1), _count("--steps", args.steps, 1)
-    settings = Settings(SLO(parse_flag("--slo-ttft", parse_duration, args.slo_ttft, positive)),
-                        tuple(range(1, seeds + 1)),
+    settings = Settings(_slo(args), tuple(range(1, seeds + 1)),
                         parse_flag("--duration", parse_duration, args.duration, positive), steps)
     try:  # each candidate is a routing bound and a policy search before its emulations
         n = budget.check("candidates", space.size(topo),
@@ -378,10 +381,10 @@ def main(args: argparse.Namespace) -> int:
     sc = presets.load(args.preset, topology=True)
     topology = sc.declared_topology is not None
     refuse_other_kind(args, topology)
-    if topology:
-        plan = build_topology_plan(args, sc)
-    else:
-        plan = build_plan(args)
+    plan = build_topology_plan(args, sc) if topology else build_plan(args)
+    if (why := tpot_unmeetable(plan.scenario, plan.settings.slo)) is not None:
+        raise UsageError(why)
+    if not topology:
         if (why := too_short(plan.scenario, plan.settings.duration)) is not None:
             print(f"prfaas-tui plan: warning: --duration: {why}", file=sys.stderr)
         if (why := unmeetable(plan.scenario, plan.settings.slo)) is not None:
