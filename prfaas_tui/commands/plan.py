@@ -4,7 +4,8 @@ SLO, per dollar — the model prunes, emulation decides (see emulator/planner).
 One command for a single pair and a topology preset. The shared flags mean the same on both;
 the pair ranges its site, link and region by --n-prfaas, --bandwidth, --pool, --t and
 --paradigm, a topology its sites, links and routing by --site, --link and --routing (with
---price and --price-per-tb); a flag of the other kind is refused in one line.
+--price and --price-per-tb); a flag of the other kind is refused in one line. A declared 1x1
+topology given a single-pair flag is planned as the pair it is.
 """
 
 from __future__ import annotations
@@ -48,7 +49,12 @@ from emulator.scenario.reader import a_price, a_price_or_free, positive
 from emulator.topology.spec import ROUTINGS
 from emulator.units import parse_bandwidth, parse_duration, parse_tokens
 from prfaas_tui import json_out
-from prfaas_tui.commands.common import add_budget_flags, caps_from_args, knob_error
+from prfaas_tui.commands.common import (
+    add_budget_flags,
+    as_the_pair,
+    caps_from_args,
+    knob_error,
+)
 from prfaas_tui.commands.trace_flags import add_trace_flags, with_workload, workload_from_args
 from prfaas_tui.console import make_console
 from prfaas_tui.errors import UsageError, parse_flag
@@ -211,12 +217,22 @@ TOPOLOGY_FLAGS = (("site", "--site"), ("link", "--link"), ("routing", "--routing
                   ("price", "--price"), ("price_per_tb", "--price-per-tb"))
 
 
+def pair_if_asked(args: argparse.Namespace, sc):
+    """A declared 1x1 topology given a single-pair flag is planned as the pair it is."""
+    topo = sc.declared_topology
+    flag = next((flag for attr, flag, _ in PAIR_FLAGS
+                 if getattr(args, attr, None) not in (None, False)), None)
+    if topo is None or not topo.is_pair or flag is None:
+        return sc
+    return as_the_pair(sc, flag, "")
+
+
 def refuse_other_kind(args: argparse.Namespace, topology: bool) -> None:
     """One line for the first flag given that applies only to the other kind of preset."""
     if topology:
         for attr, flag, why in PAIR_FLAGS:
             if getattr(args, attr, None) not in (None, False):
-                raise UsageError(f"{flag}: {why}")
+                raise UsageError(f"{flag}: {why} (a 1x1 topology is planned as the pair)")
         return
     for attr, flag in TOPOLOGY_FLAGS:
         if getattr(args, attr, None) is not None:
@@ -229,8 +245,7 @@ def _slo(args: argparse.Namespace) -> SLO:
                parse_flag("--slo-tpot", parse_duration, args.slo_tpot, positive))
 
 
-def build_plan(args: argparse.Namespace) -> Plan:
-    sc = presets.load(args.preset)
+def build_plan(args: argparse.Namespace, sc) -> Plan:
     if (wl := workload_from_args(args)) is not None:
         sc = with_workload(sc, wl)
     try:
@@ -378,10 +393,10 @@ def build_topology_plan(args: argparse.Namespace, sc) -> Plan:
 
 
 def main(args: argparse.Namespace) -> int:
-    sc = presets.load(args.preset, topology=True)
+    sc = pair_if_asked(args, presets.load(args.preset, topology=True))
     topology = sc.declared_topology is not None
     refuse_other_kind(args, topology)
-    plan = build_topology_plan(args, sc) if topology else build_plan(args)
+    plan = build_topology_plan(args, sc) if topology else build_plan(args, sc)
     if (why := tpot_unmeetable(plan.scenario, plan.settings.slo)) is not None:
         raise UsageError(why)
     if not topology:
