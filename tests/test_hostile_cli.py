@@ -396,3 +396,23 @@ def test_dashboard_live_changes_obey_the_caps(change):
     with pytest.raises(Refused, match="over the cap"):
         settings.apply(**change)
     assert settings.apply(rate=2.0).rate == 2.0
+
+
+@pytest.mark.parametrize("content, words", [
+    ("hello\n", "not a prfaas-tui plan results file"),
+    ('{"header": {"scenario": "another"}}\n', "--out"),
+])
+def test_plan_refuses_a_bad_resume_file_before_any_warning(capsys, tmp_path, content, words):
+    """A run too short for its requests is only a warning: a --out file this plan cannot resume
+    is the one line, exit 2, printed alone."""
+    out = tmp_path / "p.jsonl"
+    out.write_text(content)
+    line = refused(capsys, "plan", "--duration", "1 min", "--out", str(out))
+    assert words in line and "warning" not in line
+    assert out.read_text() == content
+
+
+def test_plan_refuses_a_bad_workers_or_csv_before_any_warning(capsys, tmp_path):
+    assert "--workers" in refused(capsys, "plan", "--duration", "1 min", "--workers", "0")
+    assert "--csv" in refused(capsys, "plan", "--duration", "1 min", "--csv",
+                              str(tmp_path / "no" / "x.csv"))

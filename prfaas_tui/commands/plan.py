@@ -33,8 +33,8 @@ from emulator.paradigm import Paradigm
 from emulator.planner.goodput import SLO, Settings, too_short, tpot_unmeetable, unmeetable
 from emulator.planner.prices import PlanInputError, Prices
 from emulator.planner.space import AUTO_T, Candidate, Space, TopologySpace
-from emulator.planner.store import OtherPlan, check_writable
-from emulator.planner.sweep import Plan, run_plan
+from emulator.planner.store import OtherPlan, check_resume, check_writable
+from emulator.planner.sweep import Plan, header, run_plan
 from emulator.scenario import presets
 from emulator.scenario.knobs import (
     CONNECTIONS,
@@ -399,19 +399,37 @@ def main(args: argparse.Namespace) -> int:
     plan = build_topology_plan(args, sc) if topology else build_plan(args, sc)
     if (why := tpot_unmeetable(plan.scenario, plan.settings.slo)) is not None:
         raise UsageError(why)
+    workers = _count("--workers", args.workers, 1) or os.cpu_count() or 1
+    top = _count("--top", args.top, 0)
+    _check_files(args, plan)  # every input is checked before a warning is printed
     if not topology:
         if (why := too_short(plan.scenario, plan.settings.duration)) is not None:
             print(f"prfaas-tui plan: warning: --duration: {why}", file=sys.stderr)
         if (why := unmeetable(plan.scenario, plan.settings.slo)) is not None:
             print(f"prfaas-tui plan: warning: {why}", file=sys.stderr)
-    workers = _count("--workers", args.workers, 1) or os.cpu_count() or 1
-    top = _count("--top", args.top, 0)
     if topology:  # its --out is the summary, written at the end (no resume)
         return _sweep(args, plan, args.out, workers, top)
     with tempfile.TemporaryDirectory(prefix="prfaas-plan-") as tmp:
         # without --out the results live only as long as the command: nothing is left behind
         out = args.out or str(Path(tmp) / f"plan-{plan.scenario.name}.jsonl")
         return _sweep(args, plan, out, workers, top)
+
+
+def _check_files(args: argparse.Namespace, plan: Plan) -> None:
+    """--out and --csv before any work: writable, and a pair's --out that holds results this
+    plan's (a sweep resumes it); one line naming the flag otherwise."""
+    try:
+        if args.out is not None:
+            if plan.is_topology:
+                check_writable(args.out, "--out")
+            else:
+                check_resume(args.out, header(plan), "--out")
+        if args.csv:
+            check_writable(args.csv, "--csv")
+    except OtherPlan as exc:
+        raise UsageError(other_plan_message(exc)) from None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _sweep(args: argparse.Namespace, plan: Plan, out: str | None, workers: int, top: int) -> int:
@@ -425,11 +443,7 @@ def _sweep(args: argparse.Namespace, plan: Plan, out: str | None, workers: int, 
         nonlocal task
         task = progress.add_task("plan", total=total, completed=done)
 
-    try:
-        if out is not None:
-            check_writable(out, "--out")  # before the sweep, not after it
-        if args.csv:
-            check_writable(args.csv, "--csv")
+    try:  # --out and --csv were checked before any work (`_check_files`)
         with progress:
             summary = run_plan(plan, out=None if plan.is_topology else out, workers=workers,
                                dask=args.dask, on_start=on_start,
