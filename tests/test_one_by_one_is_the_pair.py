@@ -142,3 +142,18 @@ def test_plan_and_solve_take_the_pair_flags_on_a_declared_1x1(tmp_path, capsys, 
                  "--json"]) == 0
     want = json.loads(capsys.readouterr().out)
     assert got["operating_point"] == want["operating_point"] and "trace" in json.dumps(got)
+
+
+def test_a_1x1_run_as_the_pair_saves_as_its_own_file(tmp_path):
+    """Saving it (the dashboard's save-as) writes the pair's knobs into the 1x1's own tables
+    and loads back as the same pair."""
+    from emulator.scenario.scenario import as_pair
+    from emulator.scenario.writer import write_preset
+
+    sc = as_pair(presets.load(write(tmp_path, one_by_one()), topology=True))
+    moved = sc.with_knobs(t=30000.0, n_p=4, n_d=4, n_prfaas=5)
+    back = write_preset(moved, tmp_path / "saved.toml")
+    assert back.declared_topology is None and back.knobs == moved.knobs
+    data = tomllib.loads((tmp_path / "saved.toml").read_text())
+    assert "deployment" not in data and data["site"][0]["instances"] == 5
+    assert (data["region"][0]["n_p"], data["region"][0]["threshold"]) == (4, 30000)

@@ -15,8 +15,8 @@ import tomlkit
 from emulator.paradigm import Paradigm
 from emulator.scenario.presets import load
 from emulator.scenario.reader import PresetError
-from emulator.scenario.scenario import Scenario
-from emulator.scenario.topology import TRANSPORT_KEYS
+from emulator.scenario.scenario import Scenario, as_pair
+from emulator.scenario.topology import TRANSPORT_KEYS, declares_topology
 from emulator.units import parse_bandwidth, to_gbps
 
 
@@ -44,7 +44,9 @@ def preset_source(sc: Scenario, dest: Path, *, rate: float | None = None) -> dic
     data = copy.deepcopy(sc.source)
     src_dir = Path(sc.path).parent if sc.path else Path.cwd()
     data["name"] = dest.stem
-    if sc.declared_topology is None:  # a topology's knobs live in its elements' entries
+    if sc.declared_topology is None and declares_topology(data):  # a 1x1 run as the pair
+        _one_by_one_knobs(sc, data)
+    elif sc.declared_topology is None:  # a topology's knobs live in its elements' entries
         dep = data.setdefault("deployment", {})
         dep["threshold"] = int(sc.t) if float(sc.t).is_integer() else float(sc.t)
         dep["n_p"], dep["n_d"] = sc.n_p, sc.n_d
@@ -70,6 +72,22 @@ def preset_source(sc: Scenario, dest: Path, *, rate: float | None = None) -> dic
     return data
 
 
+def _one_by_one_knobs(sc: Scenario, data: dict) -> None:
+    """The pair's knobs written into the 1x1 topology's tables it was declared as: its
+    region's threshold and split, its site's instances, its link's bandwidth (the line rate
+    under a transport, whose keys go when the knob left it behind)."""
+    (site,), (region,), (link,) = data["site"], data["region"], data["link"]
+    region["threshold"] = int(sc.t) if float(sc.t).is_integer() else float(sc.t)
+    region["n_p"], region["n_d"] = sc.n_p, sc.n_d
+    site.pop("gpus", None)
+    site["instances"] = sc.system.n_prfaas
+    link["bandwidth"] = _bandwidth(sc.system.bandwidth if sc.line_bandwidth is None
+                                   else sc.line_bandwidth)
+    if sc.transport is None:
+        for key in TRANSPORT_KEYS:
+            link.pop(key, None)
+
+
 def write_preset(sc: Scenario, dest: Path, *, rate: float | None = None,
                  paradigm: Paradigm | None = None) -> Scenario:
     """Write `sc` (and the offered `rate`) as a preset at `dest` and return it loaded back;
@@ -81,7 +99,9 @@ def write_preset(sc: Scenario, dest: Path, *, rate: float | None = None,
     doc.update(preset_source(sc, dest, rate=rate))
     dest.write_text(tomlkit.dumps(doc), encoding="utf-8")
     topology = sc.declared_topology is not None
-    back = load(dest, topology=topology)
+    back = load(dest, topology=topology or declares_topology(sc.source))
+    if not topology and back.declared_topology is not None:  # a 1x1 file run as the pair
+        back = as_pair(back)
     if topology and _element_knobs(back) != _element_knobs(sc):
         raise PresetError(dest, "", "the saved topology's knobs differ from the running ones")
     if not topology and back.knobs != sc.knobs:
