@@ -95,10 +95,10 @@ def test_a_top_level_replay_on_a_declared_1x1_replays_as_the_pair(tmp_path, caps
 
 @pytest.mark.parametrize("argv, words", [
     (["--paradigm", "homogeneous"], "--paradigm: a single-pair flag (a 1x1 topology runs as "
-                                    "the pair); two-regions has 1 sites, 2 regions and 2 links: "
+                                    "the pair); two-regions has 1 site, 2 regions, 2 links: "
                                     "each region routes by its site policy"),
     (["--trace", "t.jsonl"], "--trace: a single-pair flag (a 1x1 topology runs as the pair); "
-                             "two-regions has 1 sites, 2 regions and 2 links: each region "
+                             "two-regions has 1 site, 2 regions, 2 links: each region "
                              "replays its own trace"),
 ])
 def test_a_larger_topology_refuses_the_pair_flags_saying_why(capsys, argv, words):
@@ -157,3 +157,15 @@ def test_a_1x1_run_as_the_pair_saves_as_its_own_file(tmp_path):
     data = tomllib.loads((tmp_path / "saved.toml").read_text())
     assert "deployment" not in data and data["site"][0]["instances"] == 5
     assert (data["region"][0]["n_p"], data["region"][0]["threshold"]) == (4, 30000)
+
+
+def test_incidents_keep_their_targets_under_the_pairs_names(tmp_path, capsys):
+    data = one_by_one()
+    data["incidents"] = [{"kind": "link-brownout", "link": "hub->east", "factor": 0.1,
+                          "at": "30 s", "duration": "2 min"}]
+    pair = tomllib.loads((presets_dir() / "paper-case-study.toml").read_text())
+    pair["incidents"] = [{**data["incidents"][0], "link": "prfaas->pd"}]
+    got = run_json(capsys, "--preset", write(tmp_path, data), "--paradigm", "prfaas-pd")
+    want = run_json(capsys, "--preset", write(tmp_path, pair, "pair.toml"))
+    assert got["incidents"] == want["incidents"] and got["incidents"]
+    assert got["accounting"] == want["accounting"]

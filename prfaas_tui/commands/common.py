@@ -119,9 +119,10 @@ def as_the_pair(sc: Scenario, flag: str, why: str) -> Scenario:
     if topo is None:
         return sc
     if not topo.is_pair:
+        counts = ", ".join(f"{len(xs)} {what}{'' if len(xs) == 1 else 's'}" for what, xs in
+                           (("site", topo.sites), ("region", topo.regions), ("link", topo.links)))
         raise UsageError(f"{flag}: a single-pair flag (a 1x1 topology runs as the pair); "
-                         f"{sc.name} has {len(topo.sites)} sites, {len(topo.regions)} regions "
-                         f"and {len(topo.links)} links: {why}")
+                         f"{sc.name} has {counts}: {why}")
     try:
         return as_pair(sc)
     except PresetError as exc:
