@@ -155,7 +155,7 @@ def test_a_1x1_run_as_the_pair_saves_as_its_own_file(tmp_path):
     back = write_preset(moved, tmp_path / "saved.toml")
     assert back.declared_topology is None and back.knobs == moved.knobs
     data = tomllib.loads((tmp_path / "saved.toml").read_text())
-    assert "deployment" not in data and data["site"][0]["instances"] == 5
+    assert "deployment" not in data and data["site"][0]["gpus"] == 5 * 8
     assert (data["region"][0]["n_p"], data["region"][0]["threshold"]) == (4, 30000)
 
 

@@ -45,22 +45,11 @@ def preset_source(sc: Scenario, dest: Path, *, rate: float | None = None) -> dic
     src_dir = Path(sc.path).parent if sc.path else Path.cwd()
     data["name"] = dest.stem
     if sc.declared_topology is None and declares_topology(data):  # a 1x1 run as the pair
-        _one_by_one_knobs(sc, data)
+        (site,), (region,), (link,) = data["site"], data["region"], data["link"]
+        _pair_knobs(sc, site, region, link, "gpus", "instances")
     elif sc.declared_topology is None:  # a topology's knobs live in its elements' entries
         dep = data.setdefault("deployment", {})
-        dep["threshold"] = int(sc.t) if float(sc.t).is_integer() else float(sc.t)
-        dep["n_p"], dep["n_d"] = sc.n_p, sc.n_d
-        if "prfaas_gpus" in dep:
-            dep["prfaas_gpus"] = sc.system.n_prfaas * sc.system.parallelism
-        else:
-            dep["n_prfaas"] = sc.system.n_prfaas
-        # with a transport the knob is its goodput: write the line rate it came from; a knob that
-        # moved left the transport behind, so its keys go too
-        dep["bandwidth"] = _bandwidth(sc.system.bandwidth if sc.line_bandwidth is None
-                                      else sc.line_bandwidth)
-        if sc.transport is None:
-            for key in TRANSPORT_KEYS:
-                dep.pop(key, None)
+        _pair_knobs(sc, dep, dep, dep, "prfaas_gpus", "n_prfaas")
     if rate is not None:
         data.setdefault("workload", {})["rate"] = float(rate)  # a rate overrides `load`
     for prof in data.get("profiles", {}).values():
@@ -72,15 +61,19 @@ def preset_source(sc: Scenario, dest: Path, *, rate: float | None = None) -> dic
     return data
 
 
-def _one_by_one_knobs(sc: Scenario, data: dict) -> None:
-    """The pair's knobs written into the 1x1 topology's tables it was declared as: its
-    region's threshold and split, its site's instances, its link's bandwidth (the line rate
-    under a transport, whose keys go when the knob left it behind)."""
-    (site,), (region,), (link,) = data["site"], data["region"], data["link"]
+def _pair_knobs(sc: Scenario, site: dict, region: dict, link: dict, gpus: str,
+                instances: str) -> None:
+    """The pair's knobs written into the tables that declare them ([deployment] for all three,
+    or a 1x1 topology's site, region and link): the threshold and split, the PrfaaS instances
+    (in GPUs when the file gave GPUs), the link's bandwidth."""
     region["threshold"] = int(sc.t) if float(sc.t).is_integer() else float(sc.t)
     region["n_p"], region["n_d"] = sc.n_p, sc.n_d
-    site.pop("gpus", None)
-    site["instances"] = sc.system.n_prfaas
+    if gpus in site:
+        site[gpus] = sc.system.n_prfaas * sc.system.parallelism
+    else:
+        site[instances] = sc.system.n_prfaas
+    # with a transport the knob is its goodput: write the line rate it came from; a knob that
+    # moved left the transport behind, so its keys go too
     link["bandwidth"] = _bandwidth(sc.system.bandwidth if sc.line_bandwidth is None
                                    else sc.line_bandwidth)
     if sc.transport is None:
