@@ -139,7 +139,8 @@ def test_a_lossy_link_costs_its_line_rate_whatever_its_connections(tmp_path, cap
 
     import tomlkit
 
-    from emulator.planner.prices import Prices, leased
+    from emulator.planner.prices import Prices
+    from emulator.planner.space import leased
     from emulator.scenario.presets import presets_dir
 
     data = tomllib.loads((presets_dir() / "toy-two-regions.toml").read_text())
@@ -160,3 +161,5 @@ def test_a_lossy_link_costs_its_line_rate_whatever_its_connections(tmp_path, cap
     assert by[1]["cost_per_hour"] == by[4]["cost_per_hour"] == out["shipped"]["cost_per_hour"] \
         == pytest.approx(10.72)
     assert by[4]["bound"] > by[1]["bound"] and by[4]["goodput"] != by[1]["goodput"]
+    # the shipped link is named as its candidates are: its line rate and connections
+    assert "hub->west:8G/1c" in out["shipped"]["label"] and "hub->west:8G/1c" in by[1]["label"]

@@ -14,16 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from emulator.model import System
-from emulator.planner.space import Candidate
-from emulator.topology.spec import Link, Topology
+from emulator.planner.space import Candidate, leased
+from emulator.topology.spec import Topology
 
 TB = 1e12
-
-
-def leased(k: Link) -> float:
-    """The bytes per second a link's lease provides: its line rate whatever its loss and
-    connections (a link with a transport carries its goodput, and is paid for its line)."""
-    return k.line if k.line is not None else k.bandwidth
 
 
 class PlanInputError(ValueError):
