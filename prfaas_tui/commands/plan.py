@@ -161,7 +161,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         + " (default: all of them)")
     p.add_argument("--slo-ttft", default="5 s", metavar="DURATION", help="P90 TTFT target")
     p.add_argument("--slo-tpot", default=None, metavar="DURATION",
-                   help="P90 TPOT target, e.g. '30 ms' (default: none)")
+                   help="P90 TPOT target, e.g. '30 ms', met in every region of a topology "
+                        "(default: none)")
     p.add_argument("--seeds", default="3", metavar="N", help="seeds per candidate")
     p.add_argument("--duration", default="10 min", metavar="DURATION",
                    help="simulated time per emulation run")
