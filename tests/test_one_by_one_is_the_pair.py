@@ -169,3 +169,11 @@ def test_incidents_keep_their_targets_under_the_pairs_names(tmp_path, capsys):
     want = run_json(capsys, "--preset", write(tmp_path, pair, "pair.toml"))
     assert got["incidents"] == want["incidents"] and got["incidents"]
     assert got["accounting"] == want["accounting"]
+
+
+def test_a_1x1_replay_the_pair_cannot_carry_is_refused_at_load(tmp_path):
+    data = one_by_one(egress="200 Gbps")
+    data["workload"]["replay"] = _trace(tmp_path)
+    with pytest.raises(PresetError, match=r"site\[0\]\.egress: the pair's link is its site's "
+                                          "egress"):
+        presets.load(write(tmp_path, data), topology=True)
