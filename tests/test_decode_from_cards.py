@@ -245,12 +245,12 @@ def _dump(data: dict) -> str:
 
 
 def test_plan_knows_a_tpot_no_batch_can_meet(tmp_path, capsys):
-    from emulator.planner.goodput import SLO, unmeetable
+    from emulator.planner.goodput import SLO, tpot_unmeetable
     sc = from_dict(tomllib.loads((p := _preset(tmp_path, capsys)).read_text()), p)
     lo = sc.system.lengths.support[0]
     fastest = sc.sim.step.fastest(lo)
-    assert unmeetable(sc, SLO(ttft_p90=60.0, tpot_p90=fastest * 1.01)) is None
-    assert "--slo-tpot" in unmeetable(sc, SLO(ttft_p90=60.0, tpot_p90=fastest * 0.99))
+    assert tpot_unmeetable(sc, SLO(ttft_p90=60.0, tpot_p90=fastest * 1.01)) is None
+    assert "--slo-tpot" in tpot_unmeetable(sc, SLO(ttft_p90=60.0, tpot_p90=fastest * 0.99))
 
 
 def test_the_model_panel_names_the_derived_decode(tmp_path, capsys):

@@ -273,18 +273,23 @@ def test_plan_too_short_to_keep_up_warns(capsys, tmp_path, monkeypatch):
     assert capsys.readouterr().err.strip() == ""
 
 
-@pytest.mark.parametrize("argv, flag", [
-    (["--slo-ttft", "1 ms"], "--slo-ttft"),
-    (["--slo-tpot", "1 ms"], "--slo-tpot"),
-])
-def test_plan_unmeetable_slo_warns(capsys, tmp_path, monkeypatch, argv, flag):
+def test_plan_unmeetable_slo_ttft_warns(capsys, tmp_path, monkeypatch):
     import prfaas_tui.commands.plan as plan_cmd
 
     monkeypatch.setattr(plan_cmd, "run_plan", lambda *a, **k: {"ranked": []})
     monkeypatch.setattr(plan_cmd, "render", lambda *a, **k: None)
-    assert main(["plan", *argv, "--out", str(tmp_path / "p.jsonl")]) == 0
+    assert main(["plan", "--slo-ttft", "1 ms", "--out", str(tmp_path / "p.jsonl")]) == 0
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith(f"prfaas-tui plan: warning: {flag}")
+    assert len(err) == 1 and err[0].startswith("prfaas-tui plan: warning: --slo-ttft")
+
+
+def test_plan_slo_tpot_below_the_decode_step_is_refused(capsys, tmp_path):
+    """No candidate's decode steps faster than t_decode: a TPOT target below it is refused
+    before any work, as on a topology (where the line names the region)."""
+    line = refused(capsys, "plan", "--slo-tpot", "1 ms", "--out", str(tmp_path / "p.jsonl"))
+    assert line.startswith("prfaas-tui: --slo-tpot: 0.001 s is below the decode step "
+                           "(t_decode = 0.025 s)")
+    assert not (tmp_path / "p.jsonl").exists()
 
 
 @pytest.mark.parametrize("argv, flag", [
@@ -391,3 +396,23 @@ def test_dashboard_live_changes_obey_the_caps(change):
     with pytest.raises(Refused, match="over the cap"):
         settings.apply(**change)
     assert settings.apply(rate=2.0).rate == 2.0
+
+
+@pytest.mark.parametrize("content, words", [
+    ("hello\n", "not a prfaas-tui plan results file"),
+    ('{"header": {"scenario": "another"}}\n', "--out"),
+])
+def test_plan_refuses_a_bad_resume_file_before_any_warning(capsys, tmp_path, content, words):
+    """A run too short for its requests is only a warning: a --out file this plan cannot resume
+    is the one line, exit 2, printed alone."""
+    out = tmp_path / "p.jsonl"
+    out.write_text(content)
+    line = refused(capsys, "plan", "--duration", "1 min", "--out", str(out))
+    assert words in line and "warning" not in line
+    assert out.read_text() == content
+
+
+def test_plan_refuses_a_bad_workers_or_csv_before_any_warning(capsys, tmp_path):
+    assert "--workers" in refused(capsys, "plan", "--duration", "1 min", "--workers", "0")
+    assert "--csv" in refused(capsys, "plan", "--duration", "1 min", "--csv",
+                              str(tmp_path / "no" / "x.csv"))

@@ -129,3 +129,37 @@ def test_bad_topology_connections_are_one_line(tmp_path, capsys, argv, words):
     assert main(["plan", "--preset", _lossy_two(tmp_path), *argv]) == 2
     err = capsys.readouterr().err
     assert words in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_a_lossy_link_costs_its_line_rate_whatever_its_connections(tmp_path, capsys):
+    """A leased line is paid for at its line rate: more TCP connections raise the goodput a
+    lossy link carries, not its price; so --connections 1,4 cost the same per hour (the shipped
+    deployment too) while their goodputs differ."""
+    import tomllib
+
+    import tomlkit
+
+    from emulator.planner.prices import Prices
+    from emulator.planner.space import leased
+    from emulator.scenario.presets import presets_dir
+
+    data = tomllib.loads((presets_dir() / "toy-two-regions.toml").read_text())
+    data["link"][1] |= {"loss": 1e-4, "connections": 1, "price_per_tb": 0.1}
+    data["link"][0] |= {"price_per_tb": 0.1}
+    path = tmp_path / "lossy.toml"
+    path.write_text(tomlkit.dumps(data))
+    topo = presets.load(path, topology=True).declared_topology
+    west = topo.links[1]
+    assert west.bandwidth < west.line / 100 and leased(west) == west.line == 1e9
+    # 2 hub x 2 + 6 region instances x 1 + two 1000 MB/s leases (3.6 TB/h each) x 0.1 per TB
+    assert Prices.of(topo).cost_per_hour(topo) == pytest.approx(10.72)
+    assert main(["plan", "--preset", str(path), "--connections", "hub->west=1,4", "--seeds", "1",
+                 "--steps", "2", "--duration", "60", "--workers", "1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    by = {r["candidate"]["connections"]["hub->west"]: r for r in out["ranked"]}
+    assert sorted(by) == [1, 4]
+    assert by[1]["cost_per_hour"] == by[4]["cost_per_hour"] == out["shipped"]["cost_per_hour"] \
+        == pytest.approx(10.72)
+    assert by[4]["bound"] > by[1]["bound"] and by[4]["goodput"] != by[1]["goodput"]
+    # the shipped link is named as its candidates are: its line rate and connections
+    assert "hub->west:8G/1c" in out["shipped"]["label"] and "hub->west:8G/1c" in by[1]["label"]

@@ -159,7 +159,7 @@ def test_run_json_on_a_topology(capsys):
     (["--np", "2"], "--np: a topology preset"),
     (["--routing", "best-cache"],
      "--routing: best-cache routes by what the prefix caches hold: the preset needs a [cache]"),
-    (["--trace", "x.jsonl"], "--trace: runs on single-pair presets only"),
+    (["--trace", "x.jsonl"], "--trace: a single-pair flag (a 1x1 topology runs as the pair)"),
 ])
 def test_pair_flags_on_a_topology_are_one_line(capsys, argv, says):
     assert cli(["run", "--preset", str(TOY2), "--duration", "60", *argv]) == 2

@@ -111,7 +111,7 @@ def test_every_shipped_topology_is_priced_for_a_plan():
     (["--routing", "magic"], "--routing: 'magic'"),
     (["--n-prfaas", "2:4"], "--n-prfaas: a single-pair flag"),
     (["--trace", "x.csv"], "--trace: a single-pair flag"),
-    (["--slo-tpot", "30ms"], "--slo-tpot: a single-pair flag"),
+    (["--slo-tpot", "20ms"], "--slo-tpot: 0.02 s is below the decode step of region east"),
     (["--per-config", "2"], "--per-config: a single-pair flag"),
     (["--t", "8K"], "--t: a single-pair flag"),
     (["--link", "hub->west=" + ",".join(str(g) for g in range(1, 5001)), "--price", "hub=2",

@@ -15,7 +15,8 @@ the last decode tail falls against the end, and a rate's pass or fail does not f
 rate. A deployment that falls behind leaves its due requests queued (and its P90 TTFT climbs).
 On a topology every region rejects nothing and, over the run's second half, what it holds in
 flight grows by less than 5% of its offered rate (served = offered in steady state, whatever
-the decode tail a run ends with), and meets the TTFT target. A topology candidate runs the best threshold policy
+the decode tail a run ends with), and meets the TTFT target (and the TPOT target, when set,
+with its own P90 TPOT: each region decodes on its own hardware). A topology candidate runs the best threshold policy
 of its hardware (`run_topology`); an `lp` one the routing bound's split and per-bin routing.
 """
 
@@ -27,6 +28,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from emulator.distributions import LengthDistribution
+from emulator.model import DecodeSpec
 from emulator.planner.prune import Scored, candidate_system
 from emulator.planner.space import Candidate
 from emulator.scenario.scenario import Scenario, check_knobs
@@ -73,9 +76,8 @@ def too_short(sc: Scenario, duration: float) -> str | None:
 
 
 def unmeetable(sc: Scenario, slo: SLO) -> str | None:
-    """Why no candidate can meet `slo` whatever its size, or None: a TTFT target below the
-    fastest prefill of the shortest request, or a TPOT target below the fastest decode step (every
-    output token takes one step: t_decode, or a stepped decode's at batch 1)."""
+    """Why no candidate can meet `slo`'s TTFT target whatever its size, or None: a target below
+    the fastest prefill of the shortest request (a warning: the plan still runs)."""
     s = sc.system
     lo = s.lengths.support[0]
     profiles = [p for p in (s.prfaas, s.local, s.homogeneous_profile) if p is not None]
@@ -83,12 +85,36 @@ def unmeetable(sc: Scenario, slo: SLO) -> str | None:
     if slo.ttft_p90 < fastest:
         return (f"--slo-ttft: {slo.ttft_p90:g} s is below the fastest prefill ({fastest:.3g} s "
                 f"for {lo:.0f} tokens): no candidate can meet it, every goodput will be 0")
-    step = s.decode.t_decode if sc.sim.step is None else sc.sim.step.fastest(lo)
-    if slo.tpot_p90 is not None and slo.tpot_p90 < step:
-        what = (f"t_decode = {step:g} s" if sc.sim.step is None
-                 else f"at batch 1 and {lo:.0f} tokens, {step:.3g} s")
-        return (f"--slo-tpot: {slo.tpot_p90:g} s is below the decode step {what}: no candidate "
-                "can meet it, every goodput will be 0")
+    return None
+
+
+def region_decodes(sc: Scenario) -> list[tuple[str | None, DecodeSpec, object | None,
+                                                 LengthDistribution]]:
+    """Each region's decode as the emulator runs it: (its name, None for the pair's one; its
+    Eq. 5 constants; its step, a stepped or card-derived decode, None: every step lasts
+    t_decode; its lengths). A plan's candidates change sites, links and splits, never a
+    region's decode, so these are every candidate's."""
+    if sc.declared_topology is None:
+        return [(None, sc.system.decode, sc.sim.step, sc.system.lengths)]
+    return [(r.name, r.decode, r.step, r.lengths) for r in sc.declared_topology.regions]
+
+
+def tpot_unmeetable(sc: Scenario, slo: SLO) -> str | None:
+    """Why `slo`'s TPOT target is below a region's fastest decode step (every output token
+    takes one step: t_decode, or a stepped decode's at batch 1 and the shortest request), or
+    None. No candidate of any size can meet it there: the plan is refused, naming the region
+    on a topology."""
+    if slo.tpot_p90 is None:
+        return None
+    for name, dec, step, lengths in region_decodes(sc):
+        lo = lengths.support[0]
+        fastest = dec.t_decode if step is None else step.fastest(lo)
+        if slo.tpot_p90 < fastest:
+            what = (f"t_decode = {fastest:g} s" if step is None
+                    else f"at batch 1 and {lo:.0f} tokens, {fastest:.3g} s")
+            where = "" if name is None else f" of region {name}"
+            return (f"--slo-tpot: {slo.tpot_p90:g} s is below the decode step{where} ({what}): "
+                    "no candidate can meet it")
     return None
 
 
@@ -176,15 +202,19 @@ def probe(sc: Scenario, rate: float, seed: int, duration: float, slo: SLO) -> di
             res = emu.run().json  # measured figures: no model, no timing
         return {"rate": rate, "due": due.due, "finished": due.finished,
                 "ttft_p90": res["ttft"]["p90"], "tpot_p90": (res.get("tpot") or {}).get("p90")}
+    from emulator.sim.books.metrics import Latencies
     from emulator.sim.runtime.topology import topology_bound
 
     q = quiet(sc, duration)
     with Emulation(q, seed=seed, rate=rate, duration=duration, bound=topology_bound(q)) as emu:
         res = emu.run().json
+        # each region's P90 TPOT, summarized as the pair's run summarizes its one region's
+        tpot = {name: Latencies.summary(r.latencies.tpot)["p90"]
+                for name, r in emu.regions.items()}
     return {"rate": rate,
             "regions": {name: {"offered": r["offered_rate"], "rejected": r["rejected"],
                                "growth": r["second_half"]["in_flight_growth"],
-                               "ttft_p90": r["ttft"]["p90"]}
+                               "ttft_p90": r["ttft"]["p90"], "tpot_p90": tpot[name]}
                         for name, r in res["regions"].items()}}
 
 
@@ -209,7 +239,7 @@ def why_not(p: dict, slo: SLO) -> str | None:
             if r["growth"] > (1 - KEEPS_UP) * r["offered"]:
                 return (f"region {name} falls behind: in flight grows {r['growth']:.3g} req/s "
                         f"of {r['offered']:.3g} offered")
-            if (miss := _slo_miss(slo, r["ttft_p90"], None)) is not None:
+            if (miss := _slo_miss(slo, r["ttft_p90"], r.get("tpot_p90"))) is not None:
                 return f"region {name}: {miss}"
         return None
     if p["due"] == 0:

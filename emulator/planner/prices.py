@@ -4,7 +4,9 @@ A single pair's cost is its instances at the preset's instance-hour prices (None
 preset has none: the plan then ranks by goodput alone). A topology's (`Prices`) is its sites'
 and regions' instances at their instance-hour prices plus each link's leased bandwidth at its
 `price_per_tb` (the bandwidth priced as if it carried its full rate for the hour: a committed
-lease, so a link's cost is what is provisioned, not what happens to flow).
+lease, so a link's cost is what is provisioned, not what happens to flow). A lossy link's lease
+is its line rate, whatever goodput its TCP gets out of it: more connections cost nothing more
+and are no cheaper.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from emulator.model import System
-from emulator.planner.space import Candidate
+from emulator.planner.space import Candidate, leased
 from emulator.topology.spec import Topology
 
 TB = 1e12
@@ -76,7 +78,7 @@ class Prices:
     def cost_per_hour(self, topo: Topology) -> float:
         return (sum(s.instances * self.site[s.name] for s in topo.sites)
                 + sum(r.pool * self.region[r.name] for r in topo.regions)
-                + sum(k.bandwidth * 3600 / TB * self.link_per_tb[k.name] for k in topo.links))
+                + sum(leased(k) * 3600 / TB * self.link_per_tb[k.name] for k in topo.links))
 
     def describe(self) -> dict:
         return {"site": self.site, "region": self.region, "link_per_tb": self.link_per_tb}

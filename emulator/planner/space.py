@@ -29,7 +29,7 @@ from emulator.model import Cluster
 from emulator.paradigm import Paradigm
 from emulator.scenario.knobs import retuned
 from emulator.scenario.scenario import Scenario
-from emulator.topology.spec import Topology
+from emulator.topology.spec import Link, Topology
 from emulator.topology.transport import Transport
 from emulator.units import GBPS, to_gbps
 
@@ -164,9 +164,19 @@ class Candidate:
 
     @classmethod
     def shipped(cls, topo: Topology) -> Candidate:
-        """A topology as written, as a candidate."""
+        """A topology as written, as a candidate: a link with a TCP by its line rate and
+        connections, as the candidates that retune it are (what is leased, and priced)."""
+        tcp = tuple((k.name, k.transport.n) for k in topo.links
+                    if k.transport is not None and k.line is not None)
         return cls(tuple((s.name, s.instances) for s in topo.sites),
-                   tuple((k.name, k.bandwidth) for k in topo.links), topo.routing)
+                   tuple((k.name, leased(k)) for k in topo.links), topo.routing,
+                   connections=tcp)
+
+
+def leased(k: Link) -> float:
+    """The bytes per second a link's lease provides: its line rate whatever its loss and
+    connections (a link with a TCP carries its goodput, and is paid for its line)."""
+    return k.line if k.line is not None else k.bandwidth
 
 
 @dataclass(frozen=True)

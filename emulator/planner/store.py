@@ -189,6 +189,20 @@ def check_writable(path: str | Path, flag: str = "--out") -> None:
         raise PlanFileError(f"{flag}: the folder {folder} is not writable")
 
 
+def check_resume(path: str | Path, header: dict, flag: str = "--out") -> None:
+    """Pre-flight for a results file, before any work: writable (`check_writable`) and, when
+    it holds results already, a plan results file of this plan (`header`), which a sweep would
+    resume; PlanFileError (OtherPlan: another plan's) otherwise. The lock and the records are
+    the sweep's (`ResultsFile`)."""
+    check_writable(path, flag)
+    p = Path(path).expanduser()
+    if not (p.is_file() and p.stat().st_size):
+        return
+    first = _header(p, _lines(p))
+    if first != header:
+        raise OtherPlan(p, first, header)
+
+
 def _stderr(message: str) -> None:
     print(f"prfaas-tui: warning: {message}", file=sys.stderr)
 

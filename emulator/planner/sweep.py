@@ -269,7 +269,7 @@ def summarize_topology(plan: Plan, scored: list[Scored], records: list[dict], sh
     best_within = max(within, key=lambda r: (r["goodput"], -r["cost_per_hour"]), default=None)
     return {"kind": "topology-plan", "scenario": sc.name, "preset": sc.path or sc.name,
             "space": plan.space.describe(), "prices": prices.describe(),
-            "slo": {"ttft_p90": st.slo.ttft_p90}, "seeds": list(st.seeds),
+            "slo": {k: v for k, v in asdict(st.slo).items() if v is not None}, "seeds": list(st.seeds),
             "duration": st.duration, "steps": st.steps,
             "candidates": len(scored), "emulated": len(records),
             "pruned_by_bound": len(skipped),

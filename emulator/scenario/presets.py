@@ -31,7 +31,7 @@ from emulator.scenario.reader import (
     read_fields,
     read_toml,
 )
-from emulator.scenario.scenario import Scenario, check_knobs
+from emulator.scenario.scenario import Scenario, as_pair, check_knobs
 from emulator.scenario.sim import parse_sim_config
 from emulator.scenario.topology import (
     declares_topology,
@@ -173,13 +173,7 @@ def from_dict(data: dict, path: str | Path | None = None, *, topology: bool = Fa
         if (msg := fit(hi)) is not None:
             raise PresetError(path, f"profiles.{pname}.roofline.model", msg)
 
-    homo_pool, homo_prof = default_of(System, "homogeneous_pool"), None
-    if (h := root.section("homogeneous")) is not None:
-        homo_pool = instances(h, "pool", "gpus")
-        homo_prof = profile_ref(h, "profile", next(k for k, v in profiles.items() if v is local_prof))
-        if msg := homo_prof.check_range(grid):
-            raise h.error("profile", msg)
-        h.finish()
+    homo_pool, homo_prof = _homogeneous(root, profiles, local_prof, par, grid)
     price_pf, price_local = default_of(System, "price_prfaas"), default_of(System, "price_local")
     if (pr := root.section("prices")) is not None:
         price_pf = pr.get("prfaas_instance_hour", float, price_pf, check=a_price)
@@ -196,6 +190,19 @@ def from_dict(data: dict, path: str | Path | None = None, *, topology: bool = Fa
                   transport=transport, line_bandwidth=line, **top)
     check_knobs(sc)
     return sc
+
+
+def _homogeneous(root: Reader, profiles: dict[str, Profile], local: Profile, par: int,
+                 grid: np.ndarray) -> tuple[int, Profile | None]:
+    """The [homogeneous] baseline's pool and profile (default: the local one), or none."""
+    if (h := root.section("homogeneous")) is None:
+        return default_of(System, "homogeneous_pool"), None
+    pool = read_instances(h, "pool", "gpus", par)
+    prof = named_profile(h, "profile", profiles, next(k for k, v in profiles.items() if v is local))
+    if msg := prof.check_range(grid):
+        raise h.error("profile", msg)
+    h.finish()
+    return pool, prof
 
 
 def _knob(dep: Reader, name: str):
@@ -228,9 +235,14 @@ def _topology_scenario(data: dict, path: str | Path | None) -> Scenario:
                         "lasts: keep one")
     if (why := replay_problem(topo, sim)) is not None:
         raise work.error("sessions", why)
-    if sim.replay is not None:
-        raise work.error("replay", "a topology replays per region: move it to that region's "
-                         "[region.workload] replay")
+    one = topo.is_pair  # a 1x1 topology is the pair: its replay and baseline are the pair's
+    if sim.replay is not None and not one:
+        raise work.error("replay", f"a topology of {len(topo.regions)} regions replays per "
+                         "region: move it to that region's [region.workload] replay (a 1x1 "
+                         "topology replays it as the pair)")
+    if root.has("homogeneous") and not one:
+        raise root.error("homogeneous", "a baseline of the single pair: a topology of "
+                         f"{len(topo.regions)} regions has none (a 1x1 topology may)")
     _check_targets(root, sim.incidents, tuple(s.name for s in topo.sites),
                    tuple(r.name for r in topo.regions), tuple(k.name for k in topo.links),
                    pair=False)
@@ -239,12 +251,18 @@ def _topology_scenario(data: dict, path: str | Path | None) -> Scenario:
             raise root.error(f"incidents[{i}].count", msg)
     work.finish()
     dec.finish()
-    root.finish()
     first = topo.regions[0]
-    return Scenario(name=name, path=str(path) if path else None,
-                    system=topo.pair_system(first.name), t=first.threshold, n_p=first.n_p,
-                    n_d=first.n_d, profiles=profiles, sim=sim, source=data,
-                    rdma_bandwidth=first.rdma_bandwidth, declared_topology=topo, **top)
+    lo, hi = first.lengths.support
+    homo_pool, homo_prof = _homogeneous(root, profiles, first.profile, first.parallelism,
+                                        np.linspace(max(lo, 1.0), hi, 64))
+    root.finish()
+    system = replace(topo.pair_system(first.name), homogeneous_pool=homo_pool,
+                     homogeneous_profile=homo_prof)
+    sc = Scenario(name=name, path=str(path) if path else None, system=system,
+                  t=first.threshold, n_p=first.n_p, n_d=first.n_d, profiles=profiles, sim=sim,
+                  source=data, rdma_bandwidth=first.rdma_bandwidth, declared_topology=topo, **top)
+    # a top-level replay is the pair's arrivals: the 1x1 that has one loads as the pair
+    return as_pair(sc) if sim.replay is not None else sc
 
 
 def _check_targets(root: Reader, incidents, sites: tuple[str, ...], regions: tuple[str, ...],

@@ -14,7 +14,7 @@ from emulator.scenario.decode import retimed
 from emulator.scenario.knobs import KNOBS, Controls, KnobError, retuned
 from emulator.scenario.reader import PresetError, one_of, positive, setting
 from emulator.scenario.sim import SimConfig
-from emulator.topology.spec import Topology
+from emulator.topology.spec import PAIR_LINK, PAIR_REGION, PAIR_SITE, Topology
 from emulator.topology.transport import Transport
 from emulator.units import GBPS, parse_bandwidth
 
@@ -107,3 +107,52 @@ def with_tpot(sc: Scenario, tpot: float) -> Scenario:
     step = retimed(sc.sim.step, tpot)
     return replace(sc, system=replace(sc.system, decode=step.decode(sc.system.decode)),
                    sim=replace(sc.sim, step=step))
+
+
+def as_pair(sc: Scenario) -> Scenario:
+    """A declared 1x1 topology (one site, one region, one link) as the single pair it is: the
+    site is the pair's PrfaaS cluster, the region its PD cluster (its [homogeneous] baseline
+    too, when the file has one), the link's round trip and TCP the pair's link; incidents keep
+    their targets under the pair's names (prfaas, pd, prfaas->pd). It then runs as the pair
+    does, with its paradigms and its top-level replay. PresetError naming the key the pair has
+    no place for (a larger topology is refused by the caller)."""
+    topo = sc.declared_topology
+    if topo is None:
+        return sc
+    assert topo.is_pair, "a topology of more than one site, region or link is no pair"
+    site, region, link = topo.sites[0], topo.regions[0], topo.links[0]
+    for key, lost, why in (
+            ("routing", topo.routing != "threshold",
+             f"{topo.routing}: the pair routes by its threshold"),
+            ("site[0].egress", site.egress is not None,
+             "the pair's link is its site's egress: drop egress or lower the link's bandwidth"),
+            ("site[0].parallelism", site.parallelism != region.parallelism,
+             f"{site.parallelism} GPUs per instance, the region {region.parallelism}: the pair "
+             "has one parallelism"),
+            ("link[0].fluctuation", link.fluctuation != 0, "the pair's link has none"),
+            ("link[0].price_per_tb", link.price_per_tb is not None,
+             "the pair prices instances only"),
+            ("region[0].workload.replay", region.replay is not None,
+             "the pair replays the top-level [workload] replay: move it there")):
+        if lost:
+            raise PresetError(sc.path, key, f"{why} (a 1x1 topology runs as the pair here)")
+    names = {site.name: PAIR_SITE, region.name: PAIR_REGION, link.name: PAIR_LINK}
+    sim = replace(sc.sim, link_latency=link.rtt,
+                  step=region.step if region.step is not None else sc.sim.step,
+                  incidents=tuple(_renamed(inc, names) for inc in sc.sim.incidents))
+    system = replace(topo.pair_system(region.name), homogeneous_pool=sc.system.homogeneous_pool,
+                     homogeneous_profile=sc.system.homogeneous_profile)
+    out = replace(sc, system=system, t=region.threshold,
+                  n_p=region.n_p, n_d=region.n_d, sim=sim, rdma_bandwidth=region.rdma_bandwidth,
+                  declared_topology=None, transport=link.transport, line_bandwidth=link.line)
+    check_knobs(out)
+    return out
+
+
+def _renamed(inc: object, names: dict[str, str]) -> object:
+    """An incident with the 1x1 topology's element names turned into the pair's."""
+    kw = {key: names[v] for key in ("link", "site", "region", "cluster")
+          if isinstance(v := getattr(inc, key, None), str) and v in names}
+    if offsets := getattr(inc, "offsets", None):
+        kw["offsets"] = type(offsets)((names.get(n, n), x) for n, x in offsets)
+    return replace(inc, **kw) if kw else inc

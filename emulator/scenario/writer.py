@@ -15,8 +15,8 @@ import tomlkit
 from emulator.paradigm import Paradigm
 from emulator.scenario.presets import load
 from emulator.scenario.reader import PresetError
-from emulator.scenario.scenario import Scenario
-from emulator.scenario.topology import TRANSPORT_KEYS
+from emulator.scenario.scenario import Scenario, as_pair
+from emulator.scenario.topology import TRANSPORT_KEYS, declares_topology
 from emulator.units import parse_bandwidth, to_gbps
 
 
@@ -44,21 +44,12 @@ def preset_source(sc: Scenario, dest: Path, *, rate: float | None = None) -> dic
     data = copy.deepcopy(sc.source)
     src_dir = Path(sc.path).parent if sc.path else Path.cwd()
     data["name"] = dest.stem
-    if sc.declared_topology is None:  # a topology's knobs live in its elements' entries
+    if sc.declared_topology is None and declares_topology(data):  # a 1x1 run as the pair
+        (site,), (region,), (link,) = data["site"], data["region"], data["link"]
+        _pair_knobs(sc, site, region, link, "gpus", "instances")
+    elif sc.declared_topology is None:  # a topology's knobs live in its elements' entries
         dep = data.setdefault("deployment", {})
-        dep["threshold"] = int(sc.t) if float(sc.t).is_integer() else float(sc.t)
-        dep["n_p"], dep["n_d"] = sc.n_p, sc.n_d
-        if "prfaas_gpus" in dep:
-            dep["prfaas_gpus"] = sc.system.n_prfaas * sc.system.parallelism
-        else:
-            dep["n_prfaas"] = sc.system.n_prfaas
-        # with a transport the knob is its goodput: write the line rate it came from; a knob that
-        # moved left the transport behind, so its keys go too
-        dep["bandwidth"] = _bandwidth(sc.system.bandwidth if sc.line_bandwidth is None
-                                      else sc.line_bandwidth)
-        if sc.transport is None:
-            for key in TRANSPORT_KEYS:
-                dep.pop(key, None)
+        _pair_knobs(sc, dep, dep, dep, "prfaas_gpus", "n_prfaas")
     if rate is not None:
         data.setdefault("workload", {})["rate"] = float(rate)  # a rate overrides `load`
     for prof in data.get("profiles", {}).values():
@@ -68,6 +59,26 @@ def preset_source(sc: Scenario, dest: Path, *, rate: float | None = None) -> dic
     if isinstance(lengths, dict) and isinstance(lengths.get("trace"), str):
         lengths["trace"] = _rebase(lengths["trace"], src_dir, dest.parent)
     return data
+
+
+def _pair_knobs(sc: Scenario, site: dict, region: dict, link: dict, gpus: str,
+                instances: str) -> None:
+    """The pair's knobs written into the tables that declare them ([deployment] for all three,
+    or a 1x1 topology's site, region and link): the threshold and split, the PrfaaS instances
+    (in GPUs when the file gave GPUs), the link's bandwidth."""
+    region["threshold"] = int(sc.t) if float(sc.t).is_integer() else float(sc.t)
+    region["n_p"], region["n_d"] = sc.n_p, sc.n_d
+    if gpus in site:
+        site[gpus] = sc.system.n_prfaas * sc.system.parallelism
+    else:
+        site[instances] = sc.system.n_prfaas
+    # with a transport the knob is its goodput: write the line rate it came from; a knob that
+    # moved left the transport behind, so its keys go too
+    link["bandwidth"] = _bandwidth(sc.system.bandwidth if sc.line_bandwidth is None
+                                   else sc.line_bandwidth)
+    if sc.transport is None:
+        for key in TRANSPORT_KEYS:
+            link.pop(key, None)
 
 
 def write_preset(sc: Scenario, dest: Path, *, rate: float | None = None,
@@ -81,7 +92,9 @@ def write_preset(sc: Scenario, dest: Path, *, rate: float | None = None,
     doc.update(preset_source(sc, dest, rate=rate))
     dest.write_text(tomlkit.dumps(doc), encoding="utf-8")
     topology = sc.declared_topology is not None
-    back = load(dest, topology=topology)
+    back = load(dest, topology=topology or declares_topology(sc.source))
+    if not topology and back.declared_topology is not None:  # a 1x1 file run as the pair
+        back = as_pair(back)
     if topology and _element_knobs(back) != _element_knobs(sc):
         raise PresetError(dest, "", "the saved topology's knobs differ from the running ones")
     if not topology and back.knobs != sc.knobs:

@@ -16,7 +16,8 @@ from emulator.optimizer import starting_split
 from emulator.paradigm import Paradigm
 from emulator.scenario.knobs import KNOBS, TPOT, TRANSPORT_KNOBS, Controls, KnobError, number
 from emulator.scenario.presets import load
-from emulator.scenario.scenario import Scenario, with_tpot, with_transport
+from emulator.scenario.reader import PresetError
+from emulator.scenario.scenario import Scenario, as_pair, with_tpot, with_transport
 from prfaas_tui.errors import UsageError, parse_flag
 
 if TYPE_CHECKING:
@@ -108,6 +109,24 @@ def controls_from_args(sc: Scenario, args: argparse.Namespace,
     except KnobError as exc:
         raise knob_error(exc) from None
     return c, given
+
+
+def as_the_pair(sc: Scenario, flag: str, why: str) -> Scenario:
+    """`sc` for a single-pair `flag`: a declared 1x1 topology is the pair and runs as it
+    (`as_pair`); a larger topology refuses the flag in one line, `why` saying what it does
+    instead."""
+    topo = sc.declared_topology
+    if topo is None:
+        return sc
+    if not topo.is_pair:
+        counts = ", ".join(f"{len(xs)} {what}{'' if len(xs) == 1 else 's'}" for what, xs in
+                           (("site", topo.sites), ("region", topo.regions), ("link", topo.links)))
+        raise UsageError(f"{flag}: a single-pair flag (a 1x1 topology runs as the pair); "
+                         f"{sc.name} has {counts}: {why}")
+    try:
+        return as_pair(sc)
+    except PresetError as exc:
+        raise UsageError(f"{flag}: {exc}") from None
 
 
 def scenario_from_args(args: argparse.Namespace, *, topology: bool = False) -> Scenario:

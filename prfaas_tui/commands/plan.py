@@ -4,7 +4,8 @@ SLO, per dollar — the model prunes, emulation decides (see emulator/planner).
 One command for a single pair and a topology preset. The shared flags mean the same on both;
 the pair ranges its site, link and region by --n-prfaas, --bandwidth, --pool, --t and
 --paradigm, a topology its sites, links and routing by --site, --link and --routing (with
---price and --price-per-tb); a flag of the other kind is refused in one line.
+--price and --price-per-tb); a flag of the other kind is refused in one line. A declared 1x1
+topology given a single-pair flag is planned as the pair it is.
 """
 
 from __future__ import annotations
@@ -29,11 +30,11 @@ from emulator.budget import Caps
 from emulator.files import cap_help
 from emulator.model import evaluate
 from emulator.paradigm import Paradigm
-from emulator.planner.goodput import SLO, Settings, too_short, unmeetable
+from emulator.planner.goodput import SLO, Settings, too_short, tpot_unmeetable, unmeetable
 from emulator.planner.prices import PlanInputError, Prices
 from emulator.planner.space import AUTO_T, Candidate, Space, TopologySpace
-from emulator.planner.store import OtherPlan, check_writable
-from emulator.planner.sweep import Plan, run_plan
+from emulator.planner.store import OtherPlan, check_resume, check_writable
+from emulator.planner.sweep import Plan, header, run_plan
 from emulator.scenario import presets
 from emulator.scenario.knobs import (
     CONNECTIONS,
@@ -48,7 +49,12 @@ from emulator.scenario.reader import a_price, a_price_or_free, positive
 from emulator.topology.spec import ROUTINGS
 from emulator.units import parse_bandwidth, parse_duration, parse_tokens
 from prfaas_tui import json_out
-from prfaas_tui.commands.common import add_budget_flags, caps_from_args, knob_error
+from prfaas_tui.commands.common import (
+    add_budget_flags,
+    as_the_pair,
+    caps_from_args,
+    knob_error,
+)
 from prfaas_tui.commands.trace_flags import add_trace_flags, with_workload, workload_from_args
 from prfaas_tui.console import make_console
 from prfaas_tui.errors import UsageError, parse_flag
@@ -155,7 +161,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         + " (default: all of them)")
     p.add_argument("--slo-ttft", default="5 s", metavar="DURATION", help="P90 TTFT target")
     p.add_argument("--slo-tpot", default=None, metavar="DURATION",
-                   help="P90 TPOT target, e.g. '30 ms' (default: none)")
+                   help="P90 TPOT target, e.g. '30 ms', met in every region of a topology "
+                        "(default: none)")
     p.add_argument("--seeds", default="3", metavar="N", help="seeds per candidate")
     p.add_argument("--duration", default="10 min", metavar="DURATION",
                    help="simulated time per emulation run")
@@ -200,7 +207,6 @@ PAIR_FLAGS = (
                  "thresholds (or the bound's routing)"),
     ("per_config", "--per-config", "a single-pair flag; a topology candidate's split and "
                                    "threshold are its policy's"),
-    ("slo_tpot", "--slo-tpot", "a single-pair flag; a topology plan's SLO is P90 TTFT per region"),
     ("trace", "--trace", "a single-pair flag; a topology region replays its own trace "
                          "([region.workload] replay in the preset)"),
     ("columns", "--columns", "a single-pair flag (with --trace)"),
@@ -212,20 +218,35 @@ TOPOLOGY_FLAGS = (("site", "--site"), ("link", "--link"), ("routing", "--routing
                   ("price", "--price"), ("price_per_tb", "--price-per-tb"))
 
 
+def pair_if_asked(args: argparse.Namespace, sc):
+    """A declared 1x1 topology given a single-pair flag is planned as the pair it is."""
+    topo = sc.declared_topology
+    flag = next((flag for attr, flag, _ in PAIR_FLAGS
+                 if getattr(args, attr, None) not in (None, False)), None)
+    if topo is None or not topo.is_pair or flag is None:
+        return sc
+    return as_the_pair(sc, flag, "")
+
+
 def refuse_other_kind(args: argparse.Namespace, topology: bool) -> None:
     """One line for the first flag given that applies only to the other kind of preset."""
     if topology:
         for attr, flag, why in PAIR_FLAGS:
             if getattr(args, attr, None) not in (None, False):
-                raise UsageError(f"{flag}: {why}")
+                raise UsageError(f"{flag}: {why} (a 1x1 topology is planned as the pair)")
         return
     for attr, flag in TOPOLOGY_FLAGS:
         if getattr(args, attr, None) is not None:
             raise UsageError(f"{flag}: a topology flag; {args.preset} is a single pair")
 
 
-def build_plan(args: argparse.Namespace) -> Plan:
-    sc = presets.load(args.preset)
+def _slo(args: argparse.Namespace) -> SLO:
+    """--slo-ttft and --slo-tpot: the targets every region of a pair or a topology meets."""
+    return SLO(parse_flag("--slo-ttft", parse_duration, args.slo_ttft, positive),
+               parse_flag("--slo-tpot", parse_duration, args.slo_tpot, positive))
+
+
+def build_plan(args: argparse.Namespace, sc) -> Plan:
     if (wl := workload_from_args(args)) is not None:
         sc = with_workload(sc, wl)
     try:
@@ -241,8 +262,7 @@ def build_plan(args: argparse.Namespace) -> Plan:
                 sc.controls.changed(sc.system, **{knob: x})
             except KnobError as exc:
                 raise knob_error(exc) from None
-    slo = SLO(parse_flag("--slo-ttft", parse_duration, args.slo_ttft, positive),
-              parse_flag("--slo-tpot", parse_duration, args.slo_tpot, positive))
+    slo = _slo(args)
     duration = parse_flag("--duration", parse_duration, args.duration, positive)
     seeds, steps = _count("--seeds", args.seeds, 1), _count("--steps", args.steps, 1)
     per_config = _count("--per-config", args.per_config or "3", 1)
@@ -361,8 +381,7 @@ def build_topology_plan(args: argparse.Namespace, sc) -> Plan:
     space = TopologySpace(sites, links, routings,
                           _topology_connections(args.connections, topo, links))
     seeds, steps = _count("--seeds", args.seeds, 1), _count("--steps", args.steps, 1)
-    settings = Settings(SLO(parse_flag("--slo-ttft", parse_duration, args.slo_ttft, positive)),
-                        tuple(range(1, seeds + 1)),
+    settings = Settings(_slo(args), tuple(range(1, seeds + 1)),
                         parse_flag("--duration", parse_duration, args.duration, positive), steps)
     try:  # each candidate is a routing bound and a policy search before its emulations
         n = budget.check("candidates", space.size(topo),
@@ -375,25 +394,43 @@ def build_topology_plan(args: argparse.Namespace, sc) -> Plan:
 
 
 def main(args: argparse.Namespace) -> int:
-    sc = presets.load(args.preset, topology=True)
+    sc = pair_if_asked(args, presets.load(args.preset, topology=True))
     topology = sc.declared_topology is not None
     refuse_other_kind(args, topology)
-    if topology:
-        plan = build_topology_plan(args, sc)
-    else:
-        plan = build_plan(args)
+    plan = build_topology_plan(args, sc) if topology else build_plan(args, sc)
+    if (why := tpot_unmeetable(plan.scenario, plan.settings.slo)) is not None:
+        raise UsageError(why)
+    workers = _count("--workers", args.workers, 1) or os.cpu_count() or 1
+    top = _count("--top", args.top, 0)
+    _check_files(args, plan)  # every input is checked before a warning is printed
+    if not topology:
         if (why := too_short(plan.scenario, plan.settings.duration)) is not None:
             print(f"prfaas-tui plan: warning: --duration: {why}", file=sys.stderr)
         if (why := unmeetable(plan.scenario, plan.settings.slo)) is not None:
             print(f"prfaas-tui plan: warning: {why}", file=sys.stderr)
-    workers = _count("--workers", args.workers, 1) or os.cpu_count() or 1
-    top = _count("--top", args.top, 0)
     if topology:  # its --out is the summary, written at the end (no resume)
         return _sweep(args, plan, args.out, workers, top)
     with tempfile.TemporaryDirectory(prefix="prfaas-plan-") as tmp:
         # without --out the results live only as long as the command: nothing is left behind
         out = args.out or str(Path(tmp) / f"plan-{plan.scenario.name}.jsonl")
         return _sweep(args, plan, out, workers, top)
+
+
+def _check_files(args: argparse.Namespace, plan: Plan) -> None:
+    """--out and --csv before any work: writable, and a pair's --out that holds results this
+    plan's (a sweep resumes it); one line naming the flag otherwise."""
+    try:
+        if args.out is not None:
+            if plan.is_topology:
+                check_writable(args.out, "--out")
+            else:
+                check_resume(args.out, header(plan), "--out")
+        if args.csv:
+            check_writable(args.csv, "--csv")
+    except OtherPlan as exc:
+        raise UsageError(other_plan_message(exc)) from None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _sweep(args: argparse.Namespace, plan: Plan, out: str | None, workers: int, top: int) -> int:
@@ -407,11 +444,7 @@ def _sweep(args: argparse.Namespace, plan: Plan, out: str | None, workers: int, 
         nonlocal task
         task = progress.add_task("plan", total=total, completed=done)
 
-    try:
-        if out is not None:
-            check_writable(out, "--out")  # before the sweep, not after it
-        if args.csv:
-            check_writable(args.csv, "--csv")
+    try:  # --out and --csv were checked before any work (`_check_files`)
         with progress:
             summary = run_plan(plan, out=None if plan.is_topology else out, workers=workers,
                                dask=args.dask, on_start=on_start,

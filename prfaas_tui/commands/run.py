@@ -30,6 +30,7 @@ from prfaas_tui import json_out
 from prfaas_tui.commands.common import (
     add_budget_flags,
     add_scenario_flags,
+    as_the_pair,
     caps_from_args,
     check_capacity,
     check_emulation,
@@ -81,7 +82,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def build(args) -> Emulation:
     """The emulation the flags describe; UsageError/PresetError/TraceError on bad input."""
-    sc: Scenario = transport_from_args(load(args.preset, topology=True), args)
+    sc: Scenario = load(args.preset, topology=True)
+    for flag, dest, why in PAIR_FLAGS:  # a declared 1x1 runs as the pair for these
+        if getattr(args, dest, None) is not None:
+            sc = as_the_pair(sc, flag, why)
+    sc = transport_from_args(sc, args)
     if sc.declared_topology is not None:
         return build_topology(sc, args)
     if args.routing not in (None, "threshold"):
@@ -124,7 +129,11 @@ def build(args) -> Emulation:
     return emu
 
 
-PAIR_ONLY = (("--trace", "trace"), ("--columns", "columns"), ("--backend", "backend"),
+# single-pair flags a declared 1x1 topology takes as the pair, each with what a larger one does
+PAIR_FLAGS = (("--paradigm", "paradigm", "each region routes by its site policy (--routing)"),
+              ("--trace", "trace", "each region replays its own trace ([region.workload] "
+                                   "replay)"))
+PAIR_ONLY = (("--columns", "columns"), ("--backend", "backend"),
              ("--torch-model", "torch_model"), ("--length-scale", "length_scale"),
              ("--torch-device", "torch_device"))
 

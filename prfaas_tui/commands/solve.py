@@ -27,6 +27,7 @@ from prfaas_tui import json_out
 from prfaas_tui.commands.common import (
     add_budget_flags,
     add_scenario_flags,
+    as_the_pair,
     caps_from_args,
     check_scenario_instances,
     scenario_from_args,
@@ -112,11 +113,17 @@ def solve(args: argparse.Namespace) -> dict:
     """The answer for the preset of `args`: `scenario`, `mode`, the single pair's objects (none
     on a declared topology) and `topology`."""
     sc = scenario_from_args(args, topology=True)
+    if getattr(args, "trace", None):  # a declared 1x1 takes the pair's trace as the pair
+        topo = sc.declared_topology
+        if topo is not None and topo.is_pair:
+            sc = as_the_pair(sc, "--trace", "")
     pair = sc.declared_topology is None
     if not pair:
         for flag in ("trace", "columns"):
             if getattr(args, flag, None):
-                raise UsageError(f"--{flag}: a topology preset takes its workload per region")
+                raise UsageError(f"--{flag}: a topology of {len(sc.topology.regions)} regions "
+                                 "takes its workload per region ([region.workload]; a 1x1 "
+                                 "topology takes --trace as the pair)")
     elif getattr(args, "columns", None) and not getattr(args, "trace", None):
         raise UsageError("--columns: needs --trace FILE")
     wl = workload_from_args(args, sc) if pair else None
