@@ -166,19 +166,19 @@ class PrfaasApp(App):
             for kind, name in dash.order:
                 yield SystemCommand(f"Set {kind} {name}…", f"the {kind}'s knobs (enter on the "
                                     "map)", partial(dash.edit, (kind, name)))
-            return
-        for k in shown(dash.settings):
-            yield SystemCommand(f"Set {k.label}…", k.hint, partial(dash.edit_knob, k))
-        for name, desc, path in presets.list_presets(topology=False):
+        else:
+            for k in shown(dash.settings):
+                yield SystemCommand(f"Set {k.label}…", k.hint, partial(dash.edit_knob, k))
+        for name, desc, path in presets.list_presets():
             yield SystemCommand(f"Load preset {name}", desc,
                                 lambda p=path: self._load_preset(dash, p))
 
     def _load_preset(self, dash, path: Path) -> None:
-        """A palette pick: a preset that cannot load (a topology, for now) is a notice."""
+        """A palette pick: a preset that cannot load is a notice."""
         from emulator.scenario.reader import PresetError
 
         try:
-            scenario = presets.load(path)
+            scenario = presets.load(path, topology=True)
         except PresetError as exc:
             self.notify(f"cannot load: {exc}", severity="error")
             return

@@ -118,3 +118,25 @@ async def test_O_is_the_slo_optimum_on_the_pair_and_the_bound_on_a_topology():
             text = " ".join(screen_text(app).split())
             assert ("routing bound's split" in text) == (preset == "two-regions")
             assert ("highest SLO-bound rate" in text) == (preset == "paper-case-study")
+
+
+@pytest.mark.asyncio
+async def test_p_on_the_pair_lists_and_loads_a_topology_on_the_one_dashboard():
+    from prfaas_tui.screens.presets import PresetPicker
+
+    app = PrfaasApp("toy", live=False, at=5.0)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        pair = app.screen
+        await pilot.press("p")
+        await pilot.pause()
+        assert isinstance(app.screen, PresetPicker)
+        for ch in "two-regions":
+            await pilot.press(ch)
+        await pilot.press("enter")
+        await pilot.pause()
+        await pilot.pause()
+        screen = app.screen
+        assert type(screen) is Dashboard and screen is not pair and screen.mapped
+        assert screen.session.scenario.name.endswith("two-regions")  # the first that matches
+        assert screen.query_one(TopologyMap) is not None

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -789,36 +790,49 @@ class Dashboard(Screen):
         driving mode; before the first tick, or for another paradigm, the nominal one. On a
         topology: every region to the best threshold policy at the live state."""
         if self.mapped:
-            try:
-                got = self.session.apply_policy_optimum()
-            except KnobError as exc:
-                self.notify(str(exc), title="refused", severity="warning")
-                return
-            self.notify("applied the best threshold policy of the live state: " + "; ".join(
-                f"{r} t {format_tokens(t)} {p}/{d}" for r, (t, p, d) in got.items()))
-            self.redraw()
+            self._apply_regions(self.session.apply_policy_optimum, "the best threshold policy",
+                                lambda r, v: f"{r} t {format_tokens(v[0])} {v[1]}/{v[2]}")
             return
-        live = self.session.optimum_targets()
+        b = self.view.optimum.best.knobs
+        self._apply_pair(self.session.optimum_targets() or (b.t, b.n_p, b.n_d), "the optimum",
+                         "t*")
+
+    def action_bound_optimum(self) -> None:
+        """A topology's `O`: every region to the routing bound's split, with lp routing."""
+        self._apply_regions(self.session.apply_bound_optimum, "the routing bound",
+                            lambda r, v: f"{r} {v[0]}/{v[1]}", " (lp routing)")
+
+    def action_apply_slo_optimum(self) -> None:
+        """The pair's `O`: the SLO optimum of the live state (as `o`); before the first tick,
+        or for another paradigm, the nominal one."""
+        live = self.session.slo_targets()
         if live is None:
-            b = self.view.optimum.best.knobs
+            b = self.view.latency.slo_optimum
+            if b is None:  # the settings' view searches PrfaaS-PD whatever the paradigm
+                return
             live = (b.t, b.n_p, b.n_d)
-        t, n_p, n_d = live
+        self._apply_pair(live, "the SLO optimum", "t")
+
+    def _apply_pair(self, targets: tuple[float, int, int], what: str, t_name: str) -> None:
+        """The pair's t and split to `targets` (PrfaaS-PD, the paradigm they are for)."""
+        t, n_p, n_d = targets
         changes: dict[str, Any] = {"t": t, "n_p": n_p, "n_d": n_d}
         if self.settings.paradigm != Paradigm.PRFAAS_PD:
             changes["paradigm"] = Paradigm.PRFAAS_PD
         if self.request(**changes):
-            self.notify(f"applied the optimum of the live state: t* = "
+            self.notify(f"applied {what} of the live state: {t_name} = "
                         f"{KNOBS[0].show(self.settings)}, N_p/N_d = {n_p}/{n_d}")
 
-    def action_bound_optimum(self) -> None:
-        """A topology's `O`: every region to the routing bound's split, with lp routing."""
+    def _apply_regions(self, apply: Callable[[], dict[str, Any]], what: str,
+                       said: Callable[[str, Any], str], how: str = "") -> None:
+        """Every region of a topology to an optimum of the live state; a refusal is a notice."""
         try:
-            got = self.session.apply_bound_optimum()
+            got = apply()
         except KnobError as exc:
             self.notify(str(exc), title="refused", severity="warning")
             return
-        self.notify("applied the routing bound of the live state (lp routing): " + "; ".join(
-            f"{r} {p}/{d}" for r, (p, d) in got.items()))
+        self.notify(f"applied {what} of the live state{how}: " + "; ".join(
+            said(r, v) for r, v in got.items()))
         self.redraw()
 
     def action_toggle_scheduler(self) -> None:
@@ -836,23 +850,6 @@ class Dashboard(Screen):
         self.query_one(PicturesView).show()
         self.notify(f"{mode} mode drives the model panel (the stability judgement stays exact, "
                     "the mode the emulator sustains)")
-
-    def action_apply_slo_optimum(self) -> None:
-        """The SLO optimum of the live state (as `o`); before the first tick, or for another
-        paradigm, the nominal one."""
-        live = self.session.slo_targets()
-        if live is None:
-            b = self.view.latency.slo_optimum
-            if b is None:  # the settings' view searches PrfaaS-PD whatever the paradigm
-                return
-            live = (b.t, b.n_p, b.n_d)
-        t, n_p, n_d = live
-        changes: dict[str, Any] = {"t": t, "n_p": n_p, "n_d": n_d}
-        if self.settings.paradigm != Paradigm.PRFAAS_PD:
-            changes["paradigm"] = Paradigm.PRFAAS_PD
-        if self.request(**changes):
-            self.notify(f"applied the SLO optimum of the live state: t = "
-                        f"{KNOBS[0].show(self.settings)}, N_p/N_d = {n_p}/{n_d}")
 
     def action_cycle_paradigm(self) -> None:
         if not self.pair_only("m", "a topology runs PrfaaS-PD in every region; its routing "
