@@ -118,6 +118,11 @@ async def test_O_is_the_slo_optimum_on_the_pair_and_the_bound_on_a_topology():
             text = " ".join(screen_text(app).split())
             assert ("routing bound's split" in text) == (preset == "two-regions")
             assert ("highest SLO-bound rate" in text) == (preset == "paper-case-study")
+            # the pair panels' keys: one row of their own on a topology, each its row on the pair
+            pair = preset == "paper-case-study"
+            assert ("exact or paper mode drives the model panel" in text) == pair
+            assert ("M, m, v, g, e the pair's panels' keys" in text) != pair
+            assert ("Mode [M]" in titles) == pair
 
 
 @pytest.mark.asyncio

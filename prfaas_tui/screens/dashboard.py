@@ -268,15 +268,14 @@ class Dashboard(Screen):
     def keys_here(self) -> list[Binding]:
         """The bindings of this screen's shape, in its words (help and the palette list
         these)."""
+        unlisted = MAP_UNLISTED if self.mapped else PAIR_UNLISTED
         out = []
         for b in self.BINDINGS:
-            if not isinstance(b, Binding) or \
+            if not isinstance(b, Binding) or b.id in unlisted or \
                     self.check_action(b.action.split("(", 1)[0], ()) is False:
                 continue
-            if self.mapped and b.id not in MAP_UNLISTED:
-                out.append(replace(b, tooltip=MAP_WORDS.get(b.id or "", b.tooltip)))
-            elif b.id not in PAIR_UNLISTED:
-                out.append(b)
+            out.append(replace(b, tooltip=MAP_WORDS.get(b.id or "", b.tooltip)) if self.mapped
+                       else b)
         return out
 
     # -- layout ----------------------------------------------------------------------------------
