@@ -10,6 +10,7 @@ from test_ui_support import screen_text
 
 from prfaas_tui.app import PrfaasApp
 from prfaas_tui.screens.dashboard import Dashboard
+from prfaas_tui.screens.presets import PresetPicker
 from prfaas_tui.widgets.topology import TopologyStrip
 from prfaas_tui.widgets.topology_map import TopologyMap
 
@@ -127,8 +128,6 @@ async def test_O_is_the_slo_optimum_on_the_pair_and_the_bound_on_a_topology():
 
 @pytest.mark.asyncio
 async def test_p_on_the_pair_lists_and_loads_a_topology_on_the_one_dashboard():
-    from prfaas_tui.screens.presets import PresetPicker
-
     app = PrfaasApp("toy", live=False, at=5.0)
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
