@@ -80,16 +80,12 @@ class PrfaasApp(App):
 
     def screen_for(self, scenario: Scenario, *, drill=None, plan: str | None = None,
                    **kw) -> Screen:
-        """The screen that shows a scenario: the topology view for a declared topology (sites,
-        regions, links), else the pair's dashboard (`kw`: live, at, speed, seed)."""
-        if scenario.declared_topology is not None:
-            from prfaas_tui.screens.topology import TopologyScreen
-
-            shown, self.topology_plan = self.topology_plan, None  # opened once, at start
-            return TopologyScreen(scenario, drill=drill, plan=shown, export_dir=self.export_dir,
-                                  **kw)
+        """The dashboard of a scenario (`kw`: live, at, speed, seed): a declared topology's
+        opens with the topology plan given at start, if any, shown once."""
         from prfaas_tui.screens.dashboard import Dashboard
 
+        if scenario.declared_topology is not None:
+            plan, self.topology_plan = self.topology_plan, None  # opened once, at start
         return Dashboard(scenario, drill=drill, plan=plan, export_dir=self.export_dir, **kw)
 
     def on_mount(self) -> None:
@@ -125,12 +121,10 @@ class PrfaasApp(App):
         """Quit; during a drill (not yet at its scorecard) ask first: its run is lost."""
         from prfaas_tui.screens.dashboard import Dashboard
         from prfaas_tui.screens.prompt import ConfirmScreen
-        from prfaas_tui.screens.topology import TopologyScreen
 
         if isinstance(self.screen, ConfirmScreen):
             return
-        dash = next((s for s in self.screen_stack if isinstance(s, Dashboard | TopologyScreen)),
-                    None)
+        dash = next((s for s in self.screen_stack if isinstance(s, Dashboard)), None)
         drill = dash.drill if dash is not None and not dash.scored else None
         if drill is None:
             self.exit()
@@ -152,41 +146,39 @@ class PrfaasApp(App):
         """Every binding of the app and the dashboard, plus one command per knob and preset."""
         yield from super().get_system_commands(screen)
         from prfaas_tui.screens.dashboard import Dashboard
-        from prfaas_tui.screens.topology import TopologyScreen
         from prfaas_tui.widgets.controls import shown
 
-        view = next((s for s in self.screen_stack if isinstance(s, Dashboard | TopologyScreen)),
-                    None)
+        dash = next((s for s in self.screen_stack if isinstance(s, Dashboard)), None)
         seen = {"Quit"}  # the palette has its own
-        for node in (view, self):
-            for b in node.BINDINGS if node is not None else ():
+        for node, keys in ((dash, dash.keys_here() if dash is not None else ()),
+                           (self, self.BINDINGS)):
+            for b in keys:
                 if isinstance(b, Binding) and b.description not in seen:
                     seen.add(b.description)  # the key in the title: the palette teaches it
                     key = self.get_key_display(b)
                     yield SystemCommand(f"{b.description} [{key}]", b.tooltip or b.description,
                                         partial(node.run_action, b.action))
-        if isinstance(view, TopologyScreen):  # one command per element, as per knob below
-            for kind, name in view.order:
-                yield SystemCommand(f"Set {kind} {name}…", f"the {kind}'s knobs (enter on the "
-                                    "map)", partial(view.edit, (kind, name)))
-            return
-        dash = view
         if dash is None:
             return
         yield SystemCommand("Step by…", "Pause and advance a typed number of simulated seconds",
                             dash.action_step_by)
-        for k in shown(dash.settings):
-            yield SystemCommand(f"Set {k.label}…", k.hint, partial(dash.edit_knob, k))
-        for name, desc, path in presets.list_presets(topology=False):
+        if dash.mapped:  # one command per element of a topology, as per knob of the pair
+            for kind, name in dash.order:
+                yield SystemCommand(f"Set {kind} {name}…", f"the {kind}'s knobs (enter on the "
+                                    "map)", partial(dash.edit, (kind, name)))
+        else:
+            for k in shown(dash.settings):
+                yield SystemCommand(f"Set {k.label}…", k.hint, partial(dash.edit_knob, k))
+        for name, desc, path in presets.list_presets():
             yield SystemCommand(f"Load preset {name}", desc,
                                 lambda p=path: self._load_preset(dash, p))
 
     def _load_preset(self, dash, path: Path) -> None:
-        """A palette pick: a preset that cannot load (a topology, for now) is a notice."""
+        """A palette pick: a preset that cannot load is a notice."""
         from emulator.scenario.reader import PresetError
 
         try:
-            scenario = presets.load(path)
+            scenario = presets.load(path, topology=True)
         except PresetError as exc:
             self.notify(f"cannot load: {exc}", severity="error")
             return

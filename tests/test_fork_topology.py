@@ -144,11 +144,11 @@ def test_a_refused_element_change_is_one_line_and_not_logged(parent):
 
 # -- the keys in the real app (Pilot, headless, live=False) ----------------------------------------
 async def _topology_app(pilot):
-    from prfaas_tui.screens.topology import TopologyScreen
+    from prfaas_tui.screens.dashboard import Dashboard
 
     await pilot.pause()
     screen = pilot.app.screen
-    assert isinstance(screen, TopologyScreen)
+    assert isinstance(screen, Dashboard)
     return screen
 
 

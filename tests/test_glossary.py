@@ -8,8 +8,7 @@ from pathlib import Path
 from emulator.paradigm import Paradigm
 from emulator.sim.books.accounting import Accounting
 from emulator.topology.spec import ROUTINGS
-from prfaas_tui.screens.help import GLOSSARY
-from prfaas_tui.screens.topology import TOPOLOGY_KNOBS, TOPOLOGY_TERMS
+from prfaas_tui.screens.help import GLOSSARY, TOPOLOGY_KNOBS, TOPOLOGY_TERMS
 from prfaas_tui.widgets.controls import KNOBS
 from prfaas_tui.widgets.model_panel import STAGE_LABELS
 

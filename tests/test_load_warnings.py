@@ -117,14 +117,14 @@ async def test_the_model_panel_flags_an_optimum_without_local_prefill(tmp_path, 
 @pytest.mark.asyncio
 async def test_the_topology_view_has_a_rate_knob():
     from prfaas_tui.app import PrfaasApp
+    from prfaas_tui.screens.dashboard import Dashboard
     from prfaas_tui.screens.prompt import ValuePrompt
-    from prfaas_tui.screens.topology import TopologyScreen
 
     app = PrfaasApp("two-regions", live=False, at=30.0)
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
         screen = app.screen
-        assert isinstance(screen, TopologyScreen)
+        assert isinstance(screen, Dashboard)
         await pilot.press("r")
         assert isinstance(app.screen, ValuePrompt)
         await pilot.press("ctrl+a", "ctrl+k", *"0", "enter")

@@ -12,7 +12,7 @@ from test_ui_support import type_value
 
 from prfaas_tui.app import PrfaasApp
 from prfaas_tui.commands.snapshot import topology_snapshot
-from prfaas_tui.screens.topology import TopologyScreen
+from prfaas_tui.screens.dashboard import Dashboard
 from prfaas_tui.topology_text import Figures, draw_map, draw_matrix, elements, gbps
 
 DATA = Path(__file__).parent / "data"
@@ -26,11 +26,11 @@ def _no_user_presets(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
 
 
-def _screen(app: PrfaasApp) -> TopologyScreen:
-    return next(s for s in app.screen_stack if isinstance(s, TopologyScreen))
+def _screen(app: PrfaasApp) -> Dashboard:
+    return next(s for s in app.screen_stack if isinstance(s, Dashboard))
 
 
-async def _select(pilot, screen: TopologyScreen, element: tuple[str, str]) -> None:
+async def _select(pilot, screen: Dashboard, element: tuple[str, str]) -> None:
     for _ in range(len(screen.order)):
         if screen.selected == element:
             return
@@ -291,7 +291,7 @@ def test_a_broken_topology_plan_is_one_line(tmp_path, capsys):
 
 @pytest.mark.asyncio
 async def test_a_topology_drill_ends_with_a_scorecard_per_region():
-    from prfaas_tui.screens.topology import TopologyScorecard
+    from prfaas_tui.screens.drills import TopologyScorecard
 
     app = PrfaasApp(None, live=False, at=2400.0, drill="region-link-brownout")
     async with app.run_test(size=(160, 48)) as pilot:
@@ -354,7 +354,7 @@ async def test_help_lists_the_topology_keys_and_quit_during_a_drill_asks_first()
         assert isinstance(app.screen, ConfirmScreen)  # the drill's run would be lost
         await pilot.press("n")
         await pilot.pause()
-        assert isinstance(app.screen, TopologyScreen)
+        assert isinstance(app.screen, Dashboard)
 
 
 @pytest.mark.asyncio
@@ -390,7 +390,7 @@ async def test_d_runs_a_drill_on_the_running_scenario_never_on_the_drills_base()
         screen.start_drill("region-link-brownout")
         await pilot.pause()
         await pilot.pause()
-        assert isinstance(app.screen, TopologyScreen) and screen.drill.name == "region-link-brownout"
+        assert isinstance(app.screen, Dashboard) and screen.drill.name == "region-link-brownout"
         assert screen.session.scenario.name == "toy-two-regions"  # not two-regions, its base
         assert screen.tick.snapshot.sim_time == 5.0
         screen.start_drill("link-brownout")  # a single pair's link: two links here, refused
@@ -506,10 +506,10 @@ async def test_the_palette_lists_the_topology_keys_and_one_command_per_element()
         screen = _screen(app)
         commands = {c.title: c for c in app.get_system_commands(app.screen)}
         assert {"Fork [f]", "Events [E]", "Compare [c]", "Drills [d]", "Optimum [o]",
-                "Bound [O]", "Plan [P]", "Knobs [⏎]", "Set t [t]"} <= set(commands)
+                "Bound [O]", "Plan results [P]", "Knobs [⏎]", "Set t [t]"} <= set(commands)
         assert {f"Set {kind} {name}…" for kind, name in elements(screen.session.topology)} \
             <= set(commands)
-        assert not any(t.startswith("Load preset") for t in commands)  # the pair's, not here
+        assert {"Load preset toy", "Load preset global"} <= set(commands)  # any, pair or not
         commands["Set link hub->west…"].callback()
         await pilot.pause()
         assert screen.selected == ("link", "hub->west") and isinstance(app.screen, ValuePrompt)

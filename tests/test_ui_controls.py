@@ -254,7 +254,7 @@ async def test_help_palette_and_narrow_view():
         assert "keys" in text and "Apply the optimum" in text
         await pilot.press("escape")
         titles = {c.title for c in app.get_system_commands(app.screen)}
-        for b in dash(app).BINDINGS:  # each with its key, so the palette teaches it
+        for b in dash(app).keys_here():  # each with its key, so the palette teaches it
             assert f"{b.description} [{app.get_key_display(b)}]" in titles
         assert {f"Set {k.label}…" for k in KNOBS} <= titles
         assert "Load preset toy" in titles

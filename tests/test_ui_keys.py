@@ -91,7 +91,7 @@ async def test_slash_filters_the_preset_picker_and_keeps_its_heading():
 
 
 @pytest.mark.parametrize("key,names", [
-    ("p", lambda: [name for name, _, _ in list_presets(topology=False)]),
+    ("p", lambda: [name for name, _, _ in list_presets()]),
     ("d", lambda: [name for name, _ in drills_for(presets.load("toy"))]),
 ])
 async def test_picker_descriptions_wrap_under_themselves_at_80_columns(key, names):

@@ -231,7 +231,6 @@ async def capture(preset: str | None, at: float, size: tuple[int, int], *, drill
     drill's base, or the default preset."""
     from prfaas_tui.app import PrfaasApp
     from prfaas_tui.screens.dashboard import Dashboard
-    from prfaas_tui.screens.topology import TopologyScreen
     from prfaas_tui.snapshot_json import snapshot_json
 
     app = PrfaasApp(preset, live=False, at=at, drill=drill, theme=theme, seed=seed)
@@ -243,13 +242,12 @@ async def capture(preset: str | None, at: float, size: tuple[int, int], *, drill
         await pilot.wait_for_scheduled_animations()
         await pilot.pause()
         svg = normalize(app.export_screenshot())
-        topo = next((s for s in app.screen_stack if isinstance(s, TopologyScreen)), None)
-        if topo is not None:
-            ts = topo.session
-            data = None if ts.tick is None or ts.model is None else topology_json(
-                ts.scenario, ts.scenario.declared_topology.routing, ts.tick.snapshot, ts.model)
-            return Capture(svg, with_scorecard(data, app), _warnings(ts.driver))
         session = next(s for s in app.screen_stack if isinstance(s, Dashboard)).session
+        if session.topology is not None:  # a declared topology: its objects and model
+            data = None if session.tick is None or session.model is None else topology_json(
+                session.scenario, session.topology.routing, session.tick.snapshot,
+                session.model)
+            return Capture(svg, with_scorecard(data, app), _warnings(session.driver))
         data = None
         if session.tick is not None and session.effective is not None:
             data = snapshot_json(session.tick.snapshot, session.effective, session.report)
@@ -260,8 +258,7 @@ def with_scorecard(data: dict | None, app: Any) -> dict | None:
     """The JSON object with the drill's scorecard when the screen shows it (at or past the
     drill's end), as the txt and svg show it: `drill` (its name) and `scorecard`, the object
     `drill --json` has under the same key."""
-    from prfaas_tui.screens.drills import ScorecardScreen
-    from prfaas_tui.screens.topology import TopologyScorecard
+    from prfaas_tui.screens.drills import ScorecardScreen, TopologyScorecard
 
     shown = next((s for s in reversed(app.screen_stack)
                   if isinstance(s, ScorecardScreen | TopologyScorecard)), None)

@@ -8,6 +8,7 @@ The drill logic (incident schedules, the scorecard) is the engine's (`emulator.s
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from rich.table import Table
 from rich.text import Text
@@ -241,3 +242,47 @@ class ScorecardScreen(ModalScreen[None]):
             yield Static(Text(f"scheduler decisions ({len(decisions)}), latest last:\n" +
                               "\n".join(decisions[-10:]) if decisions else
                               "no scheduler decisions"), id="decisions")
+
+
+REGION_COLUMNS = (("lost", "lost"), ("slo_attainment", "SLO met"),
+                  ("ttft_p90_during", "P90 during"), ("peak_ttft_p90", "peak P90"),
+                  ("recovery_seconds", "recovered in"))
+
+
+class TopologyScorecard(ModalScreen[None]):
+    """A topology drill's scorecard: the totals' verdict and one row per region."""
+
+    CSS_PATH = "dialogs.tcss"
+    BINDINGS = [Binding("escape,enter,q", "dismiss(None)", "Close", id="topology-card-close")]
+
+    def __init__(self, name: str, card: dict) -> None:
+        super().__init__(classes="dialog")
+        self.drill, self.card = name, card
+
+    def compose(self) -> ComposeResult:
+        table = Table(box=None, padding=(0, 2, 0, 0), header_style="bold")
+        table.add_column("region")
+        for _, label in REGION_COLUMNS:
+            table.add_column(label, justify="right")
+        for name, row in (self.card.get("regions") or {}).items():
+            table.add_row(name, *(_card_value(k, row.get(k)) for k, _ in REGION_COLUMNS))
+        passed = self.card.get("passed")
+        head = f"scorecard · drill {self.drill}" + (
+            "" if passed is None else "  PASSED" if passed else "  FAILED")
+        with Vertical(classes="frame"):
+            yield Label(Text(head, style="bold"))
+            yield Static(table)
+            yield Static(f"total lost {self.card.get('lost')} · P90 during incidents "
+                         f"{_card_value('ttft_p90_during', self.card.get('ttft_p90_during'))}")
+            yield Static("enter/esc: close (the emulator stays paused at the end)",
+                         classes="help")
+
+
+def _card_value(key: str, v: Any) -> str:
+    if v is None:
+        return "–"
+    if key == "lost":
+        return str(v)
+    if key == "slo_attainment":
+        return f"{v:.1%}"
+    return f"{v:.2f} s"

@@ -31,6 +31,32 @@ GLOSSARY = (
     ("lost", "requests that vanished: must read 0 (accounting check)"),
 )
 
+# a declared topology's knobs (enter on the selected element) and terms
+TOPOLOGY_KNOBS = (
+    ("rate", "r: the total offered rate in req/s; each region is offered its share"),
+    ("region", "t N_p/N_d routing, any part: 32K 4/4 best-bandwidth (threshold, lp, "
+               "best-bandwidth, best-cache with a [cache] and sessions); N_p + N_d within its "
+               "pool, N_d >= 1"),
+    ("site", "its PrfaaS prefill instances"),
+    ("link", "its bandwidth knob in Gbps or with a unit; an incident keeps taking its share"),
+)
+TOPOLOGY_TERMS = (
+    ("capacity now", "what a link may carry now: its bandwidth x the share incidents leave, "
+                     "within its site's egress (water-filled over its busy links)"),
+    ("utilization", "a link's bytes over the window / its bandwidth knob; a site's prefill "
+                    "work / its instance-seconds"),
+    ("q", "a link's KV transfers in flight; a site's or region's queued requests"),
+    ("Λ policy", "the largest total rate the threshold policy sustains at the live state"),
+    ("bound", "the routing bound: the best any routing could do at the live capacities "
+              "(HiGHS MILP over length bins, sites and links)"),
+    ("binds", "reversed on the map: the first binding row of the running policy's model"),
+    ("+1 Gbps here", "the bound's shadow price per Gbps of the bandwidth knob (per instance "
+                     "for sites and regions): exact for small changes at the bound's split"),
+    ("re-solved", "the bound solved again with the knob raised by a step: what the change "
+                  "does, also past the point where the price stops holding"),
+    ("lost", "requests that vanished: must read 0 (accounting check, per region)"),
+)
+
 
 def _pretty(key: str) -> str:
     names = {"full_stop": ".", "greater_than_sign": ">", "less_than_sign": "<", "space": "space",
@@ -57,27 +83,29 @@ class HelpScreen(ModalScreen[None]):
         super().__init__(classes="dialog")
 
     def compose(self) -> ComposeResult:
-        from prfaas_tui.screens.dashboard import Dashboard
-        from prfaas_tui.screens.topology import TOPOLOGY_KNOBS, TOPOLOGY_TERMS, TopologyScreen
+        from prfaas_tui.screens.dashboard import MAP_PAIR_KEYS, Dashboard
 
         under = self.app.screen_stack[-2] if len(self.app.screen_stack) > 1 else None
-        if isinstance(under, TopologyScreen):  # the topology view: its keys, knobs, terms
-            yield from self._sections((TopologyScreen.BINDINGS, type(self.app).BINDINGS),
+        dash = under if isinstance(under, Dashboard) else None
+        keys = dash.keys_here() if dash is not None else Dashboard.BINDINGS
+        if dash is not None and dash.mapped:  # a topology's map: its knobs and terms
+            yield from self._sections((keys, type(self.app).BINDINGS), [MAP_PAIR_KEYS],
                                      ("knobs (enter on the selected element)", TOPOLOGY_KNOBS),
                                      TOPOLOGY_TERMS)
             return
-        yield from self._sections((Dashboard.BINDINGS, ControlPanel.BINDINGS, FilterList.BINDINGS,
-                                  type(self.app).BINDINGS),
+        yield from self._sections((keys, ControlPanel.BINDINGS, FilterList.BINDINGS,
+                                  type(self.app).BINDINGS), (),
                                  ("knobs (up/down on the left panel selects one)",
                                   [(k.label, k.hint) for k in KNOBS]), GLOSSARY)
 
-    def _sections(self, groups, knobs, terms) -> ComposeResult:
+    def _sections(self, groups, extra, knobs, terms) -> ComposeResult:
         rows: dict[str, str] = {}  # key -> what it does (a key bound twice is listed once)
         for group in groups:
             for b in group:
                 if isinstance(b, Binding):
                     keys = ", ".join(_pretty(k) for k in b.key.split(","))
                     rows.setdefault(keys, b.tooltip or b.description)
+        rows.update(extra)
         rows["ctrl+p"] = "command palette: every action by name"
         with VerticalScroll(classes="frame"):
             yield Static(Text("prfaas-tui help · esc to close", style="bold"))

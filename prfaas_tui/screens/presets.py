@@ -46,9 +46,10 @@ def user_presets(dirs: tuple[Path, ...] | None = None) -> list[tuple[str, str, P
 
 
 def load_any(name_or_path: str | Path) -> Scenario:
-    """presets.load with every expected failure as a PresetError (one line)."""
+    """presets.load with every expected failure as a PresetError (one line); a topology loads
+    too (the dashboard draws its map)."""
     try:
-        return presets.load(name_or_path)
+        return presets.load(name_or_path, topology=True)
     except (TraceError, UnitError) as exc:
         raise PresetError(str(name_or_path), "", str(exc)) from None
 
@@ -58,7 +59,7 @@ class PresetPicker(ModalScreen[Scenario | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="picker-cancel")] + FIELD_KEYS
 
     def compose(self) -> ComposeResult:
-        sections = (("shipped", presets.list_presets(topology=False)), ("yours", user_presets()))
+        sections = (("shipped", presets.list_presets()), ("yours", user_presets()))
         rows = named_options([(name, desc, str(path)) for _, found in sections
                               for name, desc, path in found])  # one name column for both
         options: list[Option] = []

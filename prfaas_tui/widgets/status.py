@@ -7,7 +7,10 @@ accounting (lost must read 0) always stay on screen.
 
 The footer (`KeyFooter`): Textual's, fitted to the width. Below 130 columns it keeps the keys
 that fit on one line, with `v` (the model view, which shares the middle with the charts there),
-and drops the command-palette key (help lists it), so nothing is cut mid-word.
+and drops the command-palette key (help lists it), so nothing is cut mid-word. The pair's
+knob keys (`t`, `p`, `c`, `v`) leave the footer of a topology's map for `enter` (the selected
+element's knobs), which the pair's footer leaves out (its knob panel takes `enter`); every key
+still works on both (help lists them).
 """
 
 from __future__ import annotations
@@ -133,6 +136,8 @@ def _shorten(parts: list[tuple[int, str, str]], room: int) -> list[tuple[int, st
 
 WIDE_ONLY_KEYS = frozenset({"full_stop", "c"})  # dropped from the footer below 130 columns
 NARROW_ONLY_KEYS = frozenset({"v"})  # `v` switches charts/model: only narrow layouts need it
+PAIR_ONLY_KEYS = frozenset({"t", "p", "c", "v"})  # in the footer of the pair's screen only
+MAP_ONLY_KEYS = frozenset({"enter"})  # in the footer of a topology's map only
 
 
 class KeyFooter(Footer):
@@ -143,6 +148,8 @@ class KeyFooter(Footer):
     .-narrow KeyFooter FooterKey.-wide-only { display: none; }
     .-narrow KeyFooter FooterKey.-command-palette { display: none; }
     .-wide KeyFooter FooterKey.-narrow-only { display: none; }
+    .-topology KeyFooter FooterKey.-pair-only { display: none; }
+    .-pair KeyFooter FooterKey.-map-only { display: none; }
     """
 
     def compose(self) -> ComposeResult:
@@ -150,4 +157,6 @@ class KeyFooter(Footer):
             if isinstance(widget, FooterKey):
                 widget.set_class(widget.key in WIDE_ONLY_KEYS, "-wide-only")
                 widget.set_class(widget.key in NARROW_ONLY_KEYS, "-narrow-only")
+                widget.set_class(widget.key in PAIR_ONLY_KEYS, "-pair-only")
+                widget.set_class(widget.key in MAP_ONLY_KEYS, "-map-only")
             yield widget
