@@ -337,9 +337,10 @@ class DecodeStage(Stage):
         w.next_k = next_k
 
     def _boundary(self, w: DecodeWorker) -> None:
-        """At a step boundary: count the steps, let finished requests go, let waiting ones in,
-        start a new segment. `_refit` and `_schedule` are written out for the
-        common case (a completion, a cached chord, no request waiting): it runs per request."""
+        """At a step boundary (step next_k: a completion or a chord's end, where requests waiting
+        to join are let in too): count the steps, let finished requests go, let waiting ones in,
+        start a new segment. `_refit` and `_schedule` are written out for the common case (a
+        cached chord, nobody queued for a slot): it runs per request."""
         loop = self.loop
         now = loop.now
         fired = w.timer
@@ -352,9 +353,8 @@ class DecodeStage(Stage):
         batch = w.batch
         ctx = w.ctx
         k_total = w.k_total
-        if batch:  # the timer was for step next_k unless it let a pending request in
-            k = self._steps_by(now - w.seg_start, w.first, w.grow) if joined else (
-                w.next_k - k_total)
+        if batch:  # the timer was for step next_k: waiting requests join there too
+            k = w.next_k - k_total
             if k:
                 w.k_total = k_total = k_total + k
                 ctx += k * batch
@@ -411,7 +411,7 @@ class DecodeStage(Stage):
                 # before the timer: a queued request joining `w` now would move it again
                 self._after_release(w, now)
                 line = None
-        if line is not None and not joined:  # the segment stands as fitted above
+        if line is not None:  # the segment stands as fitted above
             k = next_k - k_total
             when = now + (k * first + grow * k * (k - 1) / 2)
             loop.call_again(fired, when)
