@@ -53,6 +53,7 @@ from prfaas_tui.live import (
 from prfaas_tui.messages import EmulatorFailed, TickReady
 from prfaas_tui.metrics_export import default_export_dir, export_metrics
 from prfaas_tui.modelview import ModelView, Refused, Settings, slo_target, step_speed
+from prfaas_tui.pictures import Gauge, region_gauges
 from prfaas_tui.screens import run_keys
 from prfaas_tui.screens.compare import CompareScreen
 from prfaas_tui.screens.discard import discard_run_then
@@ -71,6 +72,7 @@ from prfaas_tui.session import Session
 from prfaas_tui.throttle import Coalesced, Toasts
 from prfaas_tui.topology_text import Element, Figures, elements, step_element
 from prfaas_tui.widgets.controls import KNOB_BY_KEY, KNOBS, ControlPanel, Knob, shown
+from prfaas_tui.widgets.gauges import Gauges
 from prfaas_tui.widgets.live_charts import LiveCharts
 from prfaas_tui.widgets.model_panel import DecisionLog, ModelPanel, RouterPanel
 from prfaas_tui.widgets.pictures_view import PicturesView
@@ -83,6 +85,7 @@ from prfaas_tui.widgets.topology_map import (
     TopologyDetail,
     TopologyMap,
     detail_lines,
+    model_line,
     selection_series,
 )
 
@@ -285,6 +288,7 @@ class Dashboard(Screen):
             with Vertical(id="topo-body"):
                 yield TopologyMap(id="topology-map")
                 yield TopologyDetail(id="topology-detail")
+                yield Gauges(id="region-gauges")
                 yield DrillTimeline(id="timeline")
                 yield SelectionChart(id="topology-chart")
             yield Static(id="topo-status")
@@ -597,10 +601,30 @@ class Dashboard(Screen):
         assert s.topology is not None
         return Figures(s.topology, s.objects, s.model, gain)
 
+    def detail_rows(self, fig: Figures | None) -> int:
+        """Lines the detail panel takes at this width (its border, the model line, the
+        element's lines as they wrap)."""
+        if fig is None or self.selected is None:
+            return 0
+        texts = [model_line(fig), *(x for x in detail_lines(fig, self.selected) if x)]
+        width = max(self.size.width - 2, 1)  # its padding
+        return 1 + sum(len(Text(x).wrap(self.app.console, width)) for x in texts)
+
+    def region_gauges(self) -> tuple[Gauge, ...]:
+        """The selected region's chain as the pair's gauges (its sites, links in, PD-P and
+        PD-D, measured over the window); none for a site or a link, or before the first tick."""
+        tick, el = self.session.tick, self.selected
+        if tick is None or el is None or el[0] != "region" or not tick.snapshot.regions:
+            return ()
+        model = self.session.model
+        return region_gauges(el[1], tick.snapshot.regions[el[1]],
+                             model.policy_utilization if model is not None else None)
+
     def redraw(self) -> None:
-        """The map, the selected element's detail, the incident timeline and the element's
-        chart: the map and the detail first, the timeline whole or not at all, where the chart
-        keeps its room."""
+        """The map, the selected element's detail, a region's gauges, the incident timeline
+        and the element's chart: the map and the detail first, then the gauges where they fit
+        (two a line without their notes where the full ones do not), the timeline whole or not
+        at all, where the chart keeps its room."""
         if self._pruning:
             return
         self.sync()  # the screen's tick is the session's latest (forks, quit, discard read it)
@@ -609,8 +633,15 @@ class Dashboard(Screen):
         self.query_one(TopologyDetail).show(fig, self.selected)
         self.query_one("#topo-status", Static).update(self.status_text())
         chart = self.query_one(SelectionChart)
-        detail_rows = 2 + len(detail_lines(fig, self.selected)) if fig and self.selected else 0
-        room = self.size.height - 3 - self.query_one(TopologyMap).rows - detail_rows
+        room = self.size.height - 3 - self.query_one(TopologyMap).rows - self.detail_rows(fig)
+        gauges, items = self.query_one("#region-gauges", Gauges), self.region_gauges()
+        width = self.size.width
+        compact = room < Gauges.rows(len(items), width, False)  # two a line, no notes
+        rows = Gauges.rows(len(items), width, compact)
+        gauges.display = bool(items) and room >= rows
+        if gauges.display:
+            gauges.show(items, compact)
+            room -= rows
         timeline = self.query_one(DrillTimeline)
         if tick is not None:
             self._follow_incidents(tick)
