@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from test_ui_support import dash, select_element
 
 from emulator.sim.books.snapshot import Feed, LinkSnap, RegionStages, StageSnap
 from prfaas_tui.app import PrfaasApp
@@ -16,22 +17,9 @@ from prfaas_tui.widgets.gauges import Gauges
 
 
 @pytest.fixture(autouse=True)
-def _no_user_presets(tmp_path, monkeypatch):
+def _home(tmp_path, monkeypatch):  # no user presets
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HOME", str(tmp_path))
-
-
-def _screen(app: PrfaasApp) -> Dashboard:
-    return next(s for s in app.screen_stack if isinstance(s, Dashboard))
-
-
-async def _select(pilot, screen: Dashboard, element: tuple[str, str]) -> None:
-    for _ in range(len(screen.order)):
-        if screen.selected == element:
-            break
-        await pilot.press("down")
-        await pilot.pause()
-    assert screen.selected == element
 
 
 def _percent(text: str, label: str) -> list[int]:
@@ -50,12 +38,12 @@ async def test_each_regions_gauges_are_its_stages_in_the_snapshot(size):
     app = PrfaasApp("two-regions", live=False, at=300.0)
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
-        screen = _screen(app)
-        await _select(pilot, screen, ("site", "hub"))
+        screen = dash(app)
+        await select_element(pilot, screen, ("site", "hub"))
         assert not screen.query_one("#region-gauges", Gauges).display
         shown = {}
         for name in ("east", "west"):
-            await _select(pilot, screen, ("region", name))
+            await select_element(pilot, screen, ("region", name))
             r = screen.tick.snapshot.regions[name]
             text = _shown(screen)
             assert _percent(text, "PD-D") == [round(r.pd_d.utilization * 100)]
@@ -78,8 +66,8 @@ async def test_a_brownout_raises_its_links_bar():
         app = PrfaasApp(None, live=False, at=at, drill="region-link-brownout")
         async with app.run_test(size=(160, 48)) as pilot:
             await pilot.pause()
-            screen = _screen(app)
-            await _select(pilot, screen, ("region", "west"))
+            screen = dash(app)
+            await select_element(pilot, screen, ("region", "west"))
             (link,) = [g for g in screen.region_gauges() if g.key == "link"]
             assert _percent(_shown(screen), "link") == [round(link.utilization * 100)]
             bars.append(link.utilization)
