@@ -95,3 +95,23 @@ def test_the_model_names_the_binding_gauge_else_the_measured_hottest():
     assert [x.binding for x in g] == [False, False, True, False, False, False]
     assert g[0].note.startswith("a 4/5 alive") and g[1].note == "a: 20.0 of 40 Gbps"
     assert g[4].note == "4/5 alive · queue 2"
+
+
+@pytest.mark.asyncio
+async def test_a_regions_throughput_chart_follows_its_own_lambda_through_a_brownout():
+    app = PrfaasApp(None, live=False, at=720.0, drill="region-link-brownout")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        screen = dash(app)
+        await select_element(pilot, screen, ("region", "west"))
+        chart = screen.query_one("#region-throughput")
+        assert chart.display and screen.query_one("#topology-chart").display
+        el, xs, series = chart.data
+        assert el == ("throughput", "west") and len(xs) == len(series["own Λ"]) > 10
+        fig = screen.figures()
+        assert series["own Λ"][-1] == pytest.approx(fig.region_state("west")[0])
+        assert series["served"][-1] == fig.region("west")["served_rate"]
+        before = [lam for x, lam in zip(xs, series["own Λ"], strict=True) if x < -130]
+        assert before and min(before) > series["own Λ"][-1] * 1.2  # the link binds it now
+        await select_element(pilot, screen, ("site", "hub"))
+        assert not chart.display

@@ -45,7 +45,9 @@ from emulator.scenario.scenario import Scenario
 from emulator.stability import served_note
 from emulator.topology.spec import PAIR_LINK
 from emulator.units import format_duration, format_tokens
+from prfaas_tui.chart_controls import ChartControls
 from prfaas_tui.live import (
+    LIVE_KEY,
     Driver,
     Tick,
     hand_incident,
@@ -110,6 +112,8 @@ MAP_UNLISTED = frozenset({"model-mode", "paradigm", "view", "pictures", "export-
 MAP_PAIR_KEYS = ("M, m, v, g, e", "the pair's panels' keys (model mode, paradigm, charts or "
                  "model, pictures, time series export): here each says in one line why not")
 MAP_SERIES = 2  # a topology element's chart draws two series (its title names them)
+TWO_CHARTS_WIDTH = 120  # from here a region's throughput chart stands beside its TTFT one
+OWN_STATES = 64  # live states whose regions' own Λ are kept (a drill passes through a few)
 # what a key does on a topology's map, where the words differ from the pair's (by binding id)
 MAP_WORDS = {
     "set-threshold": "The selected region's t, N_p/N_d and routing (a link selected: its "
@@ -240,6 +244,7 @@ class Dashboard(Screen):
         self.order: list[Element] = \
             elements(scenario.declared_topology) if self.mapped else list(PAIR_ELEMENTS)
         self._selected: Element | None = self.order[0] if self.mapped and self.order else None
+        self._own: dict[Any, dict[str, float]] = {}  # each region's own Λ by live state
         self._figure_key: Any = None  # what Figure 5 was last drawn at
         self._redraw: Coalesced | None = None  # tick-driven redraws, throttled (on_mount)
         self._model_asked: float | None = None  # when a model-column redraw was asked
@@ -290,7 +295,9 @@ class Dashboard(Screen):
                 yield TopologyDetail(id="topology-detail")
                 yield Gauges(id="region-gauges")
                 yield DrillTimeline(id="timeline")
-                yield SelectionChart(id="topology-chart")
+                with Horizontal(id="topo-charts"):
+                    yield SelectionChart(id="region-throughput")
+                    yield SelectionChart(id="topology-chart")
             yield Static(id="topo-status")
             yield KeyFooter(compact=True)
             return
@@ -632,7 +639,7 @@ class Dashboard(Screen):
         self.query_one(TopologyMap).show(fig, self.selected)
         self.query_one(TopologyDetail).show(fig, self.selected)
         self.query_one("#topo-status", Static).update(self.status_text())
-        chart = self.query_one(SelectionChart)
+        chart = self.query_one("#topology-chart", SelectionChart)
         room = self.size.height - 3 - self.query_one(TopologyMap).rows - self.detail_rows(fig)
         gauges, items = self.query_one("#region-gauges", Gauges), self.region_gauges()
         width = self.size.width
@@ -650,11 +657,41 @@ class Dashboard(Screen):
             chart_fits = room >= SelectionChart.MIN_ROWS
             timeline.display = room - rows >= (SelectionChart.MIN_ROWS if chart_fits else 0)
             room -= rows if timeline.display else 0
-        chart.display = room >= SelectionChart.MIN_ROWS
+        charts = self.query_one("#topo-charts")
+        charts.display = chart.display = room >= SelectionChart.MIN_ROWS
+        throughput = self.query_one("#region-throughput", SelectionChart)
+        throughput.display = (charts.display and self.selected is not None
+                              and self.selected[0] == "region" and width >= TWO_CHARTS_WIDTH)
         if chart.display and tick is not None and self.selected is not None:
             xs, series = selection_series(tick.history, self.selected)
-            chart.set_data((self.selected, xs, series),
-                           (self.selected, tick.snapshot.sim_time, tick.generation))
+            key = (self.selected, tick.snapshot.sim_time, tick.generation)
+            chart.set_data((self.selected, xs, series), key)
+            if throughput.display:
+                el = ("throughput", self.selected[1])
+                xs, series = selection_series(tick.history, el)
+                series["own Λ"] = self.own_lambdas(tick.history, el[1])
+                throughput.set_data((el, xs, series), key)
+
+    def own_lambdas(self, history: tuple, region: str) -> list[float]:
+        """The region's own Λ at each snapshot's live state (what its PD-P, PD-D and links
+        carry of its traffic under the running policy: the detail's figure), one policy
+        evaluation per state seen."""
+        from emulator.topology.live import live_spec
+        from emulator.topology.load import region_capacities
+
+        topo = self.session.topology
+        out = []
+        for snap in history:
+            state = (snap.topology or {}).get(LIVE_KEY)
+            if state is None or topo is None:
+                out.append(math.nan)
+                continue
+            if state not in self._own:
+                if len(self._own) > OWN_STATES:
+                    self._own.clear()
+                self._own[state] = region_capacities(live_spec(topo, state))[1]
+            out.append(self._own[state].get(region, math.nan))
+        return out
 
     def status_text(self) -> Text:
         """A topology's status line: incidents, the clock and the request accounting."""
@@ -914,24 +951,27 @@ class Dashboard(Screen):
 
     def _chart(self) -> LiveCharts | SelectionChart:
         """The charts `w`, `y` and 1-4 control: the pair's live charts, a topology's chart of
-        the selected element."""
-        return self.query_one(SelectionChart) if self.mapped else self.query_one(LiveCharts)
+        the selected element (a region's throughput chart follows it: `_control`)."""
+        return self.query_one("#topology-chart", SelectionChart) if self.mapped else \
+            self.query_one(LiveCharts)
+
+    def _control(self, controls: ChartControls) -> None:
+        self._chart().control(controls)
+        if self.mapped:
+            self.query_one("#region-throughput", SelectionChart).control(controls)
 
     def action_chart_window(self) -> None:
-        charts = self._chart()
-        charts.control(charts.controls.next_window())
+        self._control(self._chart().controls.next_window())
 
     def action_chart_scale(self) -> None:
-        charts = self._chart()
-        charts.control(charts.controls.toggle_log())
+        self._control(self._chart().controls.toggle_log())
 
     def action_chart_series(self, n: int) -> None:
         if self.mapped and n > MAP_SERIES:
             self.notify(f"{n}: the selected element's chart has series 1 and 2 (its title "
                         "names them)", severity="warning")
             return
-        charts = self._chart()
-        charts.control(charts.controls.toggle(n))
+        self._control(self._chart().controls.toggle(n))
 
     def action_presets(self) -> None:
         def load(sc: Scenario) -> None:
