@@ -10,8 +10,8 @@ use, so the pictures and the numbers beside them agree during an incident. The w
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -283,6 +283,33 @@ def gauges(snap: Any, top: Topology | None) -> tuple[Gauge, ...]:
             note = f"{alive}queue {st[key].queue}"
         out.append(Gauge(key, util, note, top is not None and top.binding == key))
     return tuple(out)
+
+
+def region_gauges(region: str, stages: Any, utilization: Mapping[str, float] | None
+                  ) -> tuple[Gauge, ...]:
+    """A topology region's chain as the pair's gauges, from the snapshot's `RegionStages`:
+    each site feeding it and its link in, then its PD-P and PD-D, as the engine measures them.
+    The one marked binding is the region's tightest row in the model (the running policy's
+    utilization at its Λ, `utilization`), else (no model yet) the measured hottest."""
+    several = len(stages.feeds) > 1
+    rows: list[tuple[str, Gauge]] = []
+    for f in stages.feeds:
+        st, lk = f.stage, f.link_snap
+        rows.append((f"site:{f.site}", Gauge(
+            "prfaas", float(st.utilization),
+            f"{f.site} {st.instances}/{st.instances + st.failed} alive · q{st.queue}",
+            False)))
+        carried = f"{to_gbps(lk.utilization * lk.capacity):.1f} of {to_gbps(lk.capacity):.3g} Gbps"
+        rows.append((f"link:{f.link}", Gauge("link", float(lk.utilization),
+                                             f"{f.site}: {carried}" if several else carried,
+                                             False)))
+    for key, st in (("pd-p", stages.pd_p), ("pd-d", stages.pd_d)):
+        rows.append((f"{key}:{region}", Gauge(
+            key, float(st.utilization),
+            f"{st.instances}/{st.instances + st.failed} alive · queue {st.queue}", False)))
+    model = {r: utilization[r] for r, _ in rows if utilization and r in utilization}
+    binding = max(model, key=model.__getitem__) if model else stages.hottest
+    return tuple(replace(g, binding=r == binding) for r, g in rows)
 
 
 def bar(fraction: float, width: int) -> str:

@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_ui_support import dash as _screen
+from test_ui_support import select_element as _select
 from test_ui_support import type_value
 
 from prfaas_tui.app import PrfaasApp
@@ -24,19 +26,6 @@ TWO_BROWNOUT = str(DATA / "two-regions-brownout.toml")
 def _no_user_presets(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HOME", str(tmp_path))
-
-
-def _screen(app: PrfaasApp) -> Dashboard:
-    return next(s for s in app.screen_stack if isinstance(s, Dashboard))
-
-
-async def _select(pilot, screen: Dashboard, element: tuple[str, str]) -> None:
-    for _ in range(len(screen.order)):
-        if screen.selected == element:
-            return
-        await pilot.press("down")
-        await pilot.pause()
-    assert screen.selected == element
 
 
 @pytest.mark.parametrize("drill, link, at, incident", [

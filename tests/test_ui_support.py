@@ -33,6 +33,16 @@ def dash(app: PrfaasApp) -> Dashboard:
     return next(s for s in app.screen_stack if isinstance(s, Dashboard))
 
 
+async def select_element(pilot, screen: Dashboard, element: tuple[str, str]) -> None:
+    """Walk a topology's elements with the arrows until `element` is the selected one."""
+    for _ in range(len(screen.order)):
+        if screen.selected == element:
+            break
+        await pilot.press("down")
+        await pilot.pause()
+    assert screen.selected == element
+
+
 def sim_time(app: PrfaasApp) -> float | None:
     """The simulated time of the dashboard's latest tick (None before the first)."""
     tick = dash(app).tick

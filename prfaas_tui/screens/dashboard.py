@@ -45,7 +45,9 @@ from emulator.scenario.scenario import Scenario
 from emulator.stability import served_note
 from emulator.topology.spec import PAIR_LINK
 from emulator.units import format_duration, format_tokens
+from prfaas_tui.chart_controls import ChartControls
 from prfaas_tui.live import (
+    LIVE_KEY,
     Driver,
     Tick,
     hand_incident,
@@ -53,6 +55,7 @@ from prfaas_tui.live import (
 from prfaas_tui.messages import EmulatorFailed, TickReady
 from prfaas_tui.metrics_export import default_export_dir, export_metrics
 from prfaas_tui.modelview import ModelView, Refused, Settings, slo_target, step_speed
+from prfaas_tui.pictures import Gauge, region_gauges
 from prfaas_tui.screens import run_keys
 from prfaas_tui.screens.compare import CompareScreen
 from prfaas_tui.screens.discard import discard_run_then
@@ -71,6 +74,7 @@ from prfaas_tui.session import Session
 from prfaas_tui.throttle import Coalesced, Toasts
 from prfaas_tui.topology_text import Element, Figures, elements, step_element
 from prfaas_tui.widgets.controls import KNOB_BY_KEY, KNOBS, ControlPanel, Knob, shown
+from prfaas_tui.widgets.gauges import Gauges
 from prfaas_tui.widgets.live_charts import LiveCharts
 from prfaas_tui.widgets.model_panel import DecisionLog, ModelPanel, RouterPanel
 from prfaas_tui.widgets.pictures_view import PicturesView
@@ -83,6 +87,7 @@ from prfaas_tui.widgets.topology_map import (
     TopologyDetail,
     TopologyMap,
     detail_lines,
+    model_line,
     selection_series,
 )
 
@@ -107,6 +112,8 @@ MAP_UNLISTED = frozenset({"model-mode", "paradigm", "view", "pictures", "export-
 MAP_PAIR_KEYS = ("M, m, v, g, e", "the pair's panels' keys (model mode, paradigm, charts or "
                  "model, pictures, time series export): here each says in one line why not")
 MAP_SERIES = 2  # a topology element's chart draws two series (its title names them)
+TWO_CHARTS_WIDTH = 120  # from here a region's throughput chart stands beside its TTFT one
+OWN_STATES = 64  # live states whose regions' own Λ are kept (a drill passes through a few)
 # what a key does on a topology's map, where the words differ from the pair's (by binding id)
 MAP_WORDS = {
     "set-threshold": "The selected region's t, N_p/N_d and routing (a link selected: its "
@@ -237,6 +244,7 @@ class Dashboard(Screen):
         self.order: list[Element] = \
             elements(scenario.declared_topology) if self.mapped else list(PAIR_ELEMENTS)
         self._selected: Element | None = self.order[0] if self.mapped and self.order else None
+        self._own: dict[Any, dict[str, float]] = {}  # each region's own Λ by live state
         self._figure_key: Any = None  # what Figure 5 was last drawn at
         self._redraw: Coalesced | None = None  # tick-driven redraws, throttled (on_mount)
         self._model_asked: float | None = None  # when a model-column redraw was asked
@@ -285,8 +293,11 @@ class Dashboard(Screen):
             with Vertical(id="topo-body"):
                 yield TopologyMap(id="topology-map")
                 yield TopologyDetail(id="topology-detail")
+                yield Gauges(id="region-gauges")
                 yield DrillTimeline(id="timeline")
-                yield SelectionChart(id="topology-chart")
+                with Horizontal(id="topo-charts"):
+                    yield SelectionChart(id="region-throughput")
+                    yield SelectionChart(id="topology-chart")
             yield Static(id="topo-status")
             yield KeyFooter(compact=True)
             return
@@ -597,10 +608,30 @@ class Dashboard(Screen):
         assert s.topology is not None
         return Figures(s.topology, s.objects, s.model, gain)
 
+    def detail_rows(self, fig: Figures | None) -> int:
+        """Lines the detail panel takes at this width (its border, the model line, the
+        element's lines as they wrap)."""
+        if fig is None or self.selected is None:
+            return 0
+        texts = [model_line(fig), *(x for x in detail_lines(fig, self.selected) if x)]
+        width = max(self.size.width - 2, 1)  # its padding
+        return 1 + sum(len(Text(x).wrap(self.app.console, width)) for x in texts)
+
+    def region_gauges(self) -> tuple[Gauge, ...]:
+        """The selected region's chain as the pair's gauges (its sites, links in, PD-P and
+        PD-D, measured over the window); none for a site or a link, or before the first tick."""
+        tick, el = self.session.tick, self.selected
+        if tick is None or el is None or el[0] != "region" or not tick.snapshot.regions:
+            return ()
+        model = self.session.model
+        return region_gauges(el[1], tick.snapshot.regions[el[1]],
+                             model.policy_utilization if model is not None else None)
+
     def redraw(self) -> None:
-        """The map, the selected element's detail, the incident timeline and the element's
-        chart: the map and the detail first, the timeline whole or not at all, where the chart
-        keeps its room."""
+        """The map, the selected element's detail, a region's gauges, the incident timeline
+        and the element's chart: the map and the detail first, then the gauges where they fit
+        (two a line without their notes where the full ones do not), the timeline whole or not
+        at all, where the chart keeps its room."""
         if self._pruning:
             return
         self.sync()  # the screen's tick is the session's latest (forks, quit, discard read it)
@@ -608,9 +639,16 @@ class Dashboard(Screen):
         self.query_one(TopologyMap).show(fig, self.selected)
         self.query_one(TopologyDetail).show(fig, self.selected)
         self.query_one("#topo-status", Static).update(self.status_text())
-        chart = self.query_one(SelectionChart)
-        detail_rows = 2 + len(detail_lines(fig, self.selected)) if fig and self.selected else 0
-        room = self.size.height - 3 - self.query_one(TopologyMap).rows - detail_rows
+        chart = self.query_one("#topology-chart", SelectionChart)
+        room = self.size.height - 3 - self.query_one(TopologyMap).rows - self.detail_rows(fig)
+        gauges, items = self.query_one("#region-gauges", Gauges), self.region_gauges()
+        width = self.size.width
+        compact = room < Gauges.rows(len(items), width, False)  # two a line, no notes
+        rows = Gauges.rows(len(items), width, compact)
+        gauges.display = bool(items) and room >= rows
+        if gauges.display:
+            gauges.show(items, compact)
+            room -= rows
         timeline = self.query_one(DrillTimeline)
         if tick is not None:
             self._follow_incidents(tick)
@@ -619,11 +657,41 @@ class Dashboard(Screen):
             chart_fits = room >= SelectionChart.MIN_ROWS
             timeline.display = room - rows >= (SelectionChart.MIN_ROWS if chart_fits else 0)
             room -= rows if timeline.display else 0
-        chart.display = room >= SelectionChart.MIN_ROWS
+        charts = self.query_one("#topo-charts")
+        charts.display = chart.display = room >= SelectionChart.MIN_ROWS
+        throughput = self.query_one("#region-throughput", SelectionChart)
+        throughput.display = (charts.display and self.selected is not None
+                              and self.selected[0] == "region" and width >= TWO_CHARTS_WIDTH)
         if chart.display and tick is not None and self.selected is not None:
             xs, series = selection_series(tick.history, self.selected)
-            chart.set_data((self.selected, xs, series),
-                           (self.selected, tick.snapshot.sim_time, tick.generation))
+            key = (self.selected, tick.snapshot.sim_time, tick.generation)
+            chart.set_data((self.selected, xs, series), key)
+            if throughput.display:
+                el = ("throughput", self.selected[1])
+                xs, series = selection_series(tick.history, el)
+                series["own Λ"] = self.own_lambdas(tick.history, el[1])
+                throughput.set_data((el, xs, series), key)
+
+    def own_lambdas(self, history: tuple, region: str) -> list[float]:
+        """The region's own Λ at each snapshot's live state (what its PD-P, PD-D and links
+        carry of its traffic under the running policy: the detail's figure), one policy
+        evaluation per state seen."""
+        from emulator.topology.live import live_spec
+        from emulator.topology.load import region_capacities
+
+        topo = self.session.topology
+        out = []
+        for snap in history:
+            state = (snap.topology or {}).get(LIVE_KEY)
+            if state is None or topo is None:
+                out.append(math.nan)
+                continue
+            if state not in self._own:
+                if len(self._own) > OWN_STATES:
+                    self._own.clear()
+                self._own[state] = region_capacities(live_spec(topo, state))[1]
+            out.append(self._own[state].get(region, math.nan))
+        return out
 
     def status_text(self) -> Text:
         """A topology's status line: incidents, the clock and the request accounting."""
@@ -883,24 +951,27 @@ class Dashboard(Screen):
 
     def _chart(self) -> LiveCharts | SelectionChart:
         """The charts `w`, `y` and 1-4 control: the pair's live charts, a topology's chart of
-        the selected element."""
-        return self.query_one(SelectionChart) if self.mapped else self.query_one(LiveCharts)
+        the selected element (a region's throughput chart follows it: `_control`)."""
+        return self.query_one("#topology-chart", SelectionChart) if self.mapped else \
+            self.query_one(LiveCharts)
+
+    def _control(self, controls: ChartControls) -> None:
+        self._chart().control(controls)
+        if self.mapped:
+            self.query_one("#region-throughput", SelectionChart).control(controls)
 
     def action_chart_window(self) -> None:
-        charts = self._chart()
-        charts.control(charts.controls.next_window())
+        self._control(self._chart().controls.next_window())
 
     def action_chart_scale(self) -> None:
-        charts = self._chart()
-        charts.control(charts.controls.toggle_log())
+        self._control(self._chart().controls.toggle_log())
 
     def action_chart_series(self, n: int) -> None:
         if self.mapped and n > MAP_SERIES:
             self.notify(f"{n}: the selected element's chart has series 1 and 2 (its title "
                         "names them)", severity="warning")
             return
-        charts = self._chart()
-        charts.control(charts.controls.toggle(n))
+        self._control(self._chart().controls.toggle(n))
 
     def action_presets(self) -> None:
         def load(sc: Scenario) -> None:

@@ -21,6 +21,7 @@ from prfaas_tui.modelview import live_latency
 from prfaas_tui.pictures import (
     HeatMap,
     Topology,
+    gauges,
     heat_map,
     length_cdf,
     live_lengths,
@@ -107,7 +108,7 @@ class PicturesView(Vertical):
             self._heat_key = key
             self._heat = heat_map(system, state, s.mode) if state.paradigm == PRFAAS_PD else None
         top = Topology.of(view)
-        self.query_one(Gauges).show(tick.snapshot, top)
+        self.query_one(Gauges).show(gauges(tick.snapshot, top))
         self.query_one(HeatMapView).show(self._heat, None if self._heat else (
             f"{Paradigm(state.paradigm).label} runs its own split and has no t: the heat map "
             f"is PrfaaS-PD's (t, N_p) plane (m switches back)"))

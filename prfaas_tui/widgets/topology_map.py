@@ -158,8 +158,13 @@ SERIES = {
     "site": (("utilization", ("utilization",), 100.0, "%"), ("egress", ("egress_utilization",),
                                                             100.0, "%")),
     "region": (("TTFT P90", ("ttft", "p90"), 1.0, "s"), ("TTFT P50", ("ttft", "p50"), 1.0, "s")),
+    # a region's throughput against its own Λ, as the pair's throughput chart: the model's
+    # figure is not in the snapshot (no path), the dashboard fills it per live state
+    "throughput": (("offered", ("offered_rate",), 1.0, "req/s"),
+                   ("served", ("served_rate",), 1.0, "req/s"), ("own Λ", None, 1.0, "req/s")),
 }
-GROUP = {"link": "links", "site": "sites", "region": "regions"}
+GROUP = {"link": "links", "site": "sites", "region": "regions", "throughput": "regions"}
+COLORS = {"throughput": ("foreground", "primary", "error")}  # the pair's throughput chart's
 
 
 def selection_series(history: tuple, el: Element) -> tuple[list[float], dict[str, list[float]]]:
@@ -175,8 +180,8 @@ def selection_series(history: tuple, el: Element) -> tuple[list[float], dict[str
             continue
         xs.append(snap.sim_time - now)
         for label, path, scale, _ in SERIES[kind]:
-            v: object = obj
-            for k in path:
+            v: object = obj if path is not None else None
+            for k in path or ():
                 v = v.get(k) if isinstance(v, dict) else None
             out[label].append(float(v) * scale if isinstance(v, int | float) else math.nan)
     return xs, out
@@ -184,7 +189,8 @@ def selection_series(history: tuple, el: Element) -> tuple[list[float], dict[str
 
 class SelectionChart(Chart):
     """The selected element over the recent history: a link's carried Gbps and capacity now, a
-    site's utilization and egress use, a region's TTFT P90 and P50 (the window's, per sample).
+    site's utilization and egress use, a region's TTFT P90 and P50 (the window's, per sample);
+    as "throughput" a region's offered and served rates against its own Λ.
     The dashboard's chart controls apply (`controls`: window, series 1-2, auto / log)."""
 
     DEFAULT_CSS = "SelectionChart { height: 1fr; min-height: 6; }"
@@ -203,8 +209,11 @@ class SelectionChart(Chart):
         units = {label: unit for label, _, _, unit in SERIES[kind]}
         c = self.controls
         names = tuple(series)
-        self.title(plt, f"{name}: " + " · ".join(f"{k} ({units[k]})" for k in series),
-                   name, (c.describe(names), c.describe(names, compact=True)),
+        full = f"{name}: " + " · ".join(f"{k} ({units[k]})" for k in series)
+        if kind == "throughput" and xs:  # as the pair's: the latest figures in its title
+            full = (f"{name} req/s · served {series['served'][-1]:.3g} of offered "
+                    f"{series['offered'][-1]:.3g} · own Λ {series['own Λ'][-1]:.3g}")
+        self.title(plt, full, name, (c.describe(names), c.describe(names, compact=True)),
                    changed=c != ChartControls())
         x = np.asarray(xs, dtype=float)
         keep = x >= -c.window
@@ -216,6 +225,6 @@ class SelectionChart(Chart):
         top = float(np.nanmax(vals)) if np.isfinite(vals).any() else 0.0
         plt.xlabel("simulated seconds before now")  # before the y axis: it takes a row
         self.y_axis(plt, max(top, 1e-9) * 1.15, log=c.log, values=vals)
-        for label, col in zip(series, ("primary", "warning"), strict=False):
+        for label, col in zip(series, COLORS.get(kind, ("primary", "warning")), strict=False):
             if label in shown:
                 self.line(plt, x[keep], shown[label], col, label)

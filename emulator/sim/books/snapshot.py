@@ -50,6 +50,31 @@ class LinkSnap:
 
 
 @dataclass(frozen=True)
+class Feed:
+    """A site feeding a region: the site's PrfaaS stage (its utilization the compute time
+    over instance time, as the pair's) and the link from it into the region."""
+
+    site: str
+    link: str  # "site->region"
+    stage: StageSnap
+    link_snap: LinkSnap
+
+
+@dataclass(frozen=True)
+class RegionStages:
+    """One region of a topology over the window, stage by stage as the pair's snapshot carries
+    its chain: the sites feeding it with their links in, its PD-P and PD-D. A site feeding
+    several regions has one figure, the same in each of them. `hottest` is the measured busiest
+    of them, named as the model's rows ("site:hub", "link:hub->east", "pd-p:east",
+    "pd-d:east")."""
+
+    feeds: tuple[Feed, ...]
+    pd_p: StageSnap
+    pd_d: StageSnap
+    hottest: str
+
+
+@dataclass(frozen=True)
 class CacheSnap:
     """One cluster's prefix cache, cumulative since the start (a flush counts as evictions)."""
 
@@ -112,3 +137,6 @@ class Snapshot:
     # a topology: its `regions`, `sites` and `links` objects over the window
     # (emulator.sim.reports.topology_report.objects); None for the single pair
     topology: dict | None = field(default=None, compare=False, repr=False)
+    # a topology: each region's stages over the window (the pair's `stages` and `link` per
+    # region); None for the single pair
+    regions: dict[str, RegionStages] | None = field(default=None, compare=False, repr=False)

@@ -16,7 +16,7 @@ from emulator.sim.books.metrics import Latencies, TimeSeries, Totals, bottleneck
 from emulator.sim.books.snapshot import LinkSnap, LiveKnobs, Snapshot, StageSnap
 from emulator.sim.books.timeline import Timeline
 from emulator.sim.core.loop import VirtualTimeLoop
-from emulator.sim.reports.topology_report import marks, objects
+from emulator.sim.reports.topology_report import marks, objects, region_stages
 from emulator.sim.routing.cache_runtime import CacheRuntime
 from emulator.sim.stages.link import Link
 from emulator.sim.stages.pool import Pool
@@ -222,8 +222,10 @@ class Observer:
             incident_windows=tuple(emu.timeline.windows()))
         if self._topo_marks is not None:  # a topology: its regions, sites and links
             rt = emu.topology
-            return Snapshot(**common, target_rate=rt.rate, topology=objects(
-                rt, self._topo_marks[0], marks(rt, now_tot.t), whole=False))
+            first, last = self._topo_marks[0], marks(rt, now_tot.t)
+            return Snapshot(**common, target_rate=rt.rate,
+                            topology=objects(rt, first, last, whole=False),
+                            regions=region_stages(rt, first, last))
         scheduler = emu.scheduler
         return Snapshot(
             **common, target_rate=emu.workload.rate,

@@ -7,13 +7,15 @@ never perturbs the run and a day-long run keeps no per-request data.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from emulator.model import _num
 from emulator.sim.books.histogram import LogHistogram
 from emulator.sim.books.metrics import QUANTILES
+from emulator.sim.books.snapshot import Feed, LinkSnap, RegionStages, StageSnap
 from emulator.sim.runtime.topology import TopologyRuntime
 from emulator.sim.stages.region import Region
 
@@ -29,6 +31,8 @@ class Marks:
     regions: dict[str, tuple]
     sites: dict[str, tuple[float, float, int, float]]  # busy, online slot-s, done, work done
     links: dict[str, tuple[float, float, float]]  # bytes sent, capacity x s, saturated s
+    # per region, its PD-P's then its PD-D's busy slot-s, online slot-s, done
+    stages: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
 
 def marks(rt: TopologyRuntime, now: float) -> Marks:
@@ -40,7 +44,9 @@ def marks(rt: TopologyRuntime, now: float) -> Marks:
         busy, online, _ = s.stage.totals(now)
         sites[n] = (busy, online, s.stage.done, s.stage.work_done(now))
     links = {n: lk.totals(now) for n, lk in rt.links.items()}
-    return Marks(now, regions, sites, links)
+    stages = {n: (*r.pdp.totals(now)[:2], r.pdp.done, *r.pdd.totals(now)[:2], r.pdd.done)
+              for n, r in rt.regions.items()}
+    return Marks(now, regions, sites, links, stages)
 
 
 def _ttft(h: LogHistogram, a: tuple | None = None, b: tuple | None = None) -> dict:
@@ -120,6 +126,48 @@ def objects(rt: TopologyRuntime, a: Marks, b: Marks, *, whole: bool) -> dict:
             links[name] |= {"line_gbps": lk.line * GBIT, "goodput_gbps": g.bytes_per_s * GBIT,
                             "cap": g.cap}
     return {"regions": regions, "sites": sites, "links": links}
+
+
+def region_stages(rt: TopologyRuntime, a: Marks, b: Marks) -> dict[str, RegionStages]:
+    """Each region's stages between marks a and b, measured as the pair's snapshot measures
+    its own (utilization: busy over online slot-seconds; PrfaaS: compute over instance time;
+    a link: bytes sent over what it could carry). Kept out of the `regions` objects, so a run's
+    JSON is unchanged."""
+    inv = 1.0 / (b.t - a.t) if b.t > a.t else 0.0
+
+    def ratio(x: float, y: float) -> float:
+        return x / y if y > 0 else 0.0
+
+    out = {}
+    for name, r in rt.regions.items():
+        d = np.subtract(b.stages[name], a.stages[name])
+        pd = []
+        for i, (stage, role) in enumerate(((r.pdp, "pd-p"), (r.pdd, "pd-d"))):
+            acc, drain = stage.counts()
+            pd.append(StageSnap(instances=acc, busy=stage.in_service,
+                                utilization=ratio(d[3 * i], d[3 * i + 1]),
+                                queue=len(stage.queue), served_rate=d[3 * i + 2] * inv,
+                                draining=drain, failed=r.local.failed(role)))
+        feeds = []
+        for site_name, lk in r.links.items():
+            s = rt.sites[site_name]
+            (_, on0, d0, w0), (_, on1, d1, w1) = a.sites[site_name], b.sites[site_name]
+            acc, drain = s.stage.counts()
+            site = StageSnap(instances=acc, busy=s.stage.in_service,
+                             utilization=ratio(w1 - w0, on1 - on0), queue=len(s.stage.queue),
+                             served_rate=(d1 - d0) * inv, draining=drain,
+                             failed=s.pool.failed("prfaas"))
+            (s0, c0, _), (s1, c1, _) = a.links[lk.name], b.links[lk.name]
+            link = LinkSnap(capacity=lk.capacity, utilization=ratio(s1 - s0, c1 - c0),
+                            bytes_in_flight=math.nan, queued_bytes=lk.queued_bytes(b.t),
+                            flows=len(lk.flows))
+            feeds.append(Feed(site_name, rt.topo.link(site_name, name).name, site, link))
+        util = {f"pd-p:{name}": pd[0].utilization, f"pd-d:{name}": pd[1].utilization}
+        for f in feeds:
+            util.setdefault(f"site:{f.site}", f.stage.utilization)
+            util[f"link:{f.link}"] = f.link_snap.utilization
+        out[name] = RegionStages(tuple(feeds), pd[0], pd[1], max(util, key=util.__getitem__))
+    return out
 
 
 def run_objects(rt: TopologyRuntime, start: Marks, half: Marks, end: Marks) -> dict:
