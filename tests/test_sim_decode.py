@@ -153,9 +153,11 @@ def _one_step_at_a_time(arrivals, a, b, c):
 
 
 @settings(max_examples=40, deadline=None)
-@given(hs.lists(hs.tuples(hs.floats(0.0, 3.0), hs.integers(1, 5000), hs.integers(1, 60)),
+@given(hs.lists(hs.tuples(hs.floats(0.0, 3.0), hs.integers(1, 40) | hs.integers(1, 5000),
+                          hs.integers(1, 60)),
                 min_size=1, max_size=25),
-       hs.sampled_from([(0.02, 0.001, 1e-6), (0.01, 0.0, 2e-6), (0.005, 0.002, 0.0)]))
+       hs.sampled_from([(0.02, 0.001, 1e-6), (0.01, 0.0, 2e-6), (0.005, 0.002, 0.0),
+                        (0.0005, 0.0, 5e-4)]))  # the last: steps outgrow the first one
 def test_the_stroke_and_its_step_statistics_match_stepping_one_step_at_a_time(reqs, abc):
     """Joins, completions and idle spells in any order: every finish time, and the step count,
     mean batch, step and context the run reports, are those of stepping one step at a time."""
@@ -172,6 +174,21 @@ def test_the_stroke_and_its_step_statistics_match_stepping_one_step_at_a_time(re
     assert got["mean_batch"] == pytest.approx(mean_batch, rel=1e-12)
     assert got["mean_step"] == pytest.approx(mean_step, rel=1e-9)
     assert got["mean_context"] == pytest.approx(mean_context, rel=1e-12)
+
+
+@pytest.mark.parametrize("when", [0.05, 0.5, 3.0])
+def test_a_join_deep_into_a_segment_whose_steps_outgrow_the_first(when):
+    """One request stepping alone for a long while, each step longer than the last by half the
+    first: the second joins at the boundary stepping one step at a time finds."""
+    a, b, c = 0.0005, 0.0, 5e-4
+    loop, st, done = stage(bs=4, step=StepProfile(a, b, c))
+    arrivals = [(0.0, 0, 1, 400), (when, 1, 1, 5)]
+    for t, rid, length, out in arrivals:
+        submit(loop, st, t, rid, out=out, length=length)
+    loop.run_until(1e4)
+    finish, steps, *_ = _one_step_at_a_time(arrivals, a, b, c)
+    assert {r: t for r, t, _ in done} == {r: pytest.approx(t, rel=1e-9) for r, t in finish.items()}
+    assert st.step_stats()["steps"] == steps
 
 
 DECODE_BOUND = """

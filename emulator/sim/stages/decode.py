@@ -27,7 +27,7 @@ from emulator.sim.stages.stage import Stage, Worker
 
 _STEP_TOL = 1e-6  # a time within this fraction of a step from a boundary is on it
 _index = attrgetter("idx")
-_floor, _sqrt = math.floor, math.sqrt
+_ceil, _floor, _sqrt = math.ceil, math.floor, math.sqrt
 
 
 def _finish_at(finish: deque, entry: tuple) -> None:
@@ -263,18 +263,22 @@ class DecodeStage(Stage):
             w.seg_start = w.busy_from = start = now
         elif now > (start := w.seg_start):  # else the segment starts ahead: join there
             first, grow = w.first, w.grow
-            if grow <= 0:
-                k = _floor((now - start) / first + _STEP_TOL)
-            else:
+            # the first boundary at or after now (within a millionth of a step): at or before
+            # the one a constant first step gives, and the same one while the steps grow by
+            # less than a step over the segment (the usual case; else solve the quadratic)
+            k = _ceil((now - start) / first - _STEP_TOL)
+            if grow * k > first:
                 half = first - grow / 2
                 k = _floor((-half + _sqrt(half * half + 2 * grow * (now - start))) / grow
                            + _STEP_TOL)
-            tri = k * (k - 1) / 2
-            t = start + (k * first + grow * tri)
-            if t < now - _STEP_TOL * first:
+            t = start + (k * first + grow * (k * (k - 1) / 2))
+            edge = now - _STEP_TOL * first
+            while t < edge:
                 k += 1
-                tri = k * (k - 1) / 2
-                t = start + (k * first + grow * tri)
+                t = start + (k * first + grow * (k * (k - 1) / 2))
+            while k and t - (first + grow * (k - 1)) >= edge:
+                k -= 1
+                t = start + (k * first + grow * (k * (k - 1) / 2))
             if pending or w.next_k <= k_total + k:
                 # the boundary's event takes it in: the timer is due there already (the first
                 # boundary from now is the first joiner's, or the next completion's)
