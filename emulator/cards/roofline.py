@@ -24,8 +24,9 @@ TABLE5_SECONDS = (0.44, 0.72, 1.84, 7.40)
 TABLE5_SKV_MIB = (190.8, 308.9, 701.3, 2316.3)
 
 DEFAULT_OVERHEAD_S = 0.39
-DEFAULT_OVERHEAD_SOURCE = ("0.39 s: the paper's single-request measurements, the median of its seven "
-                           "1K prefill times (Tables 3 and 5) less the kernel time; docs/profiles.md")
+DEFAULT_OVERHEAD_SOURCE = ("0.39 s: the paper's single-request measurements, its seven 1K prefill "
+                           "times (Tables 3 and 5) less the kernel time (0.25-0.44 s, median 0.37 s); "
+                           "the H20 card's fit to Table 6 is made with it; docs/profiles.md")
 
 
 def prefill_seconds(card: ModelCard, gpu: GpuCard, setup: Setup, length: float | np.ndarray):
