@@ -5,7 +5,8 @@ now (it loads back at them), `x` writes an SVG, `S`/`U` answer as on the pair. S
 from __future__ import annotations
 
 import pytest
-from test_topology_view import _screen, _select
+from test_ui_support import dash as _screen
+from test_ui_support import select_element as _select
 from test_ui_support import type_value
 
 from emulator.scenario import presets
